@@ -1,0 +1,100 @@
+/*
+ * client.h - zkl_client: one ZooKeeper session shared by any number of locks
+ * and threads.
+ *
+ * A client owns the ZooKeeper handle and a worker thread. It reports Curator's
+ * connection states to an optional callback, opens a new session by itself
+ * after the old one expired (locks held through the old one are LOST and stay
+ * lost), retries operations that failed by connection loss with a bounded
+ * exponential backoff, and deletes lock nodes in the background when a delete
+ * could not be done in the foreground.
+ */
+#ifndef ZKLOCK_CLIENT_H
+#define ZKLOCK_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkl_client zkl_client;
+
+/* Curator's connection states. */
+typedef enum zkl_conn_state {
+    ZKL_STATE_CONNECTED = 1,   /* the first session is connected */
+    ZKL_STATE_SUSPENDED = 2,   /* connection lost; the session may still live */
+    ZKL_STATE_RECONNECTED = 3, /* connected again (same session, or a new one after LOST) */
+    ZKL_STATE_LOST = 4,        /* the session is gone: every lock held through it is lost */
+} zkl_conn_state;
+
+/* Name of a state ("CONNECTED", ...); never NULL. */
+const char *zkl_conn_state_name(zkl_conn_state st);
+
+/*
+ * Called on the client's own worker thread (never the ZooKeeper I/O thread),
+ * once per transition, in order. It may call zklock functions that do not
+ * wait for the worker (is-held queries, releases); it should not block long.
+ */
+typedef void (*zkl_state_fn)(zkl_client *c, zkl_conn_state st, void *userdata);
+
+typedef struct zkl_client_options {
+    int session_timeout_ms; /* asked of the server; default 10000 */
+    int connect_timeout_ms; /* zkl_client_open waits this long; default 15000 */
+    int retry_base_ms;      /* first backoff after a connection loss; default 50 */
+    int retry_max_ms;       /* backoff cap; default 1000 */
+    int retry_max;          /* retries of one operation before ZKL_ECONNLOSS; default 10 */
+    zkl_state_fn on_state;  /* optional connection-state callback */
+    void *state_userdata;
+    const char *auth_digest; /* optional "user:password" sent as digest auth */
+    /* Data of lock nodes; NULL means Curator's default, the local IP as text. */
+    const void *node_data;
+    size_t node_data_len;
+} zkl_client_options;
+
+/* Fill opts with the defaults above. */
+void zkl_client_options_init(zkl_client_options *opts);
+
+/*
+ * Open a client on a connect string "host:port[,host:port...][/chroot]" and
+ * wait until the session is connected or connect_timeout_ms has passed.
+ * opts may be NULL for the defaults; its strings are copied.
+ * On success *out is a new client the caller owns (zkl_client_close).
+ * Errors: ZKL_EINVAL (NULL or malformed arguments), ZKL_ECONNECT (no server
+ * answered in time), ZKL_EAUTH, ZKL_ENOMEM, ZKL_ESYS.
+ */
+zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, zkl_client **out);
+
+/*
+ * Close the session (the server deletes its lock nodes at once) and free the
+ * client. Every lock object made on it must have been destroyed first:
+ * otherwise ZKL_EBUSY and nothing is closed. No other thread may be inside a
+ * call on this client. NULL gives ZKL_EINVAL.
+ */
+zkl_status zkl_client_close(zkl_client *c);
+
+/* Last state reported (ZKL_STATE_CONNECTED after a successful open). */
+zkl_conn_state zkl_client_state(zkl_client *c);
+
+/* The current session id (0 while none is established, or c is NULL). */
+int64_t zkl_client_session_id(zkl_client *c);
+
+/* The session timeout the server granted, in ms (0 if unknown). */
+int zkl_client_session_timeout(zkl_client *c);
+
+/*
+ * Wait until every lock node delete queued for background retry is done, or
+ * timeout_ms passes (ZKL_ETIMEDOUT). For tests and orderly shutdown.
+ */
+zkl_status zkl_client_drain(zkl_client *c, int timeout_ms);
+
+/* Free a string array returned by zklock (participant lists). NULL is fine. */
+void zkl_strings_free(char **v, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+/*
+ * mutex.h - zkl_mutex, Curator's InterProcessMutex in C.
+ *
+ * A reentrant, fair (first come, first served) mutex shared across processes
+ * and machines through ZooKeeper, znode-compatible with Curator: a C process
+ * and a Java process locking the same path exclude each other.
+ *
+ * Ownership is per thread, as with Curator: the thread that acquired must
+ * release, and a thread that acquires again only counts up (no ZooKeeper
+ * call). Different threads sharing one zkl_mutex contend through ZooKeeper,
+ * each with a node of its own. A hold is tied to the session it was taken in:
+ * once that session is lost, zkl_mutex_is_held() is false and the hold must
+ * be released by the caller (which then returns ZKL_ELOST).
+ */
+#ifndef ZKLOCK_MUTEX_H
+#define ZKLOCK_MUTEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkl_mutex zkl_mutex;
+
+/* Pass as timeout_ms to wait as long as it takes. */
+#define ZKL_WAIT_FOREVER (-1)
+
+/*
+ * Make a mutex object for the absolute lock path `path` on client c (no
+ * ZooKeeper call yet). The path is copied. *out is owned by the caller
+ * (zkl_mutex_destroy). Errors: ZKL_EINVAL, ZKL_EBADPATH, ZKL_ENOMEM.
+ * Nothing else may live under a lock path: every child is a contender.
+ */
+zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out);
+
+/*
+ * Free the object. ZKL_EBUSY (and nothing freed) while any thread holds it.
+ */
+zkl_status zkl_mutex_destroy(zkl_mutex *m);
+
+/*
+ * Acquire for the calling thread, waiting up to timeout_ms (0: try once,
+ * ZKL_WAIT_FOREVER: no limit). Reentrant: if this thread holds it already the
+ * count goes up and nothing is sent. On any failure no node of this attempt is
+ * left behind (its delete is retried in the background if need be).
+ * Errors: ZKL_ETIMEDOUT, ZKL_ELOST (this thread's existing hold was lost),
+ * ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL.
+ * If the session is lost while waiting, the wait goes on in the new session
+ * with a new node (the place in line is lost, as with Curator).
+ */
+zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms);
+
+/*
+ * Release one level of the calling thread's hold; the last level deletes the
+ * lock node (in the foreground; on connection trouble the delete is retried in
+ * the background and this returns ZKL_OK, because the node goes either way:
+ * deleted, or with its session).
+ * Errors: ZKL_ENOTOWNER (this thread holds nothing: the lock is unchanged),
+ * ZKL_ELOST (the hold had been lost with its session; it is now released).
+ */
+zkl_status zkl_mutex_release(zkl_mutex *m);
+
+/* True if the calling thread holds m in a session that is not lost. */
+bool zkl_mutex_is_held(zkl_mutex *m);
+
+/*
+ * The fencing token of the calling thread's hold: the creation zxid of its
+ * lock node, strictly increasing across successive holders of one lock path.
+ * Pass it to the resource the lock protects, which refuses any token lower
+ * than the highest it has seen. Errors: ZKL_ENOTOWNER, ZKL_ELOST, ZKL_EINVAL.
+ */
+zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token);
+
+/*
+ * Full path of the calling thread's lock node (for an exists/check in a
+ * zoo_multi). *node is malloc'd; the caller frees it. Errors as above.
+ */
+zkl_status zkl_mutex_node(zkl_mutex *m, char **node);
+
+/*
+ * Every participant in queue order (the holder first), as full node paths.
+ * *paths is owned by the caller: zkl_strings_free(*paths, *n).
+ */
+zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n);
+
+/* The lock path (owned by m). NULL for NULL. */
+const char *zkl_mutex_path(const zkl_mutex *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,13 @@
+/*
+ * zklock.h - everything of zklock in one include.
+ */
+#ifndef ZKLOCK_ZKLOCK_H
+#define ZKLOCK_ZKLOCK_H
+
+#include "status.h"
+#include "client.h"
+#include "mutex.h"
+
+#define ZKLOCK_VERSION "0.1.0"
+
+#endif

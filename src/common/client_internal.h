@@ -1,0 +1,122 @@
+/*
+ * client_internal.h - what the lock core sees of a client: sessions with
+ * reference counts, watch tokens, the background delete queue and the
+ * test-only fault hooks.
+ *
+ * Threading: c->mu guards every field below. The ZooKeeper completion thread
+ * only takes c->mu briefly to record an event and broadcast c->cv; it never
+ * makes a ZooKeeper call or runs user code. User callbacks and session
+ * replacement run on the client's worker thread.
+ */
+#ifndef ZKL_CLIENT_INTERNAL_H
+#define ZKL_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zklock/client.h"
+
+typedef struct zkl__watch zkl__watch;
+
+/* One ZooKeeper session (one zhandle). Replaced as a whole after expiry. */
+typedef struct zkl__session {
+    zhandle_t *zh;
+    struct zkl_client *c;
+    uint64_t epoch;       /* 1, 2, ... : which session of this client */
+    int64_t id;           /* server session id, once connected */
+    int refs;             /* the client's own reference + callers inside a call */
+    bool expired;         /* the server said so, or it was lost locally */
+    bool retired;         /* no longer the client's current session */
+    zkl__watch *watches;  /* tokens the ZooKeeper client may still call */
+} zkl__session;
+
+/* A watch registration: shared by the waiter and the ZooKeeper client. */
+struct zkl__watch {
+    struct zkl_client *c;
+    zkl__session *s;
+    int refs;
+    bool fired;
+    zkl__watch *prev, *next;
+};
+
+/* Test-only faults, set through tests/support (never by the library itself). */
+typedef struct zkl__faults {
+    int create_reply_lost; /* drop the reply of the next N successful creates */
+    int create_send_lost;  /* fail the next N creates with connection loss before sending */
+    char next_uuid[37];    /* use this UUID for the next protected create */
+} zkl__faults;
+
+typedef struct zkl__bgdel {
+    char *path;   /* node to delete, or the parent when prefix is set */
+    char *prefix; /* delete every child of path whose name starts with it */
+    struct zkl__bgdel *next;
+} zkl__bgdel;
+
+#define ZKL_EVQ_MAX 64
+
+struct zkl_client {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* any state change, watch event, queued work, call end */
+    char *connect;
+    zkl_client_options opts;
+    char *auth_digest;
+    char *node_data;
+    int node_data_len;
+    zkl__session *sess;
+    uint64_t next_epoch;
+    uint64_t state_gen; /* bumped on every connection event */
+    bool connected;
+    bool ever_connected;
+    int64_t suspended_at;
+    zkl_conn_state state;
+    zkl_conn_state evq[ZKL_EVQ_MAX];
+    int evq_head, evq_len;
+    zkl__bgdel *bg_head, *bg_tail;
+    int bg_busy; /* a delete is being tried by the worker */
+    int handles; /* live lock objects made on this client */
+    bool closing;
+    pthread_t worker;
+    int granted_timeout;
+    zkl__faults faults;
+};
+
+/* Current session with a reference, or ZKL_ECLOSED / ZKL_ETIMEDOUT (none usable by deadline). */
+zkl_status zkl__session_get(struct zkl_client *c, int64_t deadline, zkl__session **out);
+void zkl__session_put(zkl__session *s);
+
+/* True if epoch is the current session's and it is not lost. */
+bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
+
+/* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that prefix. */
+void zkl__bg_delete(struct zkl_client *c, const char *path, const char *prefix);
+
+/*
+ * After a retryable failure: wait out the backoff for try number *attempt
+ * (waking early when the connection state changes). false when the retries
+ * are spent or the deadline has passed.
+ */
+bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
+
+/* Lock-object accounting, so zkl_client_close can refuse while objects live. */
+void zkl__client_ref(struct zkl_client *c);
+void zkl__client_unref(struct zkl_client *c);
+
+/* Watch tokens: new (refs: caller + ZooKeeper), and the caller's drop. */
+zkl__watch *zkl__watch_new(zkl__session *s);
+void zkl__watch_drop(zkl__watch *w);
+/* The ZooKeeper side's reference, when a watch was not registered after all. */
+void zkl__watch_unregistered(zkl__watch *w);
+/* ZooKeeper watcher function for tokens. */
+void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+
+/*
+ * Wait until the token fired, the connection state changed since gen, the
+ * client closes, or the deadline passes. Returns ZKL_ETIMEDOUT only for the
+ * deadline.
+ */
+zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline);
+
+uint64_t zkl__state_gen(struct zkl_client *c);
+
+#endif

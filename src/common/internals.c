@@ -1,0 +1,499 @@
+/*
+ * internals.c - the lock-internals core (see internals.h).
+ *
+ * The loop follows Curator's LockInternals.internalLockLoop, with three
+ * changes that matter under faults: the first listing rides with the create
+ * (one round trip instead of two), a node found by its protected prefix after
+ * a lost create reply is adopted only if its ephemeralOwner is our session
+ * (CURATOR-498), and a listing taken after our session changed is never
+ * trusted (CURATOR-604).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internals.h"
+#include "log.h"
+#include "path.h"
+#include "seq.h"
+#include "status_internal.h"
+#include "util.h"
+#include "zkcall.h"
+
+/* Internal outcome: our node is gone with its session; start over with a new one. */
+#define RESTART ZKL_ELOST
+
+zkl__verdict zkl__decide_standard(char *const *sorted, size_t n, size_t self, int max_leases)
+{
+    zkl__verdict v = {false, -1};
+    (void)sorted;
+    (void)n;
+    if (max_leases < 1)
+        max_leases = 1;
+    if (self < (size_t)max_leases)
+        v.holds = true;
+    else
+        v.watch = (long)(self - (size_t)max_leases);
+    return v;
+}
+
+static int64_t session_id(zkl__session *s)
+{
+    int64_t id;
+    pthread_mutex_lock(&s->c->mu);
+    id = s->id;
+    pthread_mutex_unlock(&s->c->mu);
+    return id;
+}
+
+static int session_error(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZSESSIONMOVED ||
+           rc == ZCLOSING;
+}
+
+/* Create path and any missing ancestors as container nodes (bottom-up, as Curator 5.7+). */
+static int mkdirs(zkl__session *s, const char *path, int depth)
+{
+    int rc, tries;
+    for (tries = 0; tries < 5; tries++) {
+        rc = zkl__zk_create(s, path, "", 0, ZOO_CONTAINER, NULL, NULL);
+        if (rc == ZOK || rc == ZNODEEXISTS)
+            return ZOK;
+        if (rc != ZNONODE || depth > 256)
+            return rc;
+        {
+            size_t plen = zkl__path_parent_len(path);
+            char *parent;
+            if (plen == 0)
+                return rc;
+            parent = strndup(path, plen);
+            if (!parent)
+                return ZSYSTEMERROR;
+            rc = mkdirs(s, parent, depth + 1);
+            free(parent);
+            if (rc != ZOK)
+                return rc;
+        }
+    }
+    return rc;
+}
+
+/* Our node, as created or adopted. */
+typedef struct own_node {
+    char *node;       /* full path */
+    const char *name; /* basename, inside node */
+    int64_t czxid;
+    zkl__names kids;  /* first listing, if it came with the create */
+    bool have_kids;
+} own_node;
+
+static void own_node_free(own_node *o)
+{
+    free(o->node);
+    zkl__names_free(&o->kids);
+    memset(o, 0, sizeof *o);
+}
+
+static zkl_status new_prefix(zkl_client *c, char prefix[ZKL_PROTECTED_PREFIX_LEN + 1])
+{
+    char uuid[37];
+    pthread_mutex_lock(&c->mu);
+    if (c->faults.next_uuid[0]) {
+        memcpy(uuid, c->faults.next_uuid, sizeof uuid);
+        c->faults.next_uuid[0] = '\0';
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        pthread_mutex_unlock(&c->mu);
+        if (zkl__uuid4(uuid) != ZKL_OK)
+            return ZKL_ESYS;
+    }
+    memcpy(prefix, "_c_", 3);
+    memcpy(prefix + 3, uuid, 36);
+    prefix[39] = '-';
+    prefix[40] = '\0';
+    return ZKL_OK;
+}
+
+/* Test hooks: how the next create should misbehave. 0 none, 1 lose before send, 2 lose reply. */
+static int take_create_fault(zkl_client *c)
+{
+    int f = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->faults.create_send_lost > 0) {
+        c->faults.create_send_lost--;
+        f = 1;
+    } else if (c->faults.create_reply_lost > 0) {
+        c->faults.create_reply_lost--;
+        f = 2;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return f;
+}
+
+/*
+ * After an uncertain create: find a child with our prefix. Adopt it if it is
+ * ours (same session), delete it otherwise. Returns ZOK with *o filled on
+ * adoption, ZNONODE if there is nothing to adopt (create again), or an rc.
+ */
+static int recover_create(zkl__session *s, const char *path, const char *prefix, own_node *o)
+{
+    zkl__names kids = {0};
+    struct Stat st;
+    long idx;
+    char *node;
+    int rc = zkl__zk_children(s, path, &kids);
+    if (rc != ZOK)
+        return rc;
+    idx = zkl__find_prefix(kids.v, kids.n, prefix);
+    if (idx < 0) {
+        zkl__names_free(&kids);
+        return ZNONODE;
+    }
+    node = zkl__names_join(path, kids.v[idx]);
+    if (!node) {
+        zkl__names_free(&kids);
+        return ZSYSTEMERROR;
+    }
+    rc = zkl__zk_exists(s, node, &st);
+    if (rc == ZOK && st.ephemeralOwner == session_id(s)) {
+        o->node = node;
+        o->name = zkl__path_basename(node);
+        o->czxid = st.czxid;
+        o->kids = kids;
+        o->have_kids = true;
+        zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", node);
+        return ZOK;
+    }
+    zkl__names_free(&kids);
+    if (rc == ZOK) { /* a node of another (dying) session: not ours to adopt */
+        zkl__log(ZKL_LOG_WARN, "%s carries our prefix but belongs to session %llx: deleting it",
+                 node, (unsigned long long)st.ephemeralOwner);
+        zkl__bg_delete(s->c, node, NULL);
+        rc = ZNONODE;
+    }
+    free(node);
+    return rc;
+}
+
+static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire_args *a,
+                              own_node *o)
+{
+    char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
+    char *want = NULL;
+    int attempt = 0, parents = 0, rc, list_rc;
+    bool uncertain = false;
+    const void *data = a->data ? a->data : c->node_data;
+    int len = a->data ? a->data_len : c->node_data_len;
+    zkl_status st = ZKL_OK;
+
+    memset(o, 0, sizeof *o);
+    if (new_prefix(c, prefix) != ZKL_OK)
+        return ZKL_ESYS;
+    for (;;) {
+        if (uncertain) {
+            rc = recover_create(s, a->path, prefix, o);
+            if (rc == ZOK)
+                goto out;
+            if (rc == ZNONODE) {
+                uncertain = false; /* nothing reached the server: create again */
+                if (new_prefix(c, prefix) != ZKL_OK) {
+                    st = ZKL_ESYS;
+                    goto out;
+                }
+            } else if (zkl__zk_retryable(rc)) {
+                if (!zkl__backoff(c, &attempt, a->deadline))
+                    goto give_up;
+                continue;
+            } else {
+                st = session_error(rc) ? RESTART : zkl__from_zk(rc, "list", a->path);
+                goto give_up_with;
+            }
+        }
+        free(want);
+        want = malloc(strlen(a->path) + 1 + sizeof prefix + strlen(a->driver->lock_name));
+        if (!want) {
+            st = zkl__fail(ZKL_ENOMEM, "out of memory");
+            goto out;
+        }
+        strcpy(want, a->path);
+        strcat(want, "/");
+        strcat(want, prefix);
+        strcat(want, a->driver->lock_name);
+
+        switch (take_create_fault(c)) {
+        case 1:
+            rc = ZCONNECTIONLOSS;
+            break;
+        case 2:
+            rc = zkl__zk_create(s, want, data, len, ZOO_EPHEMERAL_SEQUENTIAL, NULL, NULL);
+            if (rc == ZOK)
+                rc = ZCONNECTIONLOSS; /* the reply "never arrived" */
+            break;
+        default: {
+            struct Stat stat;
+            rc = zkl__zk_create_list(s, want, data, len, ZOO_EPHEMERAL_SEQUENTIAL, a->path,
+                                     &o->node, &stat, &o->kids, &list_rc);
+            if (rc == ZOK) {
+                o->name = zkl__path_basename(o->node);
+                o->czxid = stat.czxid;
+                o->have_kids = list_rc == ZOK;
+                goto out;
+            }
+        }
+        }
+        if (rc == ZNONODE) {
+            if (++parents > 10) {
+                st = zkl__from_zk(rc, "create parents of", a->path);
+                goto out;
+            }
+            rc = mkdirs(s, a->path, 0);
+            if (rc == ZOK)
+                continue;
+            if (zkl__zk_retryable(rc)) {
+                if (!zkl__backoff(c, &attempt, a->deadline))
+                    goto out_timeout;
+                continue;
+            }
+            st = session_error(rc) ? RESTART : zkl__from_zk(rc, "create", a->path);
+            goto out;
+        }
+        if (zkl__zk_retryable(rc)) {
+            uncertain = true;
+            if (!zkl__backoff(c, &attempt, a->deadline))
+                goto give_up;
+            continue;
+        }
+        st = session_error(rc) ? RESTART : zkl__from_zk(rc, "create", want);
+        if (session_error(rc))
+            goto give_up_with;
+        goto out;
+    }
+give_up:
+    st = zkl__now_ms() >= a->deadline
+             ? zkl__fail(ZKL_ETIMEDOUT, "timed out creating the lock node under %s", a->path)
+             : zkl__fail(ZKL_ECONNLOSS, "connection lost creating the lock node under %s",
+                         a->path);
+give_up_with:
+    /* An earlier try may have reached the server: have the worker remove it. */
+    zkl__bg_delete(c, a->path, prefix);
+    goto out;
+out_timeout:
+    st = zkl__fail(ZKL_ETIMEDOUT, "timed out creating the parents of %s", a->path);
+out:
+    free(want);
+    return st;
+}
+
+/* Delete our node now if we can, else in the background. */
+static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
+{
+    int rc = s ? zkl__zk_delete(s, node) : ZCONNECTIONLOSS;
+    if (rc != ZOK && rc != ZNONODE)
+        zkl__bg_delete(c, node, NULL);
+}
+
+static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acquire_args *a,
+                                own_node *o)
+{
+    int attempt = 0, rc;
+    zkl__names kids = {0};
+    bool have = o->have_kids;
+    if (have) {
+        kids = o->kids;
+        o->kids.v = NULL;
+        o->kids.n = 0;
+    }
+    for (;;) {
+        long self;
+        zkl__verdict v;
+        char *watch_path;
+        zkl__watch *w;
+        uint64_t gen;
+        zkl_status st = ZKL_OK;
+
+        if (!have) {
+            rc = zkl__zk_children(s, a->path, &kids);
+            if (rc == ZNONODE) {
+                rc = ZOK; /* parent gone, so our node too */
+                kids.n = 0;
+            }
+            if (zkl__zk_retryable(rc)) {
+                if (!zkl__backoff(c, &attempt, a->deadline))
+                    return zkl__now_ms() >= a->deadline
+                               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
+                               : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s",
+                                           a->path);
+                continue;
+            }
+            if (rc != ZOK)
+                return session_error(rc) ? RESTART : zkl__from_zk(rc, "list", a->path);
+        }
+        have = false;
+        /* A listing read after our session ended may still show our node (CURATOR-604). */
+        if (!zkl__epoch_alive(c, s->epoch)) {
+            zkl__names_free(&kids);
+            return RESTART;
+        }
+        if (zkl__sort_names(kids.v, kids.n, a->driver->sort_markers) != ZKL_OK) {
+            zkl__names_free(&kids);
+            return ZKL_ENOMEM;
+        }
+        self = zkl__find_name(kids.v, kids.n, o->name);
+        if (self < 0) { /* our node is gone: session lost, or deleted by someone */
+            zkl__names_free(&kids);
+            return RESTART;
+        }
+        v = a->driver->decide(a->driver, kids.v, kids.n, (size_t)self, a->ctx);
+        if (v.holds) {
+            zkl__names_free(&kids);
+            return ZKL_OK;
+        }
+        if (v.watch < 0 || (size_t)v.watch >= kids.n) {
+            zkl__names_free(&kids);
+            continue;
+        }
+        if (zkl__now_ms() >= a->deadline) {
+            zkl__names_free(&kids);
+            return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+        }
+        watch_path = zkl__names_join(a->path, kids.v[v.watch]);
+        zkl__names_free(&kids);
+        if (!watch_path)
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        w = zkl__watch_new(s);
+        if (!w) {
+            free(watch_path);
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        }
+        gen = zkl__state_gen(c);
+        rc = zkl__zk_wget(s, watch_path, w);
+        free(watch_path);
+        if (rc != ZOK)
+            zkl__watch_unregistered(w);
+        else
+            st = zkl__watch_wait(w, gen, a->deadline);
+        zkl__watch_drop(w);
+        if (rc == ZOK || rc == ZNONODE) {
+            attempt = 0;
+            if (st == ZKL_ETIMEDOUT)
+                return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+            continue;
+        }
+        if (zkl__zk_retryable(rc)) {
+            if (!zkl__backoff(c, &attempt, a->deadline))
+                return zkl__now_ms() >= a->deadline
+                           ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
+                           : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
+            continue;
+        }
+        return session_error(rc) ? RESTART : zkl__from_zk(rc, "watch", a->path);
+    }
+}
+
+zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
+{
+    for (;;) {
+        zkl__session *s;
+        own_node o;
+        zkl_status st = zkl__session_get(c, a->deadline, &s);
+        if (st != ZKL_OK)
+            return st;
+        st = create_node(c, s, a, &o);
+        if (st == ZKL_OK) {
+            st = wait_for_lock(c, s, a, &o);
+            if (st == ZKL_OK) {
+                hold->node = o.node;
+                hold->czxid = o.czxid;
+                hold->epoch = s->epoch;
+                o.node = NULL;
+                own_node_free(&o);
+                zkl__session_put(s);
+                return ZKL_OK;
+            }
+            /* Timeout, error or lost session: our node must go, whatever happens. */
+            delete_guaranteed(c, st == RESTART ? NULL : s, o.node);
+            own_node_free(&o);
+        }
+        zkl__session_put(s);
+        if (st != RESTART)
+            return st;
+        if (zkl__now_ms() >= a->deadline)
+            return zkl__fail(ZKL_ETIMEDOUT, "session lost while waiting for %s", a->path);
+        zkl__log(ZKL_LOG_INFO, "session lost while waiting for %s: trying again", a->path);
+    }
+}
+
+zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
+{
+    bool alive = zkl__epoch_alive(c, hold->epoch);
+    zkl__session *s = NULL;
+    if (hold->node) {
+        /* Any live session may delete it: a locally lost session's node still
+         * exists on the server until it expires there. */
+        if (zkl__session_get(c, zkl__now_ms(), &s) != ZKL_OK)
+            s = NULL;
+        delete_guaranteed(c, s, hold->node);
+        if (s)
+            zkl__session_put(s);
+        free(hold->node);
+        hold->node = NULL;
+    }
+    if (!alive)
+        return zkl__fail(ZKL_ELOST, "the session of this hold was lost before release");
+    return ZKL_OK;
+}
+
+zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
+{
+    *to = *from;
+    to->node = from->node ? strdup(from->node) : NULL;
+    if (from->node && !to->node)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
+}
+
+zkl_status zkl__participants(zkl_client *c, const char *path, const char *const *markers,
+                             char ***out, size_t *n)
+{
+    zkl__session *s;
+    zkl__names kids = {0};
+    int rc, attempt = 0;
+    size_t i;
+    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    zkl_status st = zkl__session_get(c, deadline, &s);
+    if (st != ZKL_OK)
+        return st;
+    for (;;) {
+        rc = zkl__zk_children(s, path, &kids);
+        if (!zkl__zk_retryable(rc) || !zkl__backoff(c, &attempt, deadline))
+            break;
+    }
+    zkl__session_put(s);
+    if (rc == ZNONODE) {
+        rc = ZOK;
+        kids.n = 0;
+    }
+    if (rc != ZOK)
+        return zkl__from_zk(rc, "list", path);
+    if (zkl__sort_names(kids.v, kids.n, markers) != ZKL_OK) {
+        zkl__names_free(&kids);
+        return ZKL_ENOMEM;
+    }
+    for (i = 0; i < kids.n; i++) {
+        char *full = zkl__names_join(path, kids.v[i]);
+        if (!full) {
+            zkl__names_free(&kids);
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        }
+        free(kids.v[i]);
+        kids.v[i] = full;
+    }
+    *out = kids.v;
+    *n = kids.n;
+    if (!kids.v) { /* callers may free what they get: give them an empty array */
+        *out = calloc(1, sizeof(char *));
+        if (!*out)
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    return ZKL_OK;
+}

@@ -1,0 +1,38 @@
+/*
+ * util.h - small helpers shared by the core: version-4 UUIDs for protected
+ * names, the default lock node data, monotonic time and deadlines.
+ */
+#ifndef ZKL_UTIL_H
+#define ZKL_UTIL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "zklock/status.h"
+
+/* Writes a lowercase version-4 UUID (36 chars + NUL) into out. */
+zkl_status zkl__uuid4(char out[37]);
+
+/*
+ * Curator's default node data: the local IPv4 address as text. Taken from the
+ * interface list (no name lookup, so no traffic); "127.0.0.1" if there is no
+ * other. Writes a NUL-terminated string into out.
+ */
+void zkl__local_address(char *out, size_t len);
+
+/* Monotonic milliseconds. */
+int64_t zkl__now_ms(void);
+
+/* A deadline from a timeout in ms (negative: none, INT64_MAX). */
+int64_t zkl__deadline(int timeout_ms);
+
+/* pthread_cond_timedwait until an absolute zkl__now_ms() deadline (CLOCK_MONOTONIC cond). */
+int zkl__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
+
+/* Initialise a condition variable on CLOCK_MONOTONIC. */
+int zkl__cond_init(pthread_cond_t *cv);
+
+/* A process-unique id of the calling thread (never reused, unlike pthread_t). */
+uint64_t zkl__thread_id(void);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * zkcall.c - see zkcall.h. The completion functions run on the ZooKeeper
+ * completion thread: they copy the reply into the waiting call and signal,
+ * nothing more. The C client calls every completion exactly once (with
+ * ZCONNECTIONLOSS or ZCLOSING at worst), so a call may live on the stack.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkcall.h"
+
+typedef struct call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int rc;
+    char *created;
+    struct Stat stat;
+    zkl__names kids;
+    char *data;
+    int datalen;
+} call;
+
+static void call_init(call *k)
+{
+    memset(k, 0, sizeof *k);
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+}
+
+static int call_wait(call *k)
+{
+    pthread_mutex_lock(&k->mu);
+    while (!k->done)
+        pthread_cond_wait(&k->cv, &k->mu);
+    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    return k->rc;
+}
+
+/* Unsent call: the completion will never run. */
+static int call_abandon(call *k, int rc)
+{
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    return rc;
+}
+
+static void call_done(call *k, int rc)
+{
+    pthread_mutex_lock(&k->mu);
+    k->rc = rc;
+    k->done = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void on_void(int rc, const void *data)
+{
+    call_done((call *)data, rc);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data)
+{
+    call *k = (call *)data;
+    if (rc == ZOK && stat)
+        k->stat = *stat;
+    call_done(k, rc);
+}
+
+static void on_create(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    call *k = (call *)data;
+    if (rc == ZOK) {
+        if (value) {
+            k->created = strdup(value);
+            if (!k->created)
+                rc = ZSYSTEMERROR; /* the node exists; recovery by prefix finds it */
+        }
+        if (stat)
+            k->stat = *stat;
+    }
+    call_done(k, rc);
+}
+
+static void on_strings(int rc, const struct String_vector *sv, const void *data)
+{
+    call *k = (call *)data;
+    if (rc == ZOK && sv && sv->count > 0) {
+        int i;
+        k->kids.v = calloc((size_t)sv->count, sizeof(char *));
+        if (!k->kids.v) {
+            rc = ZSYSTEMERROR;
+        } else {
+            for (i = 0; i < sv->count; i++) {
+                k->kids.v[i] = strdup(sv->data[i]);
+                if (!k->kids.v[i]) {
+                    rc = ZSYSTEMERROR;
+                    break;
+                }
+                k->kids.n++;
+            }
+        }
+    }
+    call_done(k, rc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+    call *k = (call *)data;
+    if (rc == ZOK) {
+        if (stat)
+            k->stat = *stat;
+        if (len > 0 && value) {
+            k->data = malloc((size_t)len);
+            if (k->data) {
+                memcpy(k->data, value, (size_t)len);
+                k->datalen = len;
+            } else {
+                rc = ZSYSTEMERROR;
+            }
+        }
+    }
+    call_done(k, rc);
+}
+
+void zkl__names_free(zkl__names *k)
+{
+    size_t i;
+    for (i = 0; i < k->n; i++)
+        free(k->v[i]);
+    free(k->v);
+    k->v = NULL;
+    k->n = 0;
+}
+
+char *zkl__names_join(const char *parent, const char *name)
+{
+    size_t lp = strlen(parent), ln = strlen(name);
+    char *p = malloc(lp + ln + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, parent, lp);
+    p[lp] = '/';
+    memcpy(p + lp + 1, name, ln + 1);
+    return p;
+}
+
+static int send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
+                       int mode)
+{
+    return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, &ZOO_OPEN_ACL_UNSAFE,
+                        mode, on_create, k);
+}
+
+static void take_created(call *k, char **created, struct Stat *stat)
+{
+    if (created)
+        *created = k->created;
+    else
+        free(k->created);
+    if (stat)
+        *stat = k->stat;
+}
+
+int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
+                   char **created, struct Stat *stat)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = send_create(s, &k, path, data, len, mode);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    if (rc == ZOK)
+        take_created(&k, created, stat);
+    return rc;
+}
+
+int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
+                        const char *parent, char **created, struct Stat *stat, zkl__names *kids,
+                        int *list_rc)
+{
+    call kc, kl;
+    int rc, lrc;
+    call_init(&kc);
+    call_init(&kl);
+    rc = send_create(s, &kc, path, data, len, mode);
+    if (rc != ZOK) {
+        call_abandon(&kl, rc);
+        *list_rc = rc;
+        return call_abandon(&kc, rc);
+    }
+    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, &kl);
+    rc = call_wait(&kc);
+    if (lrc == ZOK)
+        lrc = call_wait(&kl);
+    else
+        call_abandon(&kl, lrc);
+    if (rc == ZOK)
+        take_created(&kc, created, stat);
+    if (rc == ZOK && lrc == ZOK)
+        *kids = kl.kids;
+    else
+        zkl__names_free(&kl.kids);
+    *list_rc = lrc;
+    return rc;
+}
+
+int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_aget_children(s->zh, path, 0, on_strings, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    if (rc == ZOK)
+        *out = k.kids;
+    else
+        zkl__names_free(&k.kids);
+    return rc;
+}
+
+int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_aexists(s->zh, path, 0, on_stat, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    if (rc == ZOK && stat)
+        *stat = k.stat;
+    return rc;
+}
+
+int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_awget(s->zh, path, zkl__watch_fn, w, on_data, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    free(k.data);
+    return rc;
+}
+
+int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_aget(s->zh, path, 0, on_data, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    if (rc == ZOK) {
+        *data = k.data;
+        *len = k.datalen;
+        if (stat)
+            *stat = k.stat;
+    } else {
+        free(k.data);
+    }
+    return rc;
+}
+
+int zkl__zk_delete(zkl__session *s, const char *path)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_adelete(s->zh, path, -1, on_void, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    return call_wait(&k);
+}
+
+int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    return call_wait(&k);
+}

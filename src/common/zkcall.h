@@ -1,0 +1,41 @@
+/*
+ * zkcall.h - blocking ZooKeeper calls built on the asynchronous API, so that
+ * the core can also send two requests back to back (create, then list) and
+ * wait for both: ZooKeeper answers one session's requests in order, so the
+ * listing already contains the new node. Each call returns a ZooKeeper rc.
+ */
+#ifndef ZKL_ZKCALL_H
+#define ZKL_ZKCALL_H
+
+#include <stddef.h>
+
+#include "client_internal.h"
+
+typedef struct zkl__names {
+    char **v;
+    size_t n;
+} zkl__names;
+
+void zkl__names_free(zkl__names *k);
+char *zkl__names_join(const char *parent, const char *name);
+
+int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
+                   char **created, struct Stat *stat);
+
+/*
+ * Create path and list parent in one round trip. *list_rc is the listing's rc;
+ * kids is filled only when both succeed.
+ */
+int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
+                        const char *parent, char **created, struct Stat *stat, zkl__names *kids,
+                        int *list_rc);
+
+int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
+int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
+/* getData with a data watch w (Curator's choice: no watch is left if the node is gone). */
+int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w);
+int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
+int zkl__zk_delete(zkl__session *s, const char *path);
+int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
+
+#endif

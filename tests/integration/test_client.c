@@ -1,0 +1,79 @@
+/*
+ * test_client.c - the client against a real server: open, close, states,
+ * unreachable servers, session replacement after expiry.
+ */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+
+#include "zkt.h"
+
+Test(client, open_and_close)
+{
+    zkl_client *c = zkt_client(0);
+    cr_assert_eq(zkl_client_state(c), ZKL_STATE_CONNECTED);
+    cr_assert_neq(zkl_client_session_id(c), 0);
+    cr_assert_gt(zkl_client_session_timeout(c), 0);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+}
+
+Test(client, unreachable_server_fails_in_time)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    int64_t t0 = zkt_now_ms();
+    zkl_status st;
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 1500;
+    /* port 1 on loopback: nothing listens there */
+    st = zkl_client_open("127.0.0.1:1", &o, &c);
+    cr_assert_eq(st, ZKL_ECONNECT, "got %s", zkl_strerror(st));
+    cr_assert_null(c);
+    cr_assert(strstr(zkl_errmsg(), "127.0.0.1:1"), "message: %s", zkl_errmsg());
+    cr_assert_lt(zkt_now_ms() - t0, 5000);
+}
+
+Test(client, close_refuses_while_locks_exist)
+{
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m;
+    cr_assert_eq(zkl_mutex_create(c, "/zkltest/busy", &m), ZKL_OK);
+    cr_assert_eq(zkl_client_close(c), ZKL_EBUSY);
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+}
+
+struct states {
+    atomic_int lost, reconnected, suspended;
+};
+
+static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    struct states *s = ud;
+    (void)c;
+    if (st == ZKL_STATE_LOST)
+        atomic_fetch_add(&s->lost, 1);
+    if (st == ZKL_STATE_RECONNECTED)
+        atomic_fetch_add(&s->reconnected, 1);
+    if (st == ZKL_STATE_SUSPENDED)
+        atomic_fetch_add(&s->suspended, 1);
+}
+
+static int reconnected(void *arg)
+{
+    struct states *s = arg;
+    return atomic_load(&s->reconnected) > 0;
+}
+
+Test(client, new_session_after_expiry)
+{
+    struct states s = {0};
+    zkl_client *c = zkt_client_cb(2000, on_state, &s);
+    int64_t id = zkl_client_session_id(c);
+    zkt_expire(c);
+    cr_assert(zkt_wait_for(reconnected, &s, 15000), "no RECONNECTED after expiry");
+    cr_assert_eq(atomic_load(&s.lost), 1);
+    cr_assert_neq(zkl_client_session_id(c), id);
+    cr_assert_neq(zkl_client_session_id(c), 0);
+    cr_assert_eq(zkl_client_state(c), ZKL_STATE_RECONNECTED);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+}

@@ -1,0 +1,326 @@
+/*
+ * test_mutex.c - zkl_mutex against a real ZooKeeper: mutual exclusion under
+ * contention, reentrancy, timeouts, ownership, participants, fencing tokens.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+Test(mutex, acquire_release_leaves_nothing)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("basic");
+    zkl_mutex *m;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    cr_assert_str_eq(zkl_mutex_path(m), path);
+    cr_assert_not(zkl_mutex_is_held(m));
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    cr_assert(zkl_mutex_is_held(m));
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_not(zkl_mutex_is_held(m));
+    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkl_mutex_release(m), ZKL_ENOTOWNER);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(mutex, node_layout_matches_curator)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("layout");
+    zkl_mutex *m;
+    char *node = NULL, data[64];
+    int len = sizeof data - 1;
+    struct Stat st;
+    int64_t token;
+    const char *name;
+    size_t i;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    ok(zkl_mutex_node(m, &node), "node");
+    cr_assert_eq(strncmp(node, path, strlen(path)), 0);
+    name = node + strlen(path) + 1;
+    /* ^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-[0-9]{10}$ */
+    cr_assert_eq(strlen(name), 55, "name %s", name);
+    cr_assert_eq(strncmp(name, "_c_", 3), 0);
+    cr_assert_eq(name[3 + 14], '4', "uuid version 4: %s", name);
+    cr_assert(strchr("89ab", name[3 + 19]), "uuid variant: %s", name);
+    cr_assert_eq(strncmp(name + 40, "lock-", 5), 0, "name %s", name);
+    for (i = 45; i < 55; i++)
+        cr_assert(name[i] >= '0' && name[i] <= '9');
+    cr_assert_eq(zoo_get(zh, node, 0, data, &len, &st), ZOK);
+    data[len] = '\0';
+    cr_assert_gt(len, 6, "node data is the local IP as text, got '%s'", data);
+    cr_assert(strspn(data, "0123456789.") == (size_t)len, "node data '%s'", data);
+    cr_assert_eq(st.ephemeralOwner, zkl_client_session_id(c));
+    ok(zkl_mutex_fencing_token(m, &token), "token");
+    cr_assert_eq(token, st.czxid);
+    /* the parent is a container: gone soon after the last node goes */
+    ok(zkl_mutex_release(m), "release");
+    free(node);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(mutex, reentrant_three_deep_one_node)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("reentrant");
+    zkl_mutex *m;
+    int64_t t1, t2;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire 1");
+    ok(zkl_mutex_fencing_token(m, &t1), "token");
+    ok(zkl_mutex_acquire(m, 0), "acquire 2");
+    ok(zkl_mutex_acquire(m, ZKL_WAIT_FOREVER), "acquire 3");
+    cr_assert_eq(zkt_children(zh, path), 1, "a re-acquire must not create a node");
+    ok(zkl_mutex_fencing_token(m, &t2), "token");
+    cr_assert_eq(t1, t2);
+    ok(zkl_mutex_release(m), "release 3");
+    ok(zkl_mutex_release(m), "release 2");
+    cr_assert(zkl_mutex_is_held(m));
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release 1");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkl_mutex_release(m), ZKL_ENOTOWNER);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(mutex, timeout_while_held_leaves_no_node)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("timeout");
+    zkl_mutex *ma, *mb;
+    int64_t t0, took;
+    ok(zkl_mutex_create(a, path, &ma), "create a");
+    ok(zkl_mutex_create(b, path, &mb), "create b");
+    ok(zkl_mutex_acquire(ma, 5000), "a acquires");
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_mutex_acquire(mb, 700), ZKL_ETIMEDOUT);
+    took = zkt_now_ms() - t0;
+    cr_assert_geq(took, 650, "gave up early: %lld ms", (long long)took);
+    cr_assert_lt(took, 3000, "gave up late: %lld ms", (long long)took);
+    cr_assert_not(zkl_mutex_is_held(mb));
+    ok(zkl_client_drain(b, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 1, "the waiter's node must be gone");
+    /* try-once */
+    cr_assert_eq(zkl_mutex_acquire(mb, 0), ZKL_ETIMEDOUT);
+    ok(zkl_client_drain(b, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(ma), "release");
+    ok(zkl_mutex_acquire(mb, 0), "b acquires once free");
+    ok(zkl_mutex_release(mb), "release b");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+struct other_thread {
+    zkl_mutex *m;
+    zkl_status release_st, acquire_st;
+    bool held;
+};
+
+static void *release_from_other(void *arg)
+{
+    struct other_thread *o = arg;
+    o->held = zkl_mutex_is_held(o->m);
+    o->release_st = zkl_mutex_release(o->m);
+    return NULL;
+}
+
+Test(mutex, release_from_wrong_thread_is_refused)
+{
+    zkl_client *c = zkt_client(0), *other = zkt_client(0);
+    char *path = zkt_path("wrongthread");
+    zkl_mutex *m, *m2;
+    pthread_t t;
+    struct other_thread o = {0};
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    o.m = m;
+    pthread_create(&t, NULL, release_from_other, &o);
+    pthread_join(t, NULL);
+    cr_assert_not(o.held, "is_held must be per thread");
+    cr_assert_eq(o.release_st, ZKL_ENOTOWNER);
+    cr_assert(zkl_mutex_is_held(m), "the owner still holds it");
+    ok(zkl_mutex_create(other, path, &m2), "create other");
+    cr_assert_eq(zkl_mutex_acquire(m2, 0), ZKL_ETIMEDOUT, "still exclusive");
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_EBUSY, "destroy while held");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(other), "close");
+    free(path);
+}
+
+Test(mutex, bad_paths_are_refused)
+{
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m = NULL;
+    const char *bad[] = {"", "relative/path", "/", "/a//b", "/a/", "/a/../b", "/zookeeper/x"};
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(zkl_mutex_create(c, bad[i], &m), ZKL_EBADPATH, "'%s'", bad[i]);
+        cr_assert_null(m);
+    }
+    cr_assert_eq(zkl_mutex_create(c, NULL, &m), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_acquire((zkl_mutex *)NULL, 0), ZKL_EINVAL);
+    ok(zkl_mutex_create(c, "/zkltest/neg", &m), "create");
+    cr_assert_eq(zkl_mutex_acquire(m, -5), ZKL_EINVAL);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+}
+
+Test(mutex, participants_in_queue_order)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    char *path = zkt_path("participants");
+    zkl_mutex *ma, *mb;
+    char **v, *node;
+    size_t n;
+    ok(zkl_mutex_create(a, path, &ma), "create");
+    ok(zkl_mutex_create(b, path, &mb), "create");
+    ok(zkl_mutex_participants(ma, &v, &n), "participants of a free lock");
+    cr_assert_eq(n, 0);
+    zkl_strings_free(v, n);
+    ok(zkl_mutex_acquire(ma, 5000), "acquire");
+    cr_assert_eq(zkl_mutex_acquire(mb, 200), ZKL_ETIMEDOUT);
+    ok(zkl_mutex_participants(mb, &v, &n), "participants");
+    cr_assert_eq(n, 1);
+    ok(zkl_mutex_node(ma, &node), "node");
+    cr_assert_str_eq(v[0], node);
+    zkl_strings_free(v, n);
+    free(node);
+    cr_assert_eq(zkl_mutex_node(mb, &node), ZKL_ENOTOWNER);
+    ok(zkl_mutex_release(ma), "release");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    free(path);
+}
+
+/* ---- contention: 8 sessions x 300 acquisitions, one shared slot ---- */
+
+#define THREADS 8
+#define ROUNDS 300
+
+struct shared {
+    const char *path;
+    atomic_int inside;
+    atomic_int violations;
+    atomic_int done;
+    atomic_llong last_token;
+    atomic_int token_regressions;
+};
+
+static void *contender(void *arg)
+{
+    struct shared *sh = arg;
+    zkl_client *c = zkt_client(10000);
+    zkl_mutex *m;
+    int i;
+    ok(zkl_mutex_create(c, sh->path, &m), "create");
+    for (i = 0; i < ROUNDS; i++) {
+        int64_t tok;
+        long long prev;
+        ok(zkl_mutex_acquire(m, 60000), "acquire");
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->violations, 1);
+        ok(zkl_mutex_fencing_token(m, &tok), "token");
+        prev = atomic_exchange(&sh->last_token, tok);
+        if (tok <= prev)
+            atomic_fetch_add(&sh->token_regressions, 1);
+        atomic_fetch_sub(&sh->inside, 1);
+        ok(zkl_mutex_release(m), "release");
+    }
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    atomic_fetch_add(&sh->done, 1);
+    return NULL;
+}
+
+Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
+{
+    struct shared sh = {0};
+    pthread_t t[THREADS];
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("contention");
+    int i;
+    sh.path = path;
+    for (i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, contender, &sh);
+    for (i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(atomic_load(&sh.done), THREADS);
+    cr_assert_eq(atomic_load(&sh.violations), 0, "two holders at once");
+    cr_assert_eq(atomic_load(&sh.token_regressions), 0, "fencing token did not increase");
+    cr_assert_eq(zkt_children(zh, path), 0, "znodes left behind");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/* Threads of one process sharing one zkl_mutex object contend through ZooKeeper. */
+struct same_obj {
+    zkl_mutex *m;
+    atomic_int inside, violations;
+};
+
+static void *same_object(void *arg)
+{
+    struct same_obj *s = arg;
+    int i;
+    for (i = 0; i < 40; i++) {
+        ok(zkl_mutex_acquire(s->m, 30000), "acquire");
+        if (atomic_fetch_add(&s->inside, 1) != 0)
+            atomic_fetch_add(&s->violations, 1);
+        atomic_fetch_sub(&s->inside, 1);
+        ok(zkl_mutex_release(s->m), "release");
+    }
+    return NULL;
+}
+
+Test(mutex, threads_sharing_one_object_exclude, .timeout = 120)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("sameobj");
+    struct same_obj s = {0};
+    pthread_t t[4];
+    int i;
+    ok(zkl_mutex_create(c, path, &s.m), "create");
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, same_object, &s);
+    for (i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(atomic_load(&s.violations), 0);
+    ok(zkl_mutex_destroy(s.m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}

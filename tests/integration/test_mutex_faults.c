@@ -1,0 +1,221 @@
+/*
+ * test_mutex_faults.c - the mutex when things break: session expiry of a
+ * holder and of a waiter, a create whose reply is lost, a create that never
+ * left, and a node with our prefix that belongs to another session.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+struct watcher_state {
+    atomic_int lost;
+    atomic_int reconnected;
+};
+
+static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    struct watcher_state *w = ud;
+    (void)c;
+    if (st == ZKL_STATE_LOST)
+        atomic_store(&w->lost, 1);
+    if (st == ZKL_STATE_RECONNECTED)
+        atomic_store(&w->reconnected, 1);
+}
+
+struct waiter {
+    zkl_mutex *m;
+    zkl_status st;
+    int64_t token;
+    atomic_int got;
+};
+
+static void *wait_for_lock(void *arg)
+{
+    struct waiter *w = arg;
+    w->st = zkl_mutex_acquire(w->m, 30000);
+    if (w->st == ZKL_OK)
+        zkl_mutex_fencing_token(w->m, &w->token);
+    atomic_store(&w->got, 1);
+    return NULL;
+}
+
+static int flag_set(void *arg)
+{
+    return atomic_load((atomic_int *)arg);
+}
+
+Test(faults, holder_expiry_hands_the_lock_on, .timeout = 60)
+{
+    struct watcher_state ws = {0};
+    zkl_client *holder = zkt_client_cb(2000, on_state, &ws);
+    zkl_client *other = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("expiry");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    pthread_t t;
+    int64_t t1;
+    ok(zkl_mutex_create(holder, path, &mh), "create");
+    ok(zkl_mutex_create(other, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    ok(zkl_mutex_fencing_token(mh, &t1), "token");
+    w.m = mo;
+    pthread_create(&t, NULL, wait_for_lock, &w);
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&w.got), "the waiter must wait while the holder lives");
+
+    zkt_expire(holder);
+    cr_assert(zkt_wait_for(flag_set, &w.got, 20000), "waiter never got the lock");
+    pthread_join(t, NULL);
+    ok(w.st, "waiter acquire");
+    cr_assert_gt(w.token, t1, "fencing tokens must increase across holders");
+    cr_assert(zkt_wait_for(flag_set, &ws.lost, 10000), "holder's callback never saw LOST");
+    cr_assert_not(zkl_mutex_is_held(mh), "is_held must turn false after LOST");
+    {
+        int64_t tok;
+        cr_assert_eq(zkl_mutex_fencing_token(mh, &tok), ZKL_ELOST);
+    }
+    cr_assert_eq(zkl_mutex_acquire(mh, 0), ZKL_ELOST, "re-entering a lost hold is refused");
+    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST, "release of a lost hold reports it");
+    cr_assert_eq(zkl_mutex_release(mh), ZKL_ENOTOWNER, "and the hold is gone");
+    /* the client lives on in a new session and can lock again after the waiter */
+    cr_assert(zkt_wait_for(flag_set, &ws.reconnected, 10000), "no new session");
+    ok(zkl_mutex_release(mo), "waiter releases");
+    ok(zkl_mutex_acquire(mh, 5000), "old holder locks again in its new session");
+    {
+        int64_t t3;
+        ok(zkl_mutex_fencing_token(mh, &t3), "token");
+        cr_assert_gt(t3, w.token);
+    }
+    ok(zkl_mutex_release(mh), "release");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(holder), "close");
+    ok(zkl_client_close(other), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(faults, waiter_expiry_waits_on_in_new_session, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(4000);
+    zkl_client *waiter = zkt_client(2000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("waiterexpiry");
+    zkl_mutex *mh, *mw;
+    struct waiter w = {0};
+    pthread_t t;
+    ok(zkl_mutex_create(holder, path, &mh), "create");
+    ok(zkl_mutex_create(waiter, path, &mw), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    w.m = mw;
+    pthread_create(&t, NULL, wait_for_lock, &w);
+    zkt_sleep_ms(300);
+    zkt_expire(waiter);
+    zkt_sleep_ms(2000); /* the waiter re-queues in its new session */
+    cr_assert_not(atomic_load(&w.got), "must not get the lock while it is held");
+    ok(zkl_mutex_release(mh), "holder releases");
+    cr_assert(zkt_wait_for(flag_set, &w.got, 15000), "waiter never got the lock");
+    pthread_join(t, NULL);
+    ok(w.st, "waiter acquire");
+    cr_assert(zkl_mutex_is_held(mw));
+    ok(zkl_mutex_release(mw), "release");
+    ok(zkl_client_drain(waiter, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 0, "a node of the expired attempt was left");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mw), "destroy");
+    ok(zkl_client_close(holder), "close");
+    ok(zkl_client_close(waiter), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(faults, lost_create_reply_is_adopted_once)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("lostreply");
+    zkl_mutex *m;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_create_reply_lost(c, 1);
+    ok(zkl_mutex_acquire(m, 10000), "acquire through a lost reply");
+    cr_assert_eq(zkt_children(zh, path), 1, "exactly one node for one attempt");
+    cr_assert(zkl_mutex_is_held(m));
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(faults, lost_create_reply_twice_still_one_node)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("lostreply2");
+    zkl_mutex *m;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_create_send_lost(c, 2);
+    ok(zkl_mutex_acquire(m, 10000), "acquire through unsent creates");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release");
+    zkt_fault_create_reply_lost(c, 3);
+    ok(zkl_mutex_acquire(m, 10000), "acquire through lost replies");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(faults, prefix_of_another_session_is_not_adopted)
+{
+    static const char *uuid = "0badc0de-0000-4000-8000-000000000001";
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw(), *intruder = zkt_raw();
+    char *path = zkt_path("foreign");
+    char node[512], made[512];
+    zkl_mutex *m;
+    char *mine = NULL;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    /* make the parent, then a node with "our" prefix from another session */
+    cr_assert_eq(zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) == ZOK ||
+                     zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0) ==
+                         ZNODEEXISTS,
+                 1);
+    cr_assert_eq(zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0), ZOK);
+    snprintf(node, sizeof node, "%s/_c_%s-lock-", path, uuid);
+    cr_assert_eq(zoo_create(intruder, node, "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                            made, sizeof made),
+                 ZOK);
+    zkt_fault_next_uuid(c, uuid);
+    zkt_fault_create_send_lost(c, 1);
+    /* The intruder's node sorts first, so ours must not be it: we wait
+     * behind it only if recovery wrongly adopted nothing... it is deleted. */
+    ok(zkl_mutex_acquire(m, 10000), "acquire");
+    ok(zkl_mutex_node(m, &mine), "node");
+    cr_assert_str_neq(mine, made, "adopted a node of another session");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zoo_exists(zh, made, 0, NULL), ZNONODE, "the stray node must be deleted");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release");
+    free(mine);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(intruder);
+    zookeeper_close(zh);
+    free(path);
+}

@@ -1,0 +1,163 @@
+/*
+ * zkt.c - see zkt.h.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+#include "zkt.h"
+
+const char *zkt_servers(void)
+{
+    static char buf[1024];
+    const char *env = getenv("ZKL_TEST_SERVERS");
+    const char *dir = getenv("ZKL_TEST_ZK_DIR");
+    char file[1024];
+    FILE *f;
+    if (env && *env)
+        return env;
+    cr_assert(dir, "set ZKL_TEST_SERVERS or ZKL_TEST_ZK_DIR (run through ctest)");
+    snprintf(file, sizeof file, "%s/connect", dir);
+    f = fopen(file, "r");
+    cr_assert(f, "no %s: is the test server running?", file);
+    cr_assert(fgets(buf, sizeof buf, f));
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+}
+
+zkl_client *zkt_client_cb(int session_timeout_ms, zkl_state_fn fn, void *ud)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_status st;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = session_timeout_ms > 0 ? session_timeout_ms : 4000;
+    o.connect_timeout_ms = 10000;
+    o.on_state = fn;
+    o.state_userdata = ud;
+    st = zkl_client_open(zkt_servers(), &o, &c);
+    cr_assert_eq(st, ZKL_OK, "open: %s (%s)", zkl_strerror(st), zkl_errmsg());
+    return c;
+}
+
+zkl_client *zkt_client(int session_timeout_ms)
+{
+    return zkt_client_cb(session_timeout_ms, NULL, NULL);
+}
+
+char *zkt_path(const char *what)
+{
+    static atomic_int counter;
+    char *p = malloc(256);
+    unsigned r;
+    FILE *f = fopen("/dev/urandom", "r");
+    cr_assert(f && fread(&r, sizeof r, 1, f) == 1);
+    fclose(f);
+    snprintf(p, 256, "/zkltest/%s-%d-%d-%08x", what, (int)getpid(), atomic_fetch_add(&counter, 1),
+             r);
+    return p;
+}
+
+static void raw_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)type;
+    (void)path;
+    if (state == ZOO_CONNECTED_STATE)
+        atomic_store((atomic_int *)ctx, 1);
+}
+
+static zhandle_t *raw_open(const clientid_t *cid)
+{
+    static atomic_int flags[64];
+    static atomic_int next;
+    atomic_int *connected = &flags[atomic_fetch_add(&next, 1) % 64];
+    zhandle_t *zh;
+    int i;
+    atomic_store(connected, 0);
+    zoo_set_debug_level((ZooLogLevel)0);
+    zh = zookeeper_init(zkt_servers(), raw_watcher, 10000, cid, connected, 0);
+    cr_assert(zh);
+    for (i = 0; i < 1000 && !atomic_load(connected); i++)
+        zkt_sleep_ms(10);
+    cr_assert(atomic_load(connected), "raw handle did not connect");
+    return zh;
+}
+
+zhandle_t *zkt_raw(void)
+{
+    return raw_open(NULL);
+}
+
+int zkt_children(zhandle_t *zh, const char *path)
+{
+    struct String_vector sv;
+    int rc = zoo_get_children(zh, path, 0, &sv), n;
+    if (rc == ZNONODE)
+        return 0;
+    cr_assert_eq(rc, ZOK, "get_children %s: %s", path, zerror(rc));
+    n = sv.count;
+    deallocate_String_vector(&sv);
+    return n;
+}
+
+void zkt_expire(zkl_client *c)
+{
+    clientid_t cid;
+    zhandle_t *zh;
+    pthread_mutex_lock(&c->mu);
+    cid = *zoo_client_id(c->sess->zh);
+    pthread_mutex_unlock(&c->mu);
+    zh = raw_open(&cid);
+    zookeeper_close(zh); /* closing the session ends it on the server */
+}
+
+void zkt_fault_create_reply_lost(zkl_client *c, int n)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.create_reply_lost = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkt_fault_create_send_lost(zkl_client *c, int n)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.create_send_lost = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkt_fault_next_uuid(zkl_client *c, const char *uuid)
+{
+    pthread_mutex_lock(&c->mu);
+    snprintf(c->faults.next_uuid, sizeof c->faults.next_uuid, "%s", uuid);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int64_t zkt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void zkt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int zkt_wait_for(int (*cond)(void *), void *arg, int ms)
+{
+    int64_t end = zkt_now_ms() + ms;
+    int v;
+    while (!(v = cond(arg)) && zkt_now_ms() < end)
+        zkt_sleep_ms(20);
+    return v;
+}

@@ -1,0 +1,42 @@
+/*
+ * zkt.h - helpers for the integration tests: where the test server is, fresh
+ * lock paths, a raw ZooKeeper handle to inspect znodes, forced session
+ * expiry, and the core's test-only fault hooks.
+ */
+#ifndef ZKT_H
+#define ZKT_H
+
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zklock/zklock.h"
+
+/* Connect string of the test server (ZKL_TEST_SERVERS, else $ZKL_TEST_ZK_DIR/connect). */
+const char *zkt_servers(void);
+
+/* A client with the given session timeout (0: 4000 ms); asserts on failure. */
+zkl_client *zkt_client(int session_timeout_ms);
+zkl_client *zkt_client_cb(int session_timeout_ms, zkl_state_fn fn, void *ud);
+
+/* A unique lock path "/zkltest/<what>-<pid>-<counter>-<random>" (malloc'd). */
+char *zkt_path(const char *what);
+
+/* A raw, connected ZooKeeper handle for checks from outside zklock. */
+zhandle_t *zkt_raw(void);
+/* Number of children of path (0 if it does not exist). */
+int zkt_children(zhandle_t *zh, const char *path);
+
+/* Expire c's current session on the server (open a second handle on it, close it). */
+void zkt_expire(zkl_client *c);
+
+/* Fault hooks (see client_internal.h). */
+void zkt_fault_create_reply_lost(zkl_client *c, int n);
+void zkt_fault_create_send_lost(zkl_client *c, int n);
+void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
+
+/* Wait until cond() is true or ms pass; returns its last value. */
+int zkt_wait_for(int (*cond)(void *), void *arg, int ms);
+int64_t zkt_now_ms(void);
+void zkt_sleep_ms(int ms);
+
+#endif
