@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,20 +32,28 @@ static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
         atomic_store(&w->reconnected, 1);
 }
 
+/* A waiter thread: acquires, reports, holds until told to release. */
 struct waiter {
     zkl_mutex *m;
-    zkl_status st;
+    zkl_status st, release_st;
     int64_t token;
-    atomic_int got;
+    bool held;
+    atomic_int got, release_now;
 };
 
 static void *wait_for_lock(void *arg)
 {
     struct waiter *w = arg;
     w->st = zkl_mutex_acquire(w->m, 30000);
-    if (w->st == ZKL_OK)
+    if (w->st == ZKL_OK) {
         zkl_mutex_fencing_token(w->m, &w->token);
+        w->held = zkl_mutex_is_held(w->m);
+    }
     atomic_store(&w->got, 1);
+    while (w->st == ZKL_OK && !atomic_load(&w->release_now))
+        zkt_sleep_ms(10);
+    if (w->st == ZKL_OK)
+        w->release_st = zkl_mutex_release(w->m);
     return NULL;
 }
 
@@ -75,8 +84,8 @@ Test(faults, holder_expiry_hands_the_lock_on, .timeout = 60)
 
     zkt_expire(holder);
     cr_assert(zkt_wait_for(flag_set, &w.got, 20000), "waiter never got the lock");
-    pthread_join(t, NULL);
     ok(w.st, "waiter acquire");
+    cr_assert(w.held);
     cr_assert_gt(w.token, t1, "fencing tokens must increase across holders");
     cr_assert(zkt_wait_for(flag_set, &ws.lost, 10000), "holder's callback never saw LOST");
     cr_assert_not(zkl_mutex_is_held(mh), "is_held must turn false after LOST");
@@ -89,7 +98,9 @@ Test(faults, holder_expiry_hands_the_lock_on, .timeout = 60)
     cr_assert_eq(zkl_mutex_release(mh), ZKL_ENOTOWNER, "and the hold is gone");
     /* the client lives on in a new session and can lock again after the waiter */
     cr_assert(zkt_wait_for(flag_set, &ws.reconnected, 10000), "no new session");
-    ok(zkl_mutex_release(mo), "waiter releases");
+    atomic_store(&w.release_now, 1);
+    pthread_join(t, NULL);
+    ok(w.release_st, "waiter releases");
     ok(zkl_mutex_acquire(mh, 5000), "old holder locks again in its new session");
     {
         int64_t t3;
@@ -126,10 +137,11 @@ Test(faults, waiter_expiry_waits_on_in_new_session, .timeout = 60)
     cr_assert_not(atomic_load(&w.got), "must not get the lock while it is held");
     ok(zkl_mutex_release(mh), "holder releases");
     cr_assert(zkt_wait_for(flag_set, &w.got, 15000), "waiter never got the lock");
+    atomic_store(&w.release_now, 1);
     pthread_join(t, NULL);
     ok(w.st, "waiter acquire");
-    cr_assert(zkl_mutex_is_held(mw));
-    ok(zkl_mutex_release(mw), "release");
+    cr_assert(w.held);
+    ok(w.release_st, "release");
     ok(zkl_client_drain(waiter, 5000), "drain");
     cr_assert_eq(zkt_children(zh, path), 0, "a node of the expired attempt was left");
     ok(zkl_mutex_destroy(mh), "destroy");
