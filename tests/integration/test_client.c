@@ -52,7 +52,9 @@ static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
     (void)c;
     if (st == ZKL_STATE_LOST)
         atomic_fetch_add(&s->lost, 1);
-    if (st == ZKL_STATE_RECONNECTED)
+    /* only count the reconnect into the new session, after LOST: moving the
+     * session to the expiring handle may first cause a plain reconnect */
+    if (st == ZKL_STATE_RECONNECTED && atomic_load(&s->lost))
         atomic_fetch_add(&s->reconnected, 1);
     if (st == ZKL_STATE_SUSPENDED)
         atomic_fetch_add(&s->suspended, 1);

@@ -28,7 +28,7 @@ static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
     (void)c;
     if (st == ZKL_STATE_LOST)
         atomic_store(&w->lost, 1);
-    if (st == ZKL_STATE_RECONNECTED)
+    if (st == ZKL_STATE_RECONNECTED && atomic_load(&w->lost))
         atomic_store(&w->reconnected, 1);
 }
 
