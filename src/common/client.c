@@ -15,6 +15,7 @@
 #include "client_internal.h"
 #include "log.h"
 #include "status_internal.h"
+#include "tsan.h"
 #include "util.h"
 #include "zkcall.h"
 
@@ -57,12 +58,14 @@ static void push_event(zkl_client *c, zkl_conn_state st)
 static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl__session *s = ctx;
-    zkl_client *c = s->c;
+    zkl_client *c;
     (void)path;
+    ZKL_RECEIVED(s);
+    c = s->c;
     if (type != ZOO_SESSION_EVENT)
         return;
     pthread_mutex_lock(&c->mu);
-    if (s == c->sess && !s->expired) {
+    if ((s == c->sess || s == c->pending) && !s->expired) {
         if (state == ZOO_CONNECTED_STATE) {
             const clientid_t *cid = zoo_client_id(zh);
             s->id = cid ? cid->client_id : 0;
@@ -95,25 +98,39 @@ static void auth_done(int rc, const void *data)
         zkl__log(ZKL_LOG_ERROR, "digest authentication failed: %s", zerror(rc));
 }
 
-/* Make a new session handle (not yet connected). Called without c->mu. */
+/*
+ * Open a new session handle and make it the client's current one. Its first
+ * events may arrive before zookeeper_init2 returns, so it is "pending" (its
+ * events count) from before the call. Called without c->mu.
+ */
 static zkl__session *session_new(zkl_client *c, uint64_t epoch)
 {
     zkl__session *s = calloc(1, sizeof *s);
+    zhandle_t *zh;
     if (!s)
         return NULL;
     s->c = c;
     s->epoch = epoch;
     s->refs = 1; /* the client's */
     zkl__log_init();
-    s->zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
-                            zkl__zk_log_trampoline);
-    if (!s->zh) {
+    pthread_mutex_lock(&c->mu);
+    c->pending = s;
+    pthread_mutex_unlock(&c->mu);
+    ZKL_HANDOFF(s);
+    zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
+                         zkl__zk_log_trampoline);
+    pthread_mutex_lock(&c->mu);
+    c->pending = NULL;
+    s->zh = zh;
+    if (zh)
+        c->sess = s;
+    pthread_mutex_unlock(&c->mu);
+    if (!zh) {
         free(s);
         return NULL;
     }
     if (c->auth_digest)
-        zoo_add_auth(s->zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done,
-                     NULL);
+        zoo_add_auth(zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done, NULL);
     return s;
 }
 
@@ -238,6 +255,7 @@ zkl__watch *zkl__watch_new(zkl__session *s)
         s->watches->prev = w;
     s->watches = w;
     pthread_mutex_unlock(&c->mu);
+    ZKL_HANDOFF(w);
     return w;
 }
 
@@ -271,7 +289,9 @@ void zkl__watch_unregistered(zkl__watch *w)
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl__watch *w = ctx;
-    zkl_client *c = w->c;
+    zkl_client *c;
+    ZKL_RECEIVED(w);
+    c = w->c;
     (void)zh;
     (void)state;
     (void)path;
@@ -421,7 +441,9 @@ static void *worker_main(void *arg)
             }
             continue;
         }
-        if (!c->sess->expired && !c->connected && c->ever_connected) {
+        /* A session that never connected has nothing to lose: the ZooKeeper
+         * client keeps trying, and it is fresh when it gets through. */
+        if (!c->sess->expired && !c->connected && c->sess->id != 0) {
             /* Curator's rule: suspended for a whole session timeout means lost. */
             int64_t limit = c->suspended_at + (c->granted_timeout > 0 ? c->granted_timeout
                                                                        : c->opts.session_timeout_ms);
@@ -439,16 +461,15 @@ static void *worker_main(void *arg)
         if (c->sess->expired) {
             zkl__session *old = c->sess, *s;
             uint64_t epoch = ++c->next_epoch;
+            c->connected = false;
             pthread_mutex_unlock(&c->mu);
-            s = session_new(c, epoch);
+            s = session_new(c, epoch); /* installs itself as c->sess */
             pthread_mutex_lock(&c->mu);
             if (!s) {
                 zkl__log(ZKL_LOG_ERROR, "could not open a new session; retrying");
                 zkl__cond_wait_until(&c->cv, &c->mu, zkl__now_ms() + 500);
                 continue;
             }
-            c->sess = s;
-            c->connected = false;
             old->retired = true;
             c->state_gen++;
             pthread_cond_broadcast(&c->cv);
@@ -545,14 +566,13 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     zkl__cond_init(&c->cv);
 
     c->next_epoch = 1;
-    s = session_new(c, 1);
+    s = session_new(c, 1); /* installs itself as c->sess */
     if (!s) {
         int e = errno;
         client_free(c);
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: bad connect string '%.200s' (%s)", connect,
                          strerror(e));
     }
-    c->sess = s;
 
     deadline = zkl__now_ms() + opts->connect_timeout_ms;
     pthread_mutex_lock(&c->mu);

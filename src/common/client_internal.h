@@ -64,6 +64,7 @@ struct zkl_client {
     char *node_data;
     int node_data_len;
     zkl__session *sess;
+    zkl__session *pending; /* being opened: its events count before it is installed */
     uint64_t next_epoch;
     uint64_t state_gen; /* bumped on every connection event */
     bool connected;

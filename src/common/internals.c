@@ -428,9 +428,10 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
     bool alive = zkl__epoch_alive(c, hold->epoch);
     zkl__session *s = NULL;
     if (hold->node) {
-        /* Any live session may delete it: a locally lost session's node still
-         * exists on the server until it expires there. */
-        if (zkl__session_get(c, zkl__now_ms(), &s) != ZKL_OK)
+        /* A lost hold's node is gone with its session, or (lost locally) goes
+         * when the server expires it; the worker deletes it sooner if it can.
+         * Either way the caller is not kept waiting. */
+        if (!alive || zkl__session_get(c, zkl__now_ms(), &s) != ZKL_OK)
             s = NULL;
         delete_guaranteed(c, s, hold->node);
         if (s)

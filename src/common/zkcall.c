@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsan.h"
 #include "zkcall.h"
 
 typedef struct call {
@@ -27,6 +28,7 @@ static void call_init(call *k)
     memset(k, 0, sizeof *k);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
+    ZKL_HANDOFF(k);
 }
 
 static int call_wait(call *k)
@@ -59,11 +61,13 @@ static void call_done(call *k, int rc)
 
 static void on_void(int rc, const void *data)
 {
+    ZKL_RECEIVED(data);
     call_done((call *)data, rc);
 }
 
 static void on_stat(int rc, const struct Stat *stat, const void *data)
 {
+    ZKL_RECEIVED(data);
     call *k = (call *)data;
     if (rc == ZOK && stat)
         k->stat = *stat;
@@ -72,6 +76,7 @@ static void on_stat(int rc, const struct Stat *stat, const void *data)
 
 static void on_create(int rc, const char *value, const struct Stat *stat, const void *data)
 {
+    ZKL_RECEIVED(data);
     call *k = (call *)data;
     if (rc == ZOK) {
         if (value) {
@@ -87,6 +92,7 @@ static void on_create(int rc, const char *value, const struct Stat *stat, const 
 
 static void on_strings(int rc, const struct String_vector *sv, const void *data)
 {
+    ZKL_RECEIVED(data);
     call *k = (call *)data;
     if (rc == ZOK && sv && sv->count > 0) {
         int i;
@@ -109,6 +115,7 @@ static void on_strings(int rc, const struct String_vector *sv, const void *data)
 
 static void on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
 {
+    ZKL_RECEIVED(data);
     call *k = (call *)data;
     if (rc == ZOK) {
         if (stat)

@@ -1,0 +1,250 @@
+/*
+ * stress_mutex.c - a plain program (no Criterion) that drives the mutex
+ * through contention, reentrancy, timeouts, a lost create reply and a holder
+ * session expiry. It exists for ThreadSanitizer and valgrind, whose memory
+ * layouts Criterion's forking runner cannot live with; the same behaviours
+ * are asserted in detail by the Criterion integration tests.
+ *
+ *   stress_mutex [ROUNDS]     server from ZKL_TEST_SERVERS or $ZKL_TEST_ZK_DIR/connect
+ *
+ * Prints "stress: N passed, M failed" and exits non-zero on any failure.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "client_internal.h"
+#include "zklock/zklock.h"
+
+static char servers[1024];
+static int passed, failed;
+static int rounds = 50;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "stress: %s:%d: ", __FILE__, __LINE__);                                \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, " [%s]\n", zkl_errmsg());                                              \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static zkl_client *open_client(int timeout_ms)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = timeout_ms;
+    if (zkl_client_open(servers, &o, &c) != ZKL_OK)
+        fprintf(stderr, "stress: open: %s\n", zkl_errmsg());
+    return c;
+}
+
+static void path_for(char *buf, size_t n, const char *what)
+{
+    static atomic_int k;
+    snprintf(buf, n, "/zklstress/%s-%d-%d", what, (int)getpid(), atomic_fetch_add(&k, 1));
+}
+
+struct shared {
+    char path[256];
+    atomic_int inside, violations, errors;
+};
+
+static void *contender(void *arg)
+{
+    struct shared *sh = arg;
+    zkl_client *c = open_client(10000);
+    zkl_mutex *m = NULL;
+    int i;
+    if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK) {
+        atomic_fetch_add(&sh->errors, 1);
+        if (c)
+            zkl_client_close(c);
+        return NULL;
+    }
+    for (i = 0; i < rounds; i++) {
+        if (zkl_mutex_acquire(m, 60000) != ZKL_OK) {
+            atomic_fetch_add(&sh->errors, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->violations, 1);
+        if (i % 3 == 0) { /* some reentrancy in the mix */
+            zkl_mutex_acquire(m, 0);
+            zkl_mutex_release(m);
+        }
+        atomic_fetch_sub(&sh->inside, 1);
+        if (zkl_mutex_release(m) != ZKL_OK)
+            atomic_fetch_add(&sh->errors, 1);
+    }
+    zkl_mutex_destroy(m);
+    zkl_client_close(c);
+    return NULL;
+}
+
+static int contention(void)
+{
+    struct shared sh;
+    pthread_t t[4];
+    int i;
+    memset(&sh, 0, sizeof sh);
+    path_for(sh.path, sizeof sh.path, "contention");
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, contender, &sh);
+    for (i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+    return 0;
+}
+
+static int timeout_and_faults(void)
+{
+    zkl_client *a = open_client(4000), *b = open_client(4000);
+    zkl_mutex *ma, *mb;
+    char path[256];
+    size_t n;
+    char **v;
+    CHECK(a && b, "open");
+    path_for(path, sizeof path, "timeout");
+    CHECK(zkl_mutex_create(a, path, &ma) == ZKL_OK, "create");
+    CHECK(zkl_mutex_create(b, path, &mb) == ZKL_OK, "create");
+    CHECK(zkl_mutex_acquire(ma, 5000) == ZKL_OK, "acquire");
+    CHECK(zkl_mutex_acquire(mb, 300) == ZKL_ETIMEDOUT, "timeout");
+    CHECK(zkl_mutex_release(ma) == ZKL_OK, "release");
+    pthread_mutex_lock(&b->mu);
+    b->faults.create_reply_lost = 1;
+    pthread_mutex_unlock(&b->mu);
+    CHECK(zkl_mutex_acquire(mb, 5000) == ZKL_OK, "acquire through a lost reply");
+    CHECK(zkl_mutex_participants(ma, &v, &n) == ZKL_OK && n == 1, "one node");
+    zkl_strings_free(v, n);
+    CHECK(zkl_mutex_release(mb) == ZKL_OK, "release");
+    CHECK(zkl_client_drain(b, 5000) == ZKL_OK, "drain");
+    zkl_mutex_destroy(ma);
+    zkl_mutex_destroy(mb);
+    zkl_client_close(a);
+    zkl_client_close(b);
+    return 0;
+}
+
+struct waiter {
+    zkl_mutex *m;
+    atomic_int state; /* 0 waiting, 1 got it, 2 failed */
+    atomic_int release_now;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    if (zkl_mutex_acquire(w->m, 30000) != ZKL_OK) {
+        atomic_store(&w->state, 2);
+        return NULL;
+    }
+    atomic_store(&w->state, 1);
+    while (!atomic_load(&w->release_now))
+        sleep_ms(10);
+    zkl_mutex_release(w->m);
+    return NULL;
+}
+
+static void expire(zkl_client *c)
+{
+    clientid_t cid;
+    zhandle_t *zh;
+    pthread_mutex_lock(&c->mu);
+    cid = *zoo_client_id(c->sess->zh);
+    pthread_mutex_unlock(&c->mu);
+    zh = zookeeper_init(servers, NULL, 10000, &cid, NULL, 0);
+    while (zh && zoo_state(zh) != ZOO_CONNECTED_STATE)
+        sleep_ms(10);
+    if (zh)
+        zookeeper_close(zh);
+}
+
+static int holder_expiry(void)
+{
+    zkl_client *h = open_client(2000), *o = open_client(4000);
+    zkl_mutex *mh, *mo;
+    struct waiter w;
+    pthread_t t;
+    char path[256];
+    int i;
+    CHECK(h && o, "open");
+    memset(&w, 0, sizeof w);
+    path_for(path, sizeof path, "expiry");
+    CHECK(zkl_mutex_create(h, path, &mh) == ZKL_OK, "create");
+    CHECK(zkl_mutex_create(o, path, &mo) == ZKL_OK, "create");
+    CHECK(zkl_mutex_acquire(mh, 5000) == ZKL_OK, "acquire");
+    w.m = mo;
+    pthread_create(&t, NULL, waiter_main, &w);
+    sleep_ms(200);
+    expire(h);
+    for (i = 0; i < 1000 && atomic_load(&w.state) == 0; i++)
+        sleep_ms(20);
+    CHECK(atomic_load(&w.state) == 1, "waiter did not get the lock");
+    for (i = 0; i < 500 && zkl_mutex_is_held(mh); i++)
+        sleep_ms(20);
+    CHECK(!zkl_mutex_is_held(mh), "holder still believes it holds");
+    CHECK(zkl_mutex_release(mh) == ZKL_ELOST, "release of a lost hold");
+    atomic_store(&w.release_now, 1);
+    pthread_join(t, NULL);
+    zkl_mutex_destroy(mh);
+    zkl_mutex_destroy(mo);
+    zkl_client_close(h);
+    zkl_client_close(o);
+    return 0;
+}
+
+static void run(const char *name, int (*fn)(void))
+{
+    if (fn() == 0) {
+        passed++;
+        printf("stress: %s ok\n", name);
+    } else {
+        failed++;
+        printf("stress: %s FAILED\n", name);
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("ZKL_TEST_SERVERS"), *dir = getenv("ZKL_TEST_ZK_DIR");
+    if (argc > 1)
+        rounds = atoi(argv[1]);
+    if (env && *env) {
+        snprintf(servers, sizeof servers, "%s", env);
+    } else if (dir) {
+        char file[1024];
+        FILE *f;
+        snprintf(file, sizeof file, "%s/connect", dir);
+        f = fopen(file, "r");
+        if (!f || !fgets(servers, sizeof servers, f)) {
+            fprintf(stderr, "stress: cannot read %s\n", file);
+            return 2;
+        }
+        fclose(f);
+        servers[strcspn(servers, "\r\n")] = '\0';
+    } else {
+        fprintf(stderr, "stress: set ZKL_TEST_SERVERS or ZKL_TEST_ZK_DIR\n");
+        return 2;
+    }
+    run("contention", contention);
+    run("timeout_and_faults", timeout_and_faults);
+    run("holder_expiry", holder_expiry);
+    printf("stress: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
