@@ -45,6 +45,7 @@ typedef struct zkl__faults {
     int create_reply_lost; /* drop the reply of the next N successful creates */
     int create_send_lost;  /* fail the next N creates with connection loss before sending */
     char next_uuid[37];    /* use this UUID for the next protected create */
+    int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
 } zkl__faults;
 
 typedef struct zkl__bgdel {

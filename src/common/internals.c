@@ -287,7 +287,14 @@ out:
 /* Delete our node now if we can, else in the background. */
 static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
 {
-    int rc = s ? zkl__zk_delete(s, node) : ZCONNECTIONLOSS;
+    int rc = ZCONNECTIONLOSS, fault;
+    pthread_mutex_lock(&c->mu);
+    fault = c->faults.delete_lost > 0;
+    if (fault)
+        c->faults.delete_lost--;
+    pthread_mutex_unlock(&c->mu);
+    if (s && !fault)
+        rc = zkl__zk_delete(s, node);
     if (rc != ZOK && rc != ZNONODE)
         zkl__bg_delete(c, node, NULL);
 }

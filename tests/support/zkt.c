@@ -3,6 +3,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,39 @@ void zkt_fault_next_uuid(zkl_client *c, const char *uuid)
     pthread_mutex_lock(&c->mu);
     snprintf(c->faults.next_uuid, sizeof c->faults.next_uuid, "%s", uuid);
     pthread_mutex_unlock(&c->mu);
+}
+
+void zkt_fault_delete_lost(zkl_client *c, int n)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.delete_lost = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static pid_t server_pid(void)
+{
+    const char *dir = getenv("ZKL_TEST_ZK_DIR");
+    char file[1024];
+    long pid = 0;
+    FILE *f;
+    cr_assert(dir, "ZKL_TEST_ZK_DIR is not set");
+    snprintf(file, sizeof file, "%s/server1/pid", dir);
+    f = fopen(file, "r");
+    cr_assert(f, "no %s", file);
+    cr_assert_eq(fscanf(f, "%ld", &pid), 1);
+    fclose(f);
+    cr_assert_gt(pid, 1);
+    return (pid_t)pid;
+}
+
+void zkt_server_freeze(void)
+{
+    cr_assert_eq(kill(server_pid(), SIGSTOP), 0);
+}
+
+void zkt_server_thaw(void)
+{
+    kill(server_pid(), SIGCONT);
 }
 
 int64_t zkt_now_ms(void)

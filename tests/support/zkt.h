@@ -33,6 +33,11 @@ void zkt_expire(zkl_client *c);
 void zkt_fault_create_reply_lost(zkl_client *c, int n);
 void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
+void zkt_fault_delete_lost(zkl_client *c, int n);
+
+/* Freeze (SIGSTOP) or thaw (SIGCONT) the test server, by the pid its script recorded. */
+void zkt_server_freeze(void);
+void zkt_server_thaw(void);
 
 /* Wait until cond() is true or ms pass; returns its last value. */
 int zkt_wait_for(int (*cond)(void *), void *arg, int ms);

@@ -1,0 +1,221 @@
+/*
+ * test_session.c - sessions and their edges against a real server: a stalled
+ * server (SIGSTOP) makes a holder SUSPENDED and then LOST, the log stays
+ * quiet by default, vanished container parents, digest auth, chroot, and a
+ * release whose delete fails being finished in the background.
+ */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+#define MAX_EVENTS 32
+struct timeline {
+    atomic_int n;
+    zkl_conn_state ev[MAX_EVENTS];
+    int64_t at[MAX_EVENTS];
+    zkl_mutex *m;
+    int held_at_lost; /* is_held as seen from the LOST callback: -1 unset */
+};
+
+static void record(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    struct timeline *t = ud;
+    int i = atomic_load(&t->n);
+    (void)c;
+    if (i < MAX_EVENTS) {
+        t->ev[i] = st;
+        t->at[i] = zkt_now_ms();
+        atomic_store(&t->n, i + 1);
+    }
+}
+
+static int find(struct timeline *t, zkl_conn_state st)
+{
+    int i, n = atomic_load(&t->n);
+    for (i = 0; i < n; i++)
+        if (t->ev[i] == st)
+            return i;
+    return -1;
+}
+
+static int saw_lost(void *arg)
+{
+    return find(arg, ZKL_STATE_LOST) >= 0;
+}
+
+static int saw_reconnect_after_lost(void *arg)
+{
+    struct timeline *t = arg;
+    int i, n = atomic_load(&t->n), lost = find(t, ZKL_STATE_LOST);
+    for (i = lost + 1; lost >= 0 && i < n; i++)
+        if (t->ev[i] == ZKL_STATE_RECONNECTED)
+            return 1;
+    return 0;
+}
+
+static void thaw(void)
+{
+    zkt_server_thaw();
+}
+
+/* The server stalls: the holder must see SUSPENDED, then LOST within about a
+ * session timeout, and must not believe it holds the lock after that. */
+Test(session, stalled_server_suspends_then_loses, .fini = thaw, .timeout = 90)
+{
+    struct timeline t = {0};
+    zkl_client *c = zkt_client_cb(2000, record, &t);
+    char *path = zkt_path("stall");
+    zkl_mutex *m;
+    int64_t frozen_at;
+    int s, l;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    frozen_at = zkt_now_ms();
+    zkt_server_freeze();
+    cr_assert(zkt_wait_for(saw_lost, &t, 15000), "no LOST while the server was frozen");
+    s = find(&t, ZKL_STATE_SUSPENDED);
+    l = find(&t, ZKL_STATE_LOST);
+    cr_assert(s >= 0 && s < l, "SUSPENDED must come before LOST");
+    cr_assert_lt(t.at[s] - frozen_at, 2500, "SUSPENDED late: %lld ms",
+                 (long long)(t.at[s] - frozen_at));
+    cr_assert_not(zkl_mutex_is_held(m), "a hold must not outlive LOST");
+    zkt_server_thaw();
+    cr_assert(zkt_wait_for(saw_reconnect_after_lost, &t, 20000), "no new session after the thaw");
+    cr_assert_eq(zkl_mutex_release(m), ZKL_ELOST);
+    ok(zkl_mutex_acquire(m, 10000), "lock again in the new session");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
+
+Test(session, quiet_by_default, .init = cr_redirect_stderr)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 800;
+    cr_assert_eq(zkl_client_open("127.0.0.1:1", &o, &c), ZKL_ECONNECT);
+    c = zkt_client(0);
+    ok(zkl_client_close(c), "close");
+    fflush(stderr);
+    cr_assert_stderr_eq_str("", "the ZooKeeper client wrote to stderr");
+}
+
+static atomic_int log_lines;
+static void count_log(zkl_log_level level, const char *msg, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (msg && *msg)
+        atomic_fetch_add(&log_lines, 1);
+}
+
+Test(session, log_goes_to_the_callback, .init = cr_redirect_stderr)
+{
+    zkl_client *c;
+    zkl_log_set(count_log, ZKL_LOG_DEBUG, NULL);
+    c = zkt_client(0);
+    ok(zkl_client_close(c), "close");
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    cr_assert_gt(atomic_load(&log_lines), 0, "the callback got nothing");
+    fflush(stderr);
+    cr_assert_stderr_eq_str("");
+}
+
+Test(session, vanished_parent_is_recreated)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("vanish");
+    char deep[300];
+    zkl_mutex *m;
+    struct Stat st;
+    snprintf(deep, sizeof deep, "%s/a/b", path);
+    ok(zkl_mutex_create(c, deep, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire (creates three levels of parents)");
+    cr_assert_eq(zoo_exists(zh, deep, 0, &st), ZOK);
+    cr_assert_eq(st.ephemeralOwner, 0);
+    ok(zkl_mutex_release(m), "release");
+    /* what the container reaper does: the parents go */
+    cr_assert_eq(zoo_delete(zh, deep, -1), ZOK);
+    snprintf(deep, sizeof deep, "%s/a", path);
+    cr_assert_eq(zoo_delete(zh, deep, -1), ZOK);
+    ok(zkl_mutex_acquire(m, 5000), "acquire after the parents vanished");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(session, digest_auth_and_chroot)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_mutex *m;
+    zhandle_t *zh = zkt_raw();
+    char connect[1200], *root = zkt_path("chroot");
+    int rc;
+    rc = zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    cr_assert(rc == ZOK || rc == ZNODEEXISTS);
+    cr_assert_eq(zoo_create(zh, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(connect, sizeof connect, "%s%s", zkt_servers(), root);
+    zkl_client_options_init(&o);
+    o.auth_digest = "zklock:secret";
+    ok(zkl_client_open(connect, &o, &c), "open with auth and chroot");
+    ok(zkl_mutex_create(c, "/inner", &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    {
+        char inner[1300];
+        snprintf(inner, sizeof inner, "%s/inner", root);
+        cr_assert_eq(zkt_children(zh, inner), 1, "the node lives under the chroot");
+    }
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(root);
+}
+
+Test(session, failed_release_delete_finishes_in_background)
+{
+    zkl_client *c = zkt_client(0), *other = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("bgdelete");
+    zkl_mutex *m, *m2;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_create(other, path, &m2), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    zkt_fault_delete_lost(c, 1);
+    ok(zkl_mutex_release(m), "release (delete fails in the foreground)");
+    cr_assert_not(zkl_mutex_is_held(m));
+    /* the next contender gets it once the background delete lands */
+    ok(zkl_mutex_acquire(m2, 10000), "another session acquires");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m2), "release");
+    cr_assert_eq(zkt_children(zh, path), 0);
+    /* the same for a timed-out waiter's node */
+    ok(zkl_mutex_acquire(m2, 5000), "hold");
+    zkt_fault_delete_lost(c, 1);
+    cr_assert_eq(zkl_mutex_acquire(m, 200), ZKL_ETIMEDOUT);
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 1, "the timed-out waiter's node must go");
+    ok(zkl_mutex_release(m2), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(other), "close");
+    zookeeper_close(zh);
+    free(path);
+}
