@@ -24,7 +24,7 @@
 
 zkl__verdict zkl__decide_standard(char *const *sorted, size_t n, size_t self, int max_leases)
 {
-    zkl__verdict v = {false, -1};
+    zkl__verdict v = {false, -1, false};
     (void)sorted;
     (void)n;
     if (max_leases < 1)
@@ -184,6 +184,7 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
     bool uncertain = false;
     const void *data = a->data ? a->data : c->node_data;
     int len = a->data ? a->data_len : c->node_data_len;
+    int mode = a->fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
     zkl_status st = ZKL_OK;
 
     memset(o, 0, sizeof *o);
@@ -219,19 +220,28 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
         strcat(want, "/");
         strcat(want, prefix);
         strcat(want, a->driver->lock_name);
+        if (a->fixed_suffix) {
+            char *longer = realloc(want, strlen(want) + strlen(a->fixed_suffix) + 1);
+            if (!longer) {
+                st = zkl__fail(ZKL_ENOMEM, "out of memory");
+                goto out;
+            }
+            want = longer;
+            strcat(want, a->fixed_suffix);
+        }
 
         switch (take_create_fault(c)) {
         case 1:
             rc = ZCONNECTIONLOSS;
             break;
         case 2:
-            rc = zkl__zk_create(s, want, data, len, ZOO_EPHEMERAL_SEQUENTIAL, NULL, NULL);
+            rc = zkl__zk_create(s, want, data, len, mode, NULL, NULL);
             if (rc == ZOK)
                 rc = ZCONNECTIONLOSS; /* the reply "never arrived" */
             break;
         default: {
             struct Stat stat;
-            rc = zkl__zk_create_list(s, want, data, len, ZOO_EPHEMERAL_SEQUENTIAL, a->path,
+            rc = zkl__zk_create_list(s, want, data, len, mode, a->path,
                                      &o->node, &stat, &o->kids, &list_rc);
             if (rc == ZOK) {
                 o->name = zkl__path_basename(o->node);
@@ -299,6 +309,36 @@ static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
         zkl__bg_delete(c, node, NULL);
 }
 
+/* Outcome of looking at one listing. */
+enum look { LOOK_HOLDS, LOOK_GONE, LOOK_WAIT, LOOK_RELIST, LOOK_NOMEM };
+
+/* Sort kids, find our node, ask the driver. Frees nothing. */
+static enum look look_at(const zkl__acquire_args *a, const own_node *o, zkl__names *kids,
+                         zkl__verdict *v)
+{
+    long self;
+    if (zkl__sort_names(kids->v, kids->n, a->driver->sort_markers) != ZKL_OK)
+        return LOOK_NOMEM;
+    self = zkl__find_name(kids->v, kids->n, o->name);
+    if (self < 0) /* our node is gone: session lost, or deleted by someone */
+        return LOOK_GONE;
+    *v = a->driver->decide(a->driver, kids->v, kids->n, (size_t)self, a->ctx);
+    if (v->holds)
+        return LOOK_HOLDS;
+    if (!v->watch_parent && (v->watch < 0 || (size_t)v->watch >= kids->n))
+        return LOOK_RELIST;
+    return LOOK_WAIT;
+}
+
+static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__acquire_args *a)
+{
+    if (zkl__backoff(c, attempt, a->deadline))
+        return ZKL_OK;
+    return zkl__now_ms() >= a->deadline
+               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
+               : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
+}
+
 static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acquire_args *a,
                                 own_node *o)
 {
@@ -311,9 +351,8 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         o->kids.n = 0;
     }
     for (;;) {
-        long self;
         zkl__verdict v;
-        char *watch_path;
+        enum look look;
         zkl__watch *w;
         uint64_t gen;
         zkl_status st = ZKL_OK;
@@ -325,11 +364,9 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
                 kids.n = 0;
             }
             if (zkl__zk_retryable(rc)) {
-                if (!zkl__backoff(c, &attempt, a->deadline))
-                    return zkl__now_ms() >= a->deadline
-                               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
-                               : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s",
-                                           a->path);
+                st = wait_timeout_or_loss(c, &attempt, a);
+                if (st != ZKL_OK)
+                    return st;
                 continue;
             }
             if (rc != ZOK)
@@ -341,40 +378,48 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             zkl__names_free(&kids);
             return RESTART;
         }
-        if (zkl__sort_names(kids.v, kids.n, a->driver->sort_markers) != ZKL_OK) {
+        look = look_at(a, o, &kids, &v);
+        if (look != LOOK_WAIT) {
             zkl__names_free(&kids);
-            return ZKL_ENOMEM;
-        }
-        self = zkl__find_name(kids.v, kids.n, o->name);
-        if (self < 0) { /* our node is gone: session lost, or deleted by someone */
-            zkl__names_free(&kids);
-            return RESTART;
-        }
-        v = a->driver->decide(a->driver, kids.v, kids.n, (size_t)self, a->ctx);
-        if (v.holds) {
-            zkl__names_free(&kids);
-            return ZKL_OK;
-        }
-        if (v.watch < 0 || (size_t)v.watch >= kids.n) {
-            zkl__names_free(&kids);
-            continue;
+            if (look == LOOK_RELIST)
+                continue;
+            return look == LOOK_HOLDS ? ZKL_OK
+                   : look == LOOK_GONE ? RESTART
+                                       : zkl__fail(ZKL_ENOMEM, "out of memory");
         }
         if (zkl__now_ms() >= a->deadline) {
             zkl__names_free(&kids);
             return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
         }
-        watch_path = zkl__names_join(a->path, kids.v[v.watch]);
-        zkl__names_free(&kids);
-        if (!watch_path)
-            return zkl__fail(ZKL_ENOMEM, "out of memory");
         w = zkl__watch_new(s);
         if (!w) {
-            free(watch_path);
+            zkl__names_free(&kids);
             return zkl__fail(ZKL_ENOMEM, "out of memory");
         }
         gen = zkl__state_gen(c);
-        rc = zkl__zk_wget(s, watch_path, w);
-        free(watch_path);
+        if (v.watch_parent) {
+            /* Watch the child list; the listing that arms it is fresh, so
+             * decide on it before sleeping. */
+            zkl__names_free(&kids);
+            rc = zkl__zk_wchildren(s, a->path, w, &kids);
+            if (rc == ZOK) {
+                look = look_at(a, o, &kids, &v);
+                zkl__names_free(&kids);
+                if (look != LOOK_WAIT) {
+                    zkl__watch_drop(w); /* still armed; the token lives until it fires */
+                    if (look == LOOK_RELIST)
+                        continue;
+                    return look == LOOK_HOLDS ? ZKL_OK
+                           : look == LOOK_GONE ? RESTART
+                                               : zkl__fail(ZKL_ENOMEM, "out of memory");
+                }
+            }
+        } else {
+            char *watch_path = zkl__names_join(a->path, kids.v[v.watch]);
+            zkl__names_free(&kids);
+            rc = watch_path ? zkl__zk_wget(s, watch_path, w) : ZSYSTEMERROR;
+            free(watch_path);
+        }
         if (rc != ZOK)
             zkl__watch_unregistered(w);
         else
@@ -387,12 +432,13 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             continue;
         }
         if (zkl__zk_retryable(rc)) {
-            if (!zkl__backoff(c, &attempt, a->deadline))
-                return zkl__now_ms() >= a->deadline
-                           ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
-                           : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
+            st = wait_timeout_or_loss(c, &attempt, a);
+            if (st != ZKL_OK)
+                return st;
             continue;
         }
+        if (rc == ZSYSTEMERROR)
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
         return session_error(rc) ? RESTART : zkl__from_zk(rc, "watch", a->path);
     }
 }

@@ -19,8 +19,9 @@
 
 /* What a driver decides from the sorted children. */
 typedef struct zkl__verdict {
-    bool holds;   /* our node holds the lock */
-    long watch;   /* if not: index of the one child to watch (>= 0), or -1 to re-list at once */
+    bool holds;         /* our node holds the lock */
+    long watch;         /* if not: index of the one child to watch (>= 0), or -1 to re-list */
+    bool watch_parent;  /* if not: watch the child list itself (the semaphore's lease count) */
 } zkl__verdict;
 
 typedef struct zkl__driver {
@@ -53,6 +54,12 @@ typedef struct zkl__acquire_args {
     const void *data;          /* node data (NULL: the client's default) */
     int data_len;
     int64_t deadline;          /* zkl__now_ms() based; INT64_MAX: forever */
+    /*
+     * Non-NULL: create a plain EPHEMERAL node named prefix + lock_name +
+     * fixed_suffix instead of a sequential one (Curator 5.5's downgrade read
+     * node, which takes its writer's sequence).
+     */
+    const char *fixed_suffix;
 } zkl__acquire_args;
 
 /*

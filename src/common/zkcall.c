@@ -233,6 +233,22 @@ int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
     return rc;
 }
 
+int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out)
+{
+    call k;
+    int rc;
+    call_init(&k);
+    rc = zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, &k);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
+    rc = call_wait(&k);
+    if (rc == ZOK)
+        *out = k.kids;
+    else
+        zkl__names_free(&k.kids);
+    return rc;
+}
+
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
 {
     call k;
