@@ -7,6 +7,8 @@
 #include "status.h"
 #include "client.h"
 #include "mutex.h"
+#include "rwlock.h"
+#include "semaphore.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

@@ -470,6 +470,8 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
         zkl__session_put(s);
         if (st != RESTART)
             return st;
+        if (a->no_restart)
+            return zkl__fail(ZKL_ELOST, "session lost while waiting for %s", a->path);
         if (zkl__now_ms() >= a->deadline)
             return zkl__fail(ZKL_ETIMEDOUT, "session lost while waiting for %s", a->path);
         zkl__log(ZKL_LOG_INFO, "session lost while waiting for %s: trying again", a->path);

@@ -60,6 +60,11 @@ typedef struct zkl__acquire_args {
      * node, which takes its writer's sequence).
      */
     const char *fixed_suffix;
+    /*
+     * If the session is lost while waiting, give up with ZKL_ELOST instead of
+     * queueing again (the semaphore must first let go of its internal lock).
+     */
+    bool no_restart;
 } zkl__acquire_args;
 
 /*

@@ -196,7 +196,7 @@ public class CuratorPeer {
         System.out.println("HELD " + lock.ownNode());
         System.out.flush();
         if (!revoked.await((long) (timeoutS * 1000), TimeUnit.MILLISECONDS))
-            throw new Failure(3, "not revoked within " + timeoutS + " s");
+            throw new Failure(3, "not revoked within " + seconds(timeoutS) + " s");
         lock.release();
         System.out.println("RELEASED");
         System.out.flush();
@@ -327,6 +327,11 @@ public class CuratorPeer {
         synchronized void write(String kind, String event, int index) throws IOException {
             out.write((kind + " " + event + " " + WHO_PREFIX + index + " 0\n").getBytes(StandardCharsets.US_ASCII));
         }
+    }
+
+    /** 60.0 -> "60", 0.5 -> "0.5" */
+    static String seconds(double s) {
+        return s == Math.rint(s) ? String.valueOf((long) s) : String.valueOf(s);
     }
 
     static void sleepMs(long ms) throws InterruptedException {

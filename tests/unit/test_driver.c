@@ -3,6 +3,7 @@
  * lists: who holds, whom to watch, foreign names. No server.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "internals.h"
 #include "seq.h"
@@ -65,4 +66,93 @@ Test(driver, standard_with_leases)
     v = zkl__decide_standard(names, 3, 2, 2);
     cr_assert_not(v.holds);
     cr_assert_eq(v.watch, 0);
+}
+
+/* ---- read/write and lease drivers ---- */
+
+extern const zkl__driver zkl__read_driver;
+extern const zkl__driver zkl__write_driver;
+extern const zkl__driver zkl__lease_driver;
+
+#define R0 "_c_aaaaaaaa-f501-47b0-b66a-1afeebcbeb00-__READ__0000000000"
+#define W1 "_c_bbbbbbbb-f501-47b0-b66a-1afeebcbeb00-__WRIT__0000000001"
+#define R2 "_c_cccccccc-f501-47b0-b66a-1afeebcbeb00-__READ__0000000002"
+#define W3 "_c_dddddddd-f501-47b0-b66a-1afeebcbeb00-__WRIT__0000000003"
+#define R4 "_c_eeeeeeee-f501-47b0-b66a-1afeebcbeb00-__READ__0000000004"
+#define R1D "_c_ffffffff-f501-47b0-b66a-1afeebcbeb00-__READ__0000000001" /* 5.5 downgrade */
+
+static zkl__verdict rw(const zkl__driver *d, char **names, size_t n, const char *self,
+                       const void *ctx)
+{
+    size_t i;
+    cr_assert_eq(zkl__sort_names(names, n, d->sort_markers), ZKL_OK);
+    for (i = 0; i < n; i++)
+        if (strcmp(names[i], self) == 0)
+            return d->decide(d, names, n, i, ctx);
+    cr_assert_fail("self not in list");
+    return (zkl__verdict){false, -1, false};
+}
+
+Test(driver, readers_share)
+{
+    char *names[] = {R2, R0, R4};
+    cr_assert(rw(&zkl__read_driver, names, 3, R4, NULL).holds);
+    cr_assert(rw(&zkl__read_driver, names, 3, R2, NULL).holds);
+}
+
+Test(driver, reader_watches_nearest_writer_ahead)
+{
+    char *names[] = {R4, W3, R2, W1, R0};
+    zkl__verdict v = rw(&zkl__read_driver, names, 5, R4, NULL);
+    cr_assert_not(v.holds);
+    cr_assert_str_eq(names[v.watch], W3, "must watch the nearest writer, not the first");
+    v = rw(&zkl__read_driver, names, 5, R2, NULL);
+    cr_assert_str_eq(names[v.watch], W1);
+    cr_assert(rw(&zkl__read_driver, names, 5, R0, NULL).holds, "no writer ahead");
+}
+
+Test(driver, reader_ignores_plain_mutex_nodes)
+{
+    char *names[] = {"_c_x-lock-0000000000", R2};
+    cr_assert(rw(&zkl__read_driver, names, 2, R2, NULL).holds);
+}
+
+Test(driver, writer_needs_first_place)
+{
+    char *names[] = {R0, W1, R2, W3};
+    zkl__verdict v = rw(&zkl__write_driver, names, 4, W1, NULL);
+    cr_assert_not(v.holds);
+    cr_assert_str_eq(names[v.watch], R0, "a writer watches its predecessor of any kind");
+    v = rw(&zkl__write_driver, names, 4, W3, NULL);
+    cr_assert_str_eq(names[v.watch], R2);
+    {
+        char *alone[] = {W1};
+        cr_assert(rw(&zkl__write_driver, alone, 1, W1, NULL).holds);
+    }
+}
+
+Test(driver, downgrade_read_node_skips_own_writer)
+{
+    /* W1 and its downgrade read node R1D share a sequence; tie order is arbitrary */
+    char *a[] = {W1, R1D, W3};
+    char *b[] = {R1D, W1, W3};
+    cr_assert(rw(&zkl__read_driver, a, 3, R1D, W1).holds);
+    cr_assert(rw(&zkl__read_driver, b, 3, R1D, W1).holds);
+    cr_assert_not(rw(&zkl__read_driver, a, 3, R1D, NULL).holds, "another's writer blocks");
+    {
+        zkl__verdict v = rw(&zkl__write_driver, a, 3, W3, NULL);
+        cr_assert_not(v.holds, "a queued writer waits behind the downgraded reader");
+    }
+}
+
+Test(driver, lease_count)
+{
+    char *names[] = {"_c_a-lease-0000000000", "_c_b-lease-0000000001", "_c_c-lease-0000000002"};
+    int max = 3;
+    zkl__verdict v = zkl__lease_driver.decide(&zkl__lease_driver, names, 3, 2, &max);
+    cr_assert(v.holds);
+    max = 2;
+    v = zkl__lease_driver.decide(&zkl__lease_driver, names, 3, 0, &max);
+    cr_assert_not(v.holds);
+    cr_assert(v.watch_parent, "the lease count is watched on the list itself");
 }

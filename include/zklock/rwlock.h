@@ -1,0 +1,68 @@
+/*
+ * rwlock.h - zkl_rwlock, Curator's InterProcessReadWriteLock in C.
+ *
+ * Readers share, writers exclude everyone, in arrival order, under one path
+ * with Curator's layout (_c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>), so
+ * C and Curator readers and writers on one path work together.
+ *
+ * Both sides are reentrant per thread and released by the thread that
+ * acquired. A thread holding the write lock may take the read lock; the
+ * downgrade (write, read, release write) is done the Curator 5.5 way, so no
+ * queued writer can slip in between. A thread that holds only the read lock
+ * and asks for the write lock gets ZKL_EDEADLOCK at once (in Curator it would
+ * wait forever behind its own read node).
+ *
+ * Readers watch only the nearest writer ahead of them, so readers queued
+ * behind a later writer do not wake when an earlier writer leaves.
+ */
+#ifndef ZKLOCK_RWLOCK_H
+#define ZKLOCK_RWLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkl_rwlock zkl_rwlock;
+
+/* Make a read/write lock object on an absolute path (copied). Owned by the caller. */
+zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out);
+
+/* Free it; ZKL_EBUSY (nothing freed) while any thread holds either side. */
+zkl_status zkl_rwlock_destroy(zkl_rwlock *l);
+
+/*
+ * Acquire the read side for the calling thread, waiting up to timeout_ms (0:
+ * try once, ZKL_WAIT_FOREVER). Errors as zkl_mutex_acquire.
+ */
+zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms);
+zkl_status zkl_rwlock_read_release(zkl_rwlock *l);
+
+/*
+ * Acquire the write side. ZKL_EDEADLOCK at once if the calling thread holds
+ * the read side without the write side (release the read lock first).
+ */
+zkl_status zkl_rwlock_write_acquire(zkl_rwlock *l, int timeout_ms);
+zkl_status zkl_rwlock_write_release(zkl_rwlock *l);
+
+/* The calling thread holds that side in a session that is not lost. */
+bool zkl_rwlock_read_is_held(zkl_rwlock *l);
+bool zkl_rwlock_write_is_held(zkl_rwlock *l);
+
+/* Fencing token (czxid) of the calling thread's write hold. */
+zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token);
+
+/* All participants, readers and writers, in queue order; free with zkl_strings_free. */
+zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n);
+
+const char *zkl_rwlock_path(const zkl_rwlock *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
