@@ -1,0 +1,333 @@
+/*
+ * test_interop.c - zklock beside real Apache Curator 5.4 (Debian's jars,
+ * driven by tests/interop/curator-peer) on the same server and paths: holders
+ * of both libraries log enter/exit into one file and the checker replays it.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "excl_log.h"
+#include "zkt.h"
+
+extern char **environ;
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+/* Start curator-peer with args; its stdout goes to *out_fd if non-NULL. */
+static pid_t peer(int *out_fd, const char *const *args)
+{
+    const char *exe = getenv("ZKL_CURATOR_PEER");
+    const char *argv[32];
+    posix_spawn_file_actions_t fa;
+    int n = 0, p[2] = {-1, -1};
+    pid_t pid;
+    cr_assert(exe, "ZKL_CURATOR_PEER is not set (run through ctest)");
+    argv[n++] = exe;
+    argv[n++] = "--zk";
+    argv[n++] = zkt_servers();
+    while (*args && n < 31)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    posix_spawn_file_actions_init(&fa);
+    if (out_fd) {
+        cr_assert_eq(pipe(p), 0);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        posix_spawn_file_actions_addclose(&fa, p[0]);
+        posix_spawn_file_actions_addclose(&fa, p[1]);
+    }
+    cr_assert_eq(posix_spawn(&pid, exe, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    if (out_fd) {
+        close(p[1]);
+        *out_fd = p[0];
+    }
+    return pid;
+}
+
+static int peer_wait(pid_t pid)
+{
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Read one line from the peer's stdout (blocking). */
+static void peer_line(int fd, char *buf, size_t n)
+{
+    size_t i = 0;
+    while (i + 1 < n) {
+        char ch;
+        if (read(fd, &ch, 1) != 1)
+            break;
+        if (ch == '\n')
+            break;
+        buf[i++] = ch;
+    }
+    buf[i] = '\0';
+}
+
+static char *log_file(const char *what)
+{
+    char *p = malloc(512);
+    snprintf(p, 512, "%s/interop-%s-%d.log", getenv("ZKL_TEST_ZK_DIR") ? getenv("ZKL_TEST_ZK_DIR")
+                                                                     : "/tmp",
+             what, (int)getpid());
+    return p;
+}
+
+/* ---- C workers writing the same log ---- */
+
+enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM };
+
+struct cworker {
+    const char *path;
+    int fd, rounds, hold_ms, id;
+    enum kind kind;
+    atomic_int errors;
+};
+
+static void *c_worker(void *arg)
+{
+    struct cworker *w = arg;
+    zkl_client *c = zkt_client(10000);
+    char who[64];
+    int i;
+    snprintf(who, sizeof who, "c-%d-%d", (int)getpid(), w->id);
+    if (w->kind == K_MUTEX) {
+        zkl_mutex *m;
+        ok(zkl_mutex_create(c, w->path, &m), "create");
+        for (i = 0; i < w->rounds; i++) {
+            int64_t tok;
+            if (zkl_mutex_acquire(m, 60000) != ZKL_OK) {
+                atomic_fetch_add(&w->errors, 1);
+                continue;
+            }
+            zkl_mutex_fencing_token(m, &tok);
+            excl_log(w->fd, 'M', "enter", who, 0);
+            zkt_sleep_ms(w->hold_ms);
+            excl_log(w->fd, 'M', "exit", who, 0);
+            zkl_mutex_release(m);
+        }
+        ok(zkl_mutex_destroy(m), "destroy");
+    } else if (w->kind == K_SEM) {
+        zkl_semaphore *s;
+        ok(zkl_semaphore_create(c, w->path, 3, &s), "create");
+        for (i = 0; i < w->rounds; i++) {
+            zkl_lease *l;
+            if (zkl_semaphore_acquire(s, 60000, &l) != ZKL_OK) {
+                atomic_fetch_add(&w->errors, 1);
+                continue;
+            }
+            excl_log(w->fd, 'S', "enter", who, 0);
+            zkt_sleep_ms(w->hold_ms);
+            excl_log(w->fd, 'S', "exit", who, 0);
+            zkl_lease_return(l);
+        }
+        ok(zkl_semaphore_destroy(s), "destroy");
+    } else {
+        zkl_rwlock *l;
+        ok(zkl_rwlock_create(c, w->path, &l), "create");
+        for (i = 0; i < w->rounds; i++) {
+            bool write = w->kind == K_WRITE;
+            zkl_status st = write ? zkl_rwlock_write_acquire(l, 60000)
+                                  : zkl_rwlock_read_acquire(l, 60000);
+            if (st != ZKL_OK) {
+                atomic_fetch_add(&w->errors, 1);
+                continue;
+            }
+            excl_log(w->fd, write ? 'W' : 'R', "enter", who, 0);
+            zkt_sleep_ms(w->hold_ms);
+            excl_log(w->fd, write ? 'W' : 'R', "exit", who, 0);
+            if (write)
+                zkl_rwlock_write_release(l);
+            else
+                zkl_rwlock_read_release(l);
+        }
+        ok(zkl_rwlock_destroy(l), "destroy");
+    }
+    ok(zkl_client_close(c), "close");
+    return NULL;
+}
+
+static void run_c(struct cworker *w, int n, pthread_t *t)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        pthread_create(&t[i], NULL, c_worker, &w[i]);
+}
+
+static void join_c(struct cworker *w, int n, pthread_t *t)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(atomic_load(&w[i].errors), 0, "C worker %d failed to acquire", i);
+    }
+}
+
+Test(interop, mutex_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("imutex"), *file = log_file("mutex");
+    int fd = excl_open(file);
+    struct cworker w[2];
+    pthread_t t[2];
+    pid_t p;
+    excl_report r;
+    int i;
+    cr_assert_geq(fd, 0);
+    memset(w, 0, sizeof w);
+    for (i = 0; i < 2; i++) {
+        w[i].path = path;
+        w[i].fd = fd;
+        w[i].rounds = 40;
+        w[i].hold_ms = 2;
+        w[i].id = i;
+        w[i].kind = K_MUTEX;
+    }
+    {
+        const char *args[] = {"--threads", "2", "mutex", path, "40", file, "2", NULL};
+        p = peer(NULL, args);
+    }
+    run_c(w, 2, t);
+    join_c(w, 2, t);
+    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
+    r = excl_check(file, 0);
+    cr_assert_eq(r.malformed, 0);
+    cr_assert_eq(r.enters, 160, "C and Curator holds: %d", r.enters);
+    cr_assert_eq(r.violations, 0, "a C and a Curator mutex held at once: %s", r.first_error);
+    cr_assert_gt(r.handoffs_c_to_j, 0, "the lock never passed from C to Curator");
+    cr_assert_gt(r.handoffs_j_to_c, 0, "the lock never passed from Curator to C");
+    close(fd);
+    unlink(file);
+    free(file);
+    free(path);
+}
+
+Test(interop, rwlock_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("irw"), *file = log_file("rw");
+    int fd = excl_open(file);
+    struct cworker w[3];
+    pthread_t t[3];
+    pid_t pr, pw;
+    excl_report r;
+    int i;
+    memset(w, 0, sizeof w);
+    for (i = 0; i < 3; i++) {
+        w[i].path = path;
+        w[i].fd = fd;
+        w[i].rounds = 25;
+        w[i].hold_ms = 5;
+        w[i].id = i;
+        w[i].kind = i == 2 ? K_WRITE : K_READ;
+    }
+    {
+        const char *ra[] = {"--threads", "2", "read", path, "25", file, "5", NULL};
+        const char *wa[] = {"write", path, "20", file, "3", NULL};
+        pr = peer(NULL, ra);
+        pw = peer(NULL, wa);
+    }
+    run_c(w, 3, t);
+    join_c(w, 3, t);
+    cr_assert_eq(peer_wait(pr), 0, "curator readers failed");
+    cr_assert_eq(peer_wait(pw), 0, "curator writer failed");
+    r = excl_check(file, 0);
+    cr_assert_eq(r.malformed, 0);
+    cr_assert_eq(r.enters, 75 + 50 + 20);
+    cr_assert_eq(r.violations, 0, "%s", r.first_error);
+    cr_assert_geq(r.max_readers, 2, "readers never shared");
+    close(fd);
+    unlink(file);
+    free(file);
+    free(path);
+}
+
+Test(interop, semaphore_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("isem"), *file = log_file("sem");
+    int fd = excl_open(file);
+    struct cworker w[3];
+    pthread_t t[3];
+    pid_t p;
+    excl_report r;
+    int i;
+    memset(w, 0, sizeof w);
+    for (i = 0; i < 3; i++) {
+        w[i].path = path;
+        w[i].fd = fd;
+        w[i].rounds = 15;
+        w[i].hold_ms = 20;
+        w[i].id = i;
+        w[i].kind = K_SEM;
+    }
+    {
+        const char *args[] = {"--threads", "3", "semaphore", path, "3", "15", file, "20", NULL};
+        p = peer(NULL, args);
+    }
+    run_c(w, 3, t);
+    join_c(w, 3, t);
+    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
+    r = excl_check(file, 3);
+    cr_assert_eq(r.malformed, 0);
+    cr_assert_eq(r.enters, 90);
+    cr_assert_eq(r.violations, 0, "%s", r.first_error);
+    cr_assert_eq(r.max_shared, 3, "the lease count was never reached (max %d)", r.max_shared);
+    close(fd);
+    unlink(file);
+    free(file);
+    free(path);
+}
+
+Test(interop, curator_sees_c_queue_and_c_waits_for_curator, .timeout = 120)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("iqueue"), line[512], *mine;
+    zkl_mutex *m;
+    int out;
+    pid_t p;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "C holds");
+    ok(zkl_mutex_node(m, &mine), "node");
+    {
+        const char *args[] = {"participants", path, NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_eq(peer_wait(p), 0);
+    close(out);
+    cr_assert_str_eq(line, mine, "Curator lists the C holder first");
+    free(mine);
+    ok(zkl_mutex_release(m), "release");
+    {
+        const char *args[] = {"hold", path, "1.5", NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_eq(strncmp(line, "HELD ", 5), 0, "peer said '%s'", line);
+    {
+        int64_t t0 = zkt_now_ms(), waited;
+        ok(zkl_mutex_acquire(m, 20000), "C waits for the Curator holder");
+        waited = zkt_now_ms() - t0;
+        cr_assert_gt(waited, 800, "C got the lock while Curator held it (%lld ms)",
+                     (long long)waited);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_str_eq(line, "RELEASED");
+    cr_assert_eq(peer_wait(p), 0);
+    close(out);
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
