@@ -9,6 +9,7 @@
 #include "mutex.h"
 #include "rwlock.h"
 #include "semaphore.h"
+#include "multilock.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

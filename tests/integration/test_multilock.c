@@ -1,0 +1,73 @@
+/*
+ * test_multilock.c - all or none: a set with one member held elsewhere times
+ * out holding nothing and leaving no znode; a free set is taken and released
+ * in full.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+Test(multilock, all_or_none, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("ml1"), *p2 = zkt_path("ml2"), *p3 = zkt_path("ml3"), sem[300];
+    zkl_mutex *m1;
+    zkl_rwlock *other;
+    zkl_rwlock *rw;
+    zkl_semaphore_mutex *sm;
+    zkl_multilock *ml;
+    int64_t t0, took;
+    ok(zkl_mutex_create(a, p1, &m1), "create");
+    ok(zkl_rwlock_create(a, p2, &rw), "create");
+    ok(zkl_semaphore_mutex_create(a, p3, &sm), "create");
+    ok(zkl_rwlock_create(b, p2, &other), "create");
+    ok(zkl_multilock_create(&ml), "create set");
+    cr_assert_eq(zkl_multilock_acquire(ml, 0), ZKL_EINVAL, "empty set");
+    ok(zkl_multilock_add_mutex(ml, m1), "add");
+    ok(zkl_multilock_add_write(ml, rw), "add");
+    ok(zkl_multilock_add_semaphore_mutex(ml, sm), "add");
+    cr_assert_eq(zkl_multilock_add_mutex(ml, NULL), ZKL_EINVAL);
+
+    /* b reads the rwlock: a writer there must wait for it */
+    ok(zkl_rwlock_read_acquire(other, 5000), "b blocks the second member");
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_multilock_acquire(ml, 800), ZKL_ETIMEDOUT);
+    took = zkt_now_ms() - t0;
+    cr_assert_lt(took, 3000, "one deadline for the whole set: took %lld ms", (long long)took);
+    cr_assert_not(zkl_mutex_is_held(m1), "the first member must have been released");
+    cr_assert_not(zkl_rwlock_write_is_held(rw));
+    cr_assert_not(zkl_semaphore_mutex_is_held(sm));
+    ok(zkl_client_drain(a, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, p1), 0, "no node left on the first member");
+    cr_assert_eq(zkt_children(zh, p2), 1, "only b's node on the second");
+    snprintf(sem, sizeof sem, "%s/leases", p3);
+    cr_assert_eq(zkt_children(zh, sem), 0);
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER);
+
+    ok(zkl_rwlock_read_release(other), "b lets go");
+    ok(zkl_multilock_acquire(ml, 5000), "the whole set");
+    cr_assert(zkl_mutex_is_held(m1) && zkl_rwlock_write_is_held(rw) &&
+              zkl_semaphore_mutex_is_held(sm));
+    cr_assert_eq(zkl_multilock_destroy(ml), ZKL_EBUSY);
+    ok(zkl_multilock_release(ml), "release all");
+    cr_assert_not(zkl_mutex_is_held(m1) || zkl_rwlock_write_is_held(rw) ||
+                  zkl_semaphore_mutex_is_held(sm));
+    ok(zkl_multilock_destroy(ml), "destroy set");
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_rwlock_destroy(rw), "destroy");
+    ok(zkl_semaphore_mutex_destroy(sm), "destroy");
+    ok(zkl_rwlock_destroy(other), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    free(p1);
+    free(p2);
+    free(p3);
+}
