@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "revoke.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +87,22 @@ zkl_status zkl_mutex_node(zkl_mutex *m, char **node);
  * *paths is owned by the caller: zkl_strings_free(*paths, *n).
  */
 zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n);
+
+/*
+ * Make later acquisitions revocable (Curator's makeRevocable): their nodes
+ * get empty data and a watch for Curator's revoke marker; fn(m, userdata)
+ * runs on the client's worker thread when a revoke arrives (zkl_revoke, or
+ * Curator's Revoker). Call before acquiring; fn NULL turns it off.
+ */
+zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userdata);
+
+/*
+ * Lost-lock notice: fn(m, state, userdata) runs on the client's worker thread
+ * when the session that a hold of m belongs to is SUSPENDED, RECONNECTED or
+ * LOST (Curator leaves this to a connection listener; here it is on the
+ * lock). fn NULL removes it. It must not destroy m.
+ */
+zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata);
 
 /* The lock path (owned by m). NULL for NULL. */
 const char *zkl_mutex_path(const zkl_mutex *m);

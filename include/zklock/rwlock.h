@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "revoke.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,6 +62,9 @@ zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token);
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n);
 
 const char *zkl_rwlock_path(const zkl_rwlock *l);
+
+/* Lost-lock notice for holds of either side (see zkl_mutex_on_state). */
+zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userdata);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "revoke.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +64,9 @@ const char *zkl_lease_node(const zkl_lease *lease);
 
 /* Lease node paths (every child of PATH/leases); free with zkl_strings_free. */
 zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n);
+
+/* Lost-lock notice for the semaphore's outstanding leases (see zkl_mutex_on_state). */
+zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *userdata);
 
 /* ---- zkl_semaphore_mutex: a non-reentrant mutex on a one-lease semaphore ---- */
 

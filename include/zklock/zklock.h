@@ -10,6 +10,7 @@
 #include "rwlock.h"
 #include "semaphore.h"
 #include "multilock.h"
+#include "revoke.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

@@ -43,15 +43,18 @@ void zkl_client_options_init(zkl_client_options *o)
 }
 
 /* Caller holds c->mu. */
-static void push_event(zkl_client *c, zkl_conn_state st)
+static void push_event(zkl_client *c, zkl__session *s, zkl_conn_state st)
 {
     c->state = st;
     if (c->evq_len == ZKL_EVQ_MAX) { /* callback far behind: keep the newest */
         c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
         c->evq_len--;
     }
-    c->evq[(c->evq_head + c->evq_len) % ZKL_EVQ_MAX] = st;
+    c->evq[(c->evq_head + c->evq_len) % ZKL_EVQ_MAX].state = st;
+    c->evq[(c->evq_head + c->evq_len) % ZKL_EVQ_MAX].epoch = s->epoch;
     c->evq_len++;
+    if (st == ZKL_STATE_RECONNECTED || st == ZKL_STATE_CONNECTED)
+        c->revs_dirty = true; /* revocation watches are armed again */
 }
 
 /* Runs on the ZooKeeper completion thread: record and signal only. */
@@ -72,18 +75,18 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
             c->granted_timeout = zoo_recv_timeout(zh);
             if (!c->connected) {
                 c->connected = true;
-                push_event(c, c->ever_connected ? ZKL_STATE_RECONNECTED : ZKL_STATE_CONNECTED);
+                push_event(c, s, c->ever_connected ? ZKL_STATE_RECONNECTED : ZKL_STATE_CONNECTED);
                 c->ever_connected = true;
             }
         } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
             s->expired = true;
             c->connected = false;
             if (c->ever_connected)
-                push_event(c, ZKL_STATE_LOST);
+                push_event(c, s, ZKL_STATE_LOST);
         } else if (c->connected) { /* CONNECTING / ASSOCIATING: the link dropped */
             c->connected = false;
             c->suspended_at = zkl__now_ms();
-            push_event(c, ZKL_STATE_SUSPENDED);
+            push_event(c, s, ZKL_STATE_SUSPENDED);
         }
     }
     c->state_gen++;
@@ -141,6 +144,7 @@ static void session_destroy(zkl__session *s)
     zkl__watch *w, *next;
     zookeeper_close(s->zh);
     pthread_mutex_lock(&c->mu);
+    zkl__revs_session_gone(c, s);
     for (w = s->watches; w; w = next) { /* ZooKeeper will not call these again */
         next = w->next;
         free(w);
@@ -422,6 +426,56 @@ static bool worker_bg_step(zkl_client *c, int *failures)
     return rc == ZOK;
 }
 
+static void dispatch_listeners(zkl_client *c, zkl__event ev)
+{
+    int i, j;
+    pthread_mutex_lock(&c->listen_mu);
+    for (i = 0; i < c->n_listeners; i++) {
+        zkl__listener l = c->listeners[i];
+        if (!l.removed)
+            l.fn(ev.state, ev.epoch, l.ctx);
+    }
+    for (i = j = 0; i < c->n_listeners; i++) /* drop those removed meanwhile */
+        if (!c->listeners[i].removed)
+            c->listeners[j++] = c->listeners[i];
+    c->n_listeners = j;
+    pthread_mutex_unlock(&c->listen_mu);
+}
+
+int zkl__listener_add(zkl_client *c, zkl__listener_fn fn, void *ctx)
+{
+    int id = 0;
+    pthread_mutex_lock(&c->listen_mu);
+    if (c->n_listeners == c->cap_listeners) {
+        int cap = c->cap_listeners ? c->cap_listeners * 2 : 8;
+        zkl__listener *v = realloc(c->listeners, (size_t)cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&c->listen_mu);
+            return 0;
+        }
+        c->listeners = v;
+        c->cap_listeners = cap;
+    }
+    id = ++c->next_listener_id;
+    c->listeners[c->n_listeners].fn = fn;
+    c->listeners[c->n_listeners].ctx = ctx;
+    c->listeners[c->n_listeners].id = id;
+    c->listeners[c->n_listeners].removed = false;
+    c->n_listeners++;
+    pthread_mutex_unlock(&c->listen_mu);
+    return id;
+}
+
+void zkl__listener_remove(zkl_client *c, int id)
+{
+    int i;
+    pthread_mutex_lock(&c->listen_mu); /* recursive: fine from inside a listener */
+    for (i = 0; i < c->n_listeners; i++)
+        if (c->listeners[i].id == id)
+            c->listeners[i].removed = true;
+    pthread_mutex_unlock(&c->listen_mu);
+}
+
 static void *worker_main(void *arg)
 {
     zkl_client *c = arg;
@@ -431,14 +485,18 @@ static void *worker_main(void *arg)
     while (!c->closing) {
         int64_t now = zkl__now_ms(), wake = now + 1000;
         if (c->evq_len > 0) {
-            zkl_conn_state st = c->evq[c->evq_head];
+            zkl__event ev = c->evq[c->evq_head];
             c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
             c->evq_len--;
-            if (c->opts.on_state) {
-                pthread_mutex_unlock(&c->mu);
-                c->opts.on_state(c, st, c->opts.state_userdata);
-                pthread_mutex_lock(&c->mu);
-            }
+            pthread_mutex_unlock(&c->mu);
+            if (c->opts.on_state)
+                c->opts.on_state(c, ev.state, c->opts.state_userdata);
+            dispatch_listeners(c, ev);
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
+        if (c->revs_dirty) {
+            zkl__revs_work(c);
             continue;
         }
         /* A session that never connected has nothing to lose: the ZooKeeper
@@ -450,7 +508,7 @@ static void *worker_main(void *arg)
             if (now >= limit) {
                 zkl__log(ZKL_LOG_WARN, "suspended for a session timeout: session lost");
                 c->sess->expired = true;
-                push_event(c, ZKL_STATE_LOST);
+                push_event(c, c->sess, ZKL_STATE_LOST);
                 c->state_gen++;
                 pthread_cond_broadcast(&c->cv);
                 continue;
@@ -501,8 +559,11 @@ static void client_free(zkl_client *c)
         n = d->next;
         bg_free(d);
     }
+    zkl__revs_free_all(c);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->listen_mu);
+    free(c->listeners);
     free(c->connect);
     free(c->auth_digest);
     free(c->node_data);
@@ -564,6 +625,13 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     }
     pthread_mutex_init(&c->mu, NULL);
     zkl__cond_init(&c->cv);
+    {
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&c->listen_mu, &ma);
+        pthread_mutexattr_destroy(&ma);
+    }
 
     c->next_epoch = 1;
     s = session_new(c, 1); /* installs itself as c->sess */

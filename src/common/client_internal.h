@@ -56,6 +56,22 @@ typedef struct zkl__bgdel {
 
 #define ZKL_EVQ_MAX 64
 
+typedef struct zkl__event {
+    zkl_conn_state state;
+    uint64_t epoch; /* the session it is about */
+} zkl__event;
+
+/* A recipe's interest in state changes (lost-lock notices). */
+typedef void (*zkl__listener_fn)(zkl_conn_state st, uint64_t epoch, void *ctx);
+typedef struct zkl__listener {
+    zkl__listener_fn fn;
+    void *ctx;
+    int id;
+    bool removed;
+} zkl__listener;
+
+typedef struct zkl__revwatch zkl__revwatch;
+
 struct zkl_client {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* any state change, watch event, queued work, call end */
@@ -72,7 +88,7 @@ struct zkl_client {
     bool ever_connected;
     int64_t suspended_at;
     zkl_conn_state state;
-    zkl_conn_state evq[ZKL_EVQ_MAX];
+    zkl__event evq[ZKL_EVQ_MAX];
     int evq_head, evq_len;
     zkl__bgdel *bg_head, *bg_tail;
     int bg_busy; /* a delete is being tried by the worker */
@@ -81,6 +97,13 @@ struct zkl_client {
     pthread_t worker;
     int granted_timeout;
     zkl__faults faults;
+    /* listeners: their own recursive mutex, held while the worker calls them */
+    pthread_mutex_t listen_mu;
+    zkl__listener *listeners;
+    int n_listeners, cap_listeners, next_listener_id;
+    /* revocation watches (revoke.c), guarded by mu */
+    zkl__revwatch *revs;
+    bool revs_dirty;
 };
 
 /* Current session with a reference, or ZKL_ECLOSED / ZKL_ETIMEDOUT (none usable by deadline). */
@@ -120,5 +143,15 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
 zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline);
 
 uint64_t zkl__state_gen(struct zkl_client *c);
+
+/* Lost-lock notices: add returns an id (> 0), or 0 on no memory. Remove waits
+ * out a running call of the listener, unless called from inside one. */
+int zkl__listener_add(struct zkl_client *c, zkl__listener_fn fn, void *ctx);
+void zkl__listener_remove(struct zkl_client *c, int id);
+
+/* revoke.c, driven by the worker (c->mu held; may unlock while calling out). */
+void zkl__revs_work(struct zkl_client *c);
+void zkl__revs_session_gone(struct zkl_client *c, zkl__session *s);
+void zkl__revs_free_all(struct zkl_client *c);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "revoke.h"
 #include "status_internal.h"
 #include "util.h"
 
@@ -20,6 +21,7 @@ void zkl__holders_destroy(zkl__holders *h)
     HASH_ITER(hh, h->table, e, tmp)
     {
         HASH_DEL(h->table, e);
+        zkl__revwatch_stop(e->hold.rev);
         free(e->hold.node);
         free(e);
     }
@@ -97,6 +99,20 @@ zkl_status zkl__holders_get(zkl__holders *h, zkl__hold *out)
            : zkl__fail(ZKL_ENOTOWNER, "the calling thread does not hold this lock");
     pthread_mutex_unlock(&h->mu);
     return st;
+}
+
+bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch)
+{
+    zkl__holder *e, *tmp;
+    bool found = false;
+    pthread_mutex_lock(&h->mu);
+    HASH_ITER(hh, h->table, e, tmp)
+    {
+        if (e->hold.epoch == epoch)
+            found = true;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return found;
 }
 
 unsigned zkl__holders_count(zkl__holders *h)

@@ -47,6 +47,9 @@ zkl_status zkl__holders_leave(zkl__holders *h, zkl__hold *last);
 /* A copy of the calling thread's hold (ZKL_ENOTOWNER if none). */
 zkl_status zkl__holders_get(zkl__holders *h, zkl__hold *out);
 
+/* True if any thread holds through session epoch. */
+bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch);
+
 /* Number of threads holding. */
 unsigned zkl__holders_count(zkl__holders *h);
 

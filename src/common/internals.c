@@ -14,6 +14,7 @@
 #include "internals.h"
 #include "log.h"
 #include "path.h"
+#include "revoke.h"
 #include "seq.h"
 #include "status_internal.h"
 #include "util.h"
@@ -458,6 +459,10 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
                 hold->node = o.node;
                 hold->czxid = o.czxid;
                 hold->epoch = s->epoch;
+                hold->rev = NULL;
+                if (a->revoke_cb)
+                    hold->rev = zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb,
+                                                    a->revoke_ctx);
                 o.node = NULL;
                 own_node_free(&o);
                 zkl__session_put(s);
@@ -482,6 +487,8 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
 {
     bool alive = zkl__epoch_alive(c, hold->epoch);
     zkl__session *s = NULL;
+    zkl__revwatch_stop(hold->rev);
+    hold->rev = NULL;
     if (hold->node) {
         /* A lost hold's node is gone with its session, or (lost locally) goes
          * when the server expires it; the worker deletes it sooner if it can.

@@ -45,6 +45,7 @@ typedef struct zkl__hold {
     char *node;       /* full path of our lock node */
     int64_t czxid;    /* creation zxid: the fencing token */
     uint64_t epoch;   /* which session of the client it lives in */
+    struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
 } zkl__hold;
 
 typedef struct zkl__acquire_args {
@@ -65,6 +66,9 @@ typedef struct zkl__acquire_args {
      * queueing again (the semaphore must first let go of its internal lock).
      */
     bool no_restart;
+    /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
+    void (*revoke_cb)(void *ctx);
+    void *revoke_ctx;
 } zkl__acquire_args;
 
 /*

@@ -19,6 +19,8 @@ typedef struct zkl__side {
     zkl__holders holders;
     const void *data;          /* node data (NULL: the client's default) */
     int data_len;
+    void (*revoke_cb)(void *ctx); /* revocable holds (Curator's makeRevocable) */
+    void *revoke_ctx;
 } zkl__side;
 
 void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d);

@@ -26,6 +26,11 @@ const zkl__driver zkl__mutex_driver = {"lock-", mutex_markers, mutex_decide};
 struct zkl_mutex {
     char *path;
     zkl__side side;
+    zkl_revoke_fn revoke_fn;
+    void *revoke_ud;
+    zkl_hold_state_fn state_fn;
+    void *state_ud;
+    int listener;
 };
 
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
@@ -60,6 +65,8 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
     n = zkl__holders_count(&m->side.holders);
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->path, n);
+    if (m->listener)
+        zkl__listener_remove(m->side.c, m->listener);
     zkl__client_unref(m->side.c);
     zkl__side_destroy(&m->side);
     free(m->path);
@@ -119,4 +126,48 @@ zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
 const char *zkl_mutex_path(const zkl_mutex *m)
 {
     return m ? m->path : NULL;
+}
+
+static void on_revoke(void *ctx)
+{
+    zkl_mutex *m = ctx;
+    zkl_revoke_fn fn = m->revoke_fn;
+    if (fn)
+        fn(m, m->revoke_ud);
+}
+
+zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_make_revocable: mutex is NULL");
+    m->revoke_fn = fn;
+    m->revoke_ud = userdata;
+    m->side.revoke_cb = fn ? on_revoke : NULL;
+    m->side.revoke_ctx = m;
+    m->side.data = fn ? "" : NULL; /* Curator: revocable nodes carry no data */
+    m->side.data_len = 0;
+    return ZKL_OK;
+}
+
+static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
+{
+    zkl_mutex *m = ctx;
+    if (st != ZKL_STATE_CONNECTED && m->state_fn && zkl__holders_in_epoch(&m->side.holders, epoch))
+        m->state_fn(m, st, m->state_ud);
+}
+
+zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_on_state: mutex is NULL");
+    if (m->listener)
+        zkl__listener_remove(m->side.c, m->listener);
+    m->listener = 0;
+    m->state_fn = fn;
+    m->state_ud = userdata;
+    if (fn && !(m->listener = zkl__listener_add(m->side.c, on_state, m)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
 }

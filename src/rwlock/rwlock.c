@@ -54,6 +54,9 @@ const zkl__driver zkl__read_driver = {READ_NAME, rw_markers, zkl__read_decide};
 struct zkl_rwlock {
     char *path;
     zkl__side read, write;
+    zkl_hold_state_fn state_fn;
+    void *state_ud;
+    int listener;
 };
 
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
@@ -89,6 +92,8 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
     n = zkl__holders_count(&l->read.holders) + zkl__holders_count(&l->write.holders);
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s)", l->path, n);
+    if (l->listener)
+        zkl__listener_remove(l->read.c, l->listener);
     zkl__client_unref(l->read.c);
     zkl__side_destroy(&l->read);
     zkl__side_destroy(&l->write);
@@ -184,4 +189,28 @@ zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n)
 const char *zkl_rwlock_path(const zkl_rwlock *l)
 {
     return l ? l->path : NULL;
+}
+
+static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
+{
+    zkl_rwlock *l = ctx;
+    if (st != ZKL_STATE_CONNECTED && l->state_fn &&
+        (zkl__holders_in_epoch(&l->read.holders, epoch) ||
+         zkl__holders_in_epoch(&l->write.holders, epoch)))
+        l->state_fn(l, st, l->state_ud);
+}
+
+zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_on_state: lock is NULL");
+    if (l->listener)
+        zkl__listener_remove(l->read.c, l->listener);
+    l->listener = 0;
+    l->state_fn = fn;
+    l->state_ud = userdata;
+    if (fn && !(l->listener = zkl__listener_add(l->read.c, on_state, l)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
 }

@@ -45,12 +45,17 @@ struct zkl_semaphore {
     char *path, *locks, *leases;
     int max_leases;
     pthread_mutex_t mu;
-    int out; /* leases not yet returned */
+    int out;            /* leases not yet returned */
+    zkl_lease *out_list; /* those leases */
+    zkl_hold_state_fn state_fn;
+    void *state_ud;
+    int listener;
 };
 
 struct zkl_lease {
     zkl_semaphore *sem;
     zkl__hold hold;
+    zkl_lease *prev, *next;
 };
 
 zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
@@ -102,6 +107,8 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
     if (out > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_destroy: %d lease(s) of %s still out", out,
                          s->path);
+    if (s->listener)
+        zkl__listener_remove(s->c, s->listener);
     zkl__client_unref(s->c);
     pthread_mutex_destroy(&s->mu);
     free(s->path);
@@ -143,6 +150,10 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
             l->hold = lease;
             pthread_mutex_lock(&s->mu);
             s->out++;
+            l->next = s->out_list;
+            if (s->out_list)
+                s->out_list->prev = l;
+            s->out_list = l;
             pthread_mutex_unlock(&s->mu);
             *out = l;
             return ZKL_OK;
@@ -200,6 +211,12 @@ zkl_status zkl_lease_return(zkl_lease *l)
     st = zkl__lock_release(s->c, &l->hold);
     pthread_mutex_lock(&s->mu);
     s->out--;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        s->out_list = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
     pthread_mutex_unlock(&s->mu);
     free(l);
     return st;
@@ -221,4 +238,33 @@ zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n
     if (!s || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_participants: NULL argument");
     return zkl__participants(s->c, s->leases, lease_markers, paths, n);
+}
+
+static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
+{
+    zkl_semaphore *s = ctx;
+    zkl_lease *l;
+    bool mine = false;
+    pthread_mutex_lock(&s->mu);
+    for (l = s->out_list; l; l = l->next)
+        if (l->hold.epoch == epoch)
+            mine = true;
+    pthread_mutex_unlock(&s->mu);
+    if (st != ZKL_STATE_CONNECTED && s->state_fn && mine)
+        s->state_fn(s, st, s->state_ud);
+}
+
+zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!s)
+        return zkl__fail(ZKL_EINVAL, "zkl_semaphore_on_state: semaphore is NULL");
+    if (s->listener)
+        zkl__listener_remove(s->c, s->listener);
+    s->listener = 0;
+    s->state_fn = fn;
+    s->state_ud = userdata;
+    if (fn && !(s->listener = zkl__listener_add(s->c, on_state, s)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
 }

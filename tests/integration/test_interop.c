@@ -331,3 +331,64 @@ Test(interop, curator_sees_c_queue_and_c_waits_for_curator, .timeout = 120)
     ok(zkl_client_close(c), "close");
     free(path);
 }
+
+static atomic_int c_revoked;
+static void c_on_revoke(void *lock, void *ud)
+{
+    (void)lock;
+    (void)ud;
+    atomic_store(&c_revoked, 1);
+}
+
+static int c_flag(void *p)
+{
+    return atomic_load((atomic_int *)p);
+}
+
+Test(interop, curator_revokes_a_c_holder, .timeout = 120)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("irevc"), *node, line[64];
+    zkl_mutex *m;
+    pid_t p;
+    int out;
+    atomic_store(&c_revoked, 0);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_make_revocable(m, c_on_revoke, NULL), "revocable");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    ok(zkl_mutex_node(m, &node), "node");
+    {
+        const char *args[] = {"revoke", node, NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_eq(peer_wait(p), 0);
+    close(out);
+    cr_assert(zkt_wait_for(c_flag, &c_revoked, 10000), "Curator's revoke never reached C");
+    ok(zkl_mutex_release(m), "release");
+    free(node);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
+
+Test(interop, c_revokes_a_curator_holder, .timeout = 120)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("irevj"), line[512];
+    pid_t p;
+    int out;
+    {
+        const char *args[] = {"hold-revocable", path, "30", NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_eq(strncmp(line, "HELD ", 5), 0, "peer said '%s'", line);
+    ok(zkl_revoke(c, line + 5), "revoke the Curator holder");
+    peer_line(out, line, sizeof line);
+    cr_assert_str_eq(line, "RELEASED", "Curator did not honour the revoke");
+    cr_assert_eq(peer_wait(p), 0);
+    close(out);
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
