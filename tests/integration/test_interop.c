@@ -86,6 +86,27 @@ static char *log_file(const char *what)
     return p;
 }
 
+/* Wait until a Curator holder has logged (the JVM may still be compiling), so
+ * the C holders really contend with it. */
+static void wait_for_curator(const char *file)
+{
+    int64_t end = zkt_now_ms() + 60000;
+    while (zkt_now_ms() < end) {
+        FILE *f = fopen(file, "r");
+        char line[256];
+        int seen = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, " j-"))
+                seen = 1;
+        if (f)
+            fclose(f);
+        if (seen)
+            return;
+        zkt_sleep_ms(20);
+    }
+    cr_assert_fail("the Curator peer never got the lock");
+}
+
 /* ---- C workers writing the same log ---- */
 
 enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM };
@@ -196,15 +217,16 @@ Test(interop, mutex_with_curator, .timeout = 300)
         w[i].kind = K_MUTEX;
     }
     {
-        const char *args[] = {"--threads", "2", "mutex", path, "40", file, "2", NULL};
+        const char *args[] = {"--threads", "2", "mutex", path, "60", file, "4", NULL};
         p = peer(NULL, args);
     }
+    wait_for_curator(file);
     run_c(w, 2, t);
     join_c(w, 2, t);
     cr_assert_eq(peer_wait(p), 0, "curator peer failed");
     r = excl_check(file, 0);
     cr_assert_eq(r.malformed, 0);
-    cr_assert_eq(r.enters, 160, "C and Curator holds: %d", r.enters);
+    cr_assert_eq(r.enters, 200, "C and Curator holds: %d", r.enters);
     cr_assert_eq(r.violations, 0, "a C and a Curator mutex held at once: %s", r.first_error);
     cr_assert_gt(r.handoffs_c_to_j, 0, "the lock never passed from C to Curator");
     cr_assert_gt(r.handoffs_j_to_c, 0, "the lock never passed from Curator to C");
@@ -238,6 +260,7 @@ Test(interop, rwlock_with_curator, .timeout = 300)
         pr = peer(NULL, ra);
         pw = peer(NULL, wa);
     }
+    wait_for_curator(file);
     run_c(w, 3, t);
     join_c(w, 3, t);
     cr_assert_eq(peer_wait(pr), 0, "curator readers failed");
@@ -275,6 +298,7 @@ Test(interop, semaphore_with_curator, .timeout = 300)
         const char *args[] = {"--threads", "3", "semaphore", path, "3", "15", file, "20", NULL};
         p = peer(NULL, args);
     }
+    wait_for_curator(file);
     run_c(w, 3, t);
     join_c(w, 3, t);
     cr_assert_eq(peer_wait(p), 0, "curator peer failed");
