@@ -1,11 +1,11 @@
 /*
- * stress_mutex.c - a plain program (no Criterion) that drives the mutex
- * through contention, reentrancy, timeouts, a lost create reply and a holder
- * session expiry. It exists for ThreadSanitizer and valgrind, whose memory
+ * stress.c - a plain program (no Criterion) that drives every recipe
+ * through contention, reentrancy, timeouts, a lost create reply, a holder
+ * session expiry, revocation and lost-lock notices. It exists for ThreadSanitizer and valgrind, whose memory
  * layouts Criterion's forking runner cannot live with; the same behaviours
  * are asserted in detail by the Criterion integration tests.
  *
- *   stress_mutex [ROUNDS]     server from ZKL_TEST_SERVERS or $ZKL_TEST_ZK_DIR/connect
+ *   stress [ROUNDS]     server from ZKL_TEST_SERVERS or $ZKL_TEST_ZK_DIR/connect
  *
  * Prints "stress: N passed, M failed" and exits non-zero on any failure.
  */
@@ -208,6 +208,165 @@ static int holder_expiry(void)
     return 0;
 }
 
+struct rwshared {
+    char path[256];
+    atomic_int readers, writers, violations, errors;
+};
+
+static void *rw_worker(void *arg)
+{
+    struct rwshared *sh = arg;
+    zkl_client *c = open_client(10000);
+    zkl_rwlock *l = NULL;
+    int i;
+    if (!c || zkl_rwlock_create(c, sh->path, &l) != ZKL_OK) {
+        atomic_fetch_add(&sh->errors, 1);
+        if (c)
+            zkl_client_close(c);
+        return NULL;
+    }
+    for (i = 0; i < rounds; i++) {
+        if (i % 4 == 0) {
+            if (zkl_rwlock_write_acquire(l, 60000) != ZKL_OK) {
+                atomic_fetch_add(&sh->errors, 1);
+                continue;
+            }
+            if (atomic_fetch_add(&sh->writers, 1) != 0 || atomic_load(&sh->readers))
+                atomic_fetch_add(&sh->violations, 1);
+            atomic_fetch_sub(&sh->writers, 1);
+            if (i % 8 == 0) { /* downgrade */
+                zkl_rwlock_read_acquire(l, 0);
+                zkl_rwlock_write_release(l);
+                zkl_rwlock_read_release(l);
+            } else {
+                zkl_rwlock_write_release(l);
+            }
+        } else {
+            if (zkl_rwlock_read_acquire(l, 60000) != ZKL_OK) {
+                atomic_fetch_add(&sh->errors, 1);
+                continue;
+            }
+            atomic_fetch_add(&sh->readers, 1);
+            if (atomic_load(&sh->writers))
+                atomic_fetch_add(&sh->violations, 1);
+            atomic_fetch_sub(&sh->readers, 1);
+            zkl_rwlock_read_release(l);
+        }
+    }
+    zkl_rwlock_destroy(l);
+    zkl_client_close(c);
+    return NULL;
+}
+
+static int rwlock_mix(void)
+{
+    struct rwshared sh;
+    pthread_t t[4];
+    int i;
+    memset(&sh, 0, sizeof sh);
+    path_for(sh.path, sizeof sh.path, "rw");
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, rw_worker, &sh);
+    for (i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&sh.violations) == 0, "read/write rules broken");
+    CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+    return 0;
+}
+
+struct semshared {
+    char path[256];
+    atomic_int inside, over, errors;
+};
+
+static void *sem_worker(void *arg)
+{
+    struct semshared *sh = arg;
+    zkl_client *c = open_client(10000);
+    zkl_semaphore *s = NULL;
+    int i;
+    if (!c || zkl_semaphore_create(c, sh->path, 2, &s) != ZKL_OK) {
+        atomic_fetch_add(&sh->errors, 1);
+        if (c)
+            zkl_client_close(c);
+        return NULL;
+    }
+    for (i = 0; i < rounds / 2; i++) {
+        zkl_lease *l;
+        if (zkl_semaphore_acquire(s, 60000, &l) != ZKL_OK) {
+            atomic_fetch_add(&sh->errors, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) >= 2)
+            atomic_fetch_add(&sh->over, 1);
+        atomic_fetch_sub(&sh->inside, 1);
+        zkl_lease_return(l);
+    }
+    zkl_semaphore_destroy(s);
+    zkl_client_close(c);
+    return NULL;
+}
+
+static int semaphore_mix(void)
+{
+    struct semshared sh;
+    pthread_t t[4];
+    int i;
+    memset(&sh, 0, sizeof sh);
+    path_for(sh.path, sizeof sh.path, "sem");
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, sem_worker, &sh);
+    for (i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&sh.over) == 0, "more holders than leases");
+    CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+    return 0;
+}
+
+static atomic_int revoke_seen, lost_seen;
+static void on_revoke(void *lock, void *ud)
+{
+    (void)lock;
+    (void)ud;
+    atomic_store(&revoke_seen, 1);
+}
+static void on_hold(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    (void)ud;
+    if (st == ZKL_STATE_LOST)
+        atomic_store(&lost_seen, 1);
+}
+
+static int revoke_and_notice(void)
+{
+    zkl_client *h = open_client(2000), *o = open_client(4000);
+    zkl_mutex *m;
+    char path[256], *node = NULL;
+    int i;
+    CHECK(h && o, "open");
+    path_for(path, sizeof path, "revoke");
+    CHECK(zkl_mutex_create(h, path, &m) == ZKL_OK, "create");
+    CHECK(zkl_mutex_make_revocable(m, on_revoke, NULL) == ZKL_OK, "revocable");
+    CHECK(zkl_mutex_on_state(m, on_hold, NULL) == ZKL_OK, "on_state");
+    CHECK(zkl_mutex_acquire(m, 5000) == ZKL_OK, "acquire");
+    CHECK(zkl_mutex_node(m, &node) == ZKL_OK, "node");
+    CHECK(zkl_revoke(o, node) == ZKL_OK, "revoke");
+    for (i = 0; i < 500 && !atomic_load(&revoke_seen); i++)
+        sleep_ms(10);
+    CHECK(atomic_load(&revoke_seen), "no revocation callback");
+    expire(h);
+    for (i = 0; i < 1000 && !atomic_load(&lost_seen); i++)
+        sleep_ms(10);
+    CHECK(atomic_load(&lost_seen), "no lost notice");
+    CHECK(zkl_mutex_release(m) == ZKL_ELOST, "release of a lost hold");
+    free(node);
+    zkl_mutex_destroy(m);
+    zkl_client_close(h);
+    zkl_client_close(o);
+    return 0;
+}
+
 static void run(const char *name, int (*fn)(void))
 {
     if (fn() == 0) {
@@ -245,6 +404,9 @@ int main(int argc, char **argv)
     run("contention", contention);
     run("timeout_and_faults", timeout_and_faults);
     run("holder_expiry", holder_expiry);
+    run("rwlock_mix", rwlock_mix);
+    run("semaphore_mix", semaphore_mix);
+    run("revoke_and_notice", revoke_and_notice);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
