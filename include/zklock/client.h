@@ -91,6 +91,15 @@ int zkl_client_session_timeout(zkl_client *c);
  */
 zkl_status zkl_client_drain(zkl_client *c, int timeout_ms);
 
+/*
+ * Cancel every wait on this client, now and from now on: acquires in progress
+ * or started later return ZKL_ECANCELED, deleting their nodes first. Held
+ * locks stay held and can still be released. For orderly shutdown (a signal
+ * handler's thread, a service stopping); callable from any thread, but not
+ * from an async signal handler.
+ */
+zkl_status zkl_client_cancel(zkl_client *c);
+
 /* Free a string array returned by zklock (participant lists). NULL is fine. */
 void zkl_strings_free(char **v, size_t n);
 

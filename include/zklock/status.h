@@ -31,6 +31,7 @@ typedef enum zkl_status {
     ZKL_EAUTH = -13,     /* authentication with the server failed */
     ZKL_EZK = -14,       /* another ZooKeeper error; zkl_errmsg() names it */
     ZKL_ESYS = -15,      /* a system call failed (threads, randomness) */
+    ZKL_ECANCELED = -16, /* the wait was canceled by zkl_client_cancel */
 } zkl_status;
 
 /* Fixed English text for a status; never NULL (unknown codes get a generic text). */

@@ -11,6 +11,7 @@
 #include "semaphore.h"
 #include "multilock.h"
 #include "revoke.h"
+#include "inspect.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

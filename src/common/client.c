@@ -162,6 +162,10 @@ zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
             pthread_mutex_unlock(&c->mu);
             return zkl__fail(ZKL_ECLOSED, "client is closing");
         }
+        if (c->canceled) {
+            pthread_mutex_unlock(&c->mu);
+            return zkl__fail(ZKL_ECANCELED, "canceled");
+        }
         if (!c->sess->expired)
             break;
         /* Lost: the worker is opening the next session. */
@@ -234,12 +238,13 @@ bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
         until = deadline;
     pthread_mutex_lock(&c->mu);
     gen = c->state_gen;
-    while (!c->closing && c->state_gen == gen) {
+    while (!c->closing && !c->canceled && c->state_gen == gen) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
             break;
     }
+    gen = c->canceled;
     pthread_mutex_unlock(&c->mu);
-    return zkl__now_ms() < deadline;
+    return !gen && zkl__now_ms() < deadline;
 }
 
 /* ---- watch tokens ---- */
@@ -315,7 +320,7 @@ zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline)
     zkl_client *c = w->c;
     zkl_status st = ZKL_OK;
     pthread_mutex_lock(&c->mu);
-    while (!w->fired && c->state_gen == gen && !c->closing) {
+    while (!w->fired && c->state_gen == gen && !c->closing && !c->canceled) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             if (!w->fired)
                 st = ZKL_ETIMEDOUT;
@@ -741,6 +746,26 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     }
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+zkl_status zkl_client_cancel(zkl_client *c)
+{
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_cancel: client is NULL");
+    pthread_mutex_lock(&c->mu);
+    c->canceled = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_OK;
+}
+
+bool zkl__canceled(zkl_client *c)
+{
+    bool v;
+    pthread_mutex_lock(&c->mu);
+    v = c->canceled;
+    pthread_mutex_unlock(&c->mu);
+    return v;
 }
 
 void zkl_strings_free(char **v, size_t n)

@@ -94,6 +94,7 @@ struct zkl_client {
     int bg_busy; /* a delete is being tried by the worker */
     int handles; /* live lock objects made on this client */
     bool closing;
+    bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     pthread_t worker;
     int granted_timeout;
     zkl__faults faults;
@@ -143,6 +144,9 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
 zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline);
 
 uint64_t zkl__state_gen(struct zkl_client *c);
+
+/* zkl_client_cancel was called. */
+bool zkl__canceled(struct zkl_client *c);
 
 /* Lost-lock notices: add returns an id (> 0), or 0 on no memory. Remove waits
  * out a running call of the listener, unless called from inside one. */

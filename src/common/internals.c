@@ -280,7 +280,8 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
         goto out;
     }
 give_up:
-    st = zkl__now_ms() >= a->deadline
+    st = zkl__canceled(c) ? zkl__fail(ZKL_ECANCELED, "canceled creating the lock node")
+         : zkl__now_ms() >= a->deadline
              ? zkl__fail(ZKL_ETIMEDOUT, "timed out creating the lock node under %s", a->path)
              : zkl__fail(ZKL_ECONNLOSS, "connection lost creating the lock node under %s",
                          a->path);
@@ -335,6 +336,8 @@ static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__a
 {
     if (zkl__backoff(c, attempt, a->deadline))
         return ZKL_OK;
+    if (zkl__canceled(c))
+        return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
     return zkl__now_ms() >= a->deadline
                ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
                : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
@@ -426,6 +429,8 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         else
             st = zkl__watch_wait(w, gen, a->deadline);
         zkl__watch_drop(w);
+        if (zkl__canceled(c))
+            return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
         if (rc == ZOK || rc == ZNONODE) {
             attempt = 0;
             if (st == ZKL_ETIMEDOUT)

@@ -30,6 +30,7 @@ const char *zkl_strerror(zkl_status st)
     case ZKL_EAUTH: return "authentication failed";
     case ZKL_EZK: return "ZooKeeper error";
     case ZKL_ESYS: return "system error";
+    case ZKL_ECANCELED: return "canceled";
     }
     return "unknown status";
 }
