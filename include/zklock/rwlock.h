@@ -57,6 +57,9 @@ bool zkl_rwlock_write_is_held(zkl_rwlock *l);
 
 /* Fencing token (czxid) of the calling thread's write hold. */
 zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token);
+/* The czxid of the calling thread's read node (readers share, so it orders
+ * reads after the writes before them, not reads among themselves). */
+zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token);
 
 /* All participants, readers and writers, in queue order; free with zkl_strings_free. */
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n);

@@ -59,6 +59,9 @@ zkl_status zkl_lease_return(zkl_lease *lease);
 /* True while the lease's session is not lost. */
 bool zkl_lease_is_valid(const zkl_lease *lease);
 
+/* The creation zxid of the lease node (0 for NULL). */
+int64_t zkl_lease_fencing_token(const zkl_lease *lease);
+
 /* Full path of the lease node (owned by the lease). */
 const char *zkl_lease_node(const zkl_lease *lease);
 

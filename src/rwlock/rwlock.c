@@ -178,6 +178,14 @@ zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token)
     return zkl__side_token(&l->write, token);
 }
 
+zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
+{
+    zkl__clear_err();
+    if (!l || !token)
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_fencing_token: NULL argument");
+    return zkl__side_token(&l->read, token);
+}
+
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n)
 {
     zkl__clear_err();

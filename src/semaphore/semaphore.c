@@ -227,6 +227,11 @@ bool zkl_lease_is_valid(const zkl_lease *l)
     return l && zkl__epoch_alive(l->sem->c, l->hold.epoch);
 }
 
+int64_t zkl_lease_fencing_token(const zkl_lease *l)
+{
+    return l ? l->hold.czxid : 0;
+}
+
 const char *zkl_lease_node(const zkl_lease *l)
 {
     return l ? l->hold.node : NULL;

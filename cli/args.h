@@ -1,0 +1,44 @@
+/*
+ * args.h - the zklock command's argument parser: pure, so it is unit-tested
+ * and fuzzed without a server.
+ */
+#ifndef ZKL_CLI_ARGS_H
+#define ZKL_CLI_ARGS_H
+
+#include <stddef.h>
+
+#define ZKL_CLI_DEFAULT_SERVERS "127.0.0.1:2181"
+#define ZKL_CLI_EXIT_USAGE 64
+#define ZKL_CLI_EXIT_UNAVAILABLE 69
+#define ZKL_CLI_EXIT_LOST 75
+
+typedef enum zkl_cli_mode {
+    ZKL_CLI_MUTEX,
+    ZKL_CLI_READ,
+    ZKL_CLI_WRITE,
+    ZKL_CLI_SEMAPHORE,
+} zkl_cli_mode;
+
+typedef struct zkl_cli_args {
+    const char *hosts;
+    int timeout_ms;     /* -1: wait as long as it takes; 0: -n */
+    int conflict_code;  /* -E, default 1 */
+    zkl_cli_mode mode;
+    int leases;         /* --semaphore N */
+    int session_timeout_ms;
+    const char *path;
+    char **command;     /* NULL-terminated, points into argv */
+    int list, help, version;
+} zkl_cli_args;
+
+/*
+ * Parse argv. env_servers is $ZKLOCK_SERVERS (may be NULL). Returns 0, or
+ * ZKL_CLI_EXIT_USAGE with a one-line reason in err.
+ */
+int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *out, char *err,
+                  size_t errlen);
+
+/* The --help text. */
+extern const char zkl_cli_usage[];
+
+#endif

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# test_cli.sh - the zklock command's contract, point by point, against the
+# test server ($ZKL_TEST_ZK_DIR, started by the ctest fixture).
+#
+#   test_cli.sh ZKLOCK EXCL_CHECK [CURATOR_PEER]
+#
+# Prints one line per check and "cli: N passed, M failed" at the end.
+set -uo pipefail
+ZKLOCK=$1 EXCL=$2 PEER=${3:-}
+DIR=${ZKL_TEST_ZK_DIR:?run through ctest}
+export ZKLOCK_SERVERS=$(<"$DIR/connect")
+work=$(mktemp -d -t zklock-cli.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  kill -CONT "$(<"$DIR/server1/pid")" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+quiet() { "$@" >/dev/null 2>&1; }
+uniq_path() { echo "/zklcli/$1-$$-$RANDOM$RANDOM"; }
+ms() { date +%s%3N; }
+# wait until FILE exists (max 20 s)
+wait_file() { local i; for ((i = 0; i < 400; i++)); do [[ -e $1 ]] && return 0; sleep 0.05; done; return 1; }
+# number of nodes under a lock path (as --list sees them)
+nodes() { "$ZKLOCK" --list "$1" | wc -l; }
+
+# --- 1. mutual exclusion of several processes, increasing tokens ---
+p=$(uniq_path excl) log=$work/excl.log
+: >"$log"
+for i in 1 2 3 4; do
+  ( for r in 1 2 3 4 5; do
+      "$ZKLOCK" -w 60 "$p" -- sh -c 'printf "M enter c-$1 %s\n" "$ZKLOCK_FENCING_TOKEN" >>"$2"; sleep 0.02;
+                                     printf "M exit c-$1 %s\n" "$ZKLOCK_FENCING_TOKEN" >>"$2"' _ "$i" "$log" || exit 1
+    done ) &
+  pids+=($!)
+done
+allok=1
+for q in "${pids[@]}"; do wait "$q" || allok=0; done
+pids=()
+check "4 processes x 5 runs all succeeded" test $allok = 1
+out=$("$EXCL" "$log")
+check "no two holders at once, tokens increase ($out)" quiet "$EXCL" "$log"
+check "20 holds logged" test "$(grep -c enter "$log")" = 20
+check "no node left after the runs" test "$(nodes "$p")" = 0
+
+# --- 2. exit status, environment ---
+p=$(uniq_path status)
+"$ZKLOCK" "$p" -- sh -c 'exit 3'; check "COMMAND's exit status is zklock's" test $? = 3
+"$ZKLOCK" "$p" -- sh -c 'kill -9 $$'; check "killed COMMAND gives 128+signal" test $? = 137
+v=$("$ZKLOCK" "$p" -- sh -c 'echo "$ZKLOCK_PATH $ZKLOCK_FENCING_TOKEN"')
+check "COMMAND sees ZKLOCK_PATH and a numeric token ($v)" bash -c "[[ '$v' =~ ^$p\ [0-9]+$ ]]"
+t1=$("$ZKLOCK" "$p" -- sh -c 'echo $ZKLOCK_FENCING_TOKEN'); t2=$("$ZKLOCK" "$p" -- sh -c 'echo $ZKLOCK_FENCING_TOKEN')
+check "tokens grow across successive holders ($t1 < $t2)" test "$t1" -lt "$t2"
+"$ZKLOCK" "$p" -- /nonexistent/cmd 2>/dev/null; check "missing COMMAND binary gives 127" test $? = 127
+check "no node left after failed exec" test "$(nodes "$p")" = 0
+
+# --- 3. -n, -w, -E while another process holds ---
+p=$(uniq_path nw)
+"$ZKLOCK" "$p" -- sh -c "touch $work/held; sleep 3" & pids+=($!)
+wait_file "$work/held"
+"$ZKLOCK" -n "$p" -- true 2>/dev/null; check "-n fails at once while held (exit 1)" test $? = 1
+"$ZKLOCK" -n -E 42 "$p" -- true 2>/dev/null; check "-E sets the conflict exit code" test $? = 42
+t0=$(ms); "$ZKLOCK" -w 0.7 "$p" -- true 2>/dev/null; rc=$?; took=$(( $(ms) - t0 ))
+check "-w 0.7 gives up with exit 1 after ~0.7 s (took ${took} ms)" test $rc = 1 -a $took -ge 650 -a $took -lt 3000
+check "the failed waiters left no node (holder only)" test "$(nodes "$p")" = 1
+"$ZKLOCK" -w 10 "$p" -- true; check "-w 10 gets it once the holder is done" test $? = 0
+wait; pids=(); rm -f "$work/held"
+
+# --- 4. -s shares, -x excludes ---
+p=$(uniq_path rw)
+"$ZKLOCK" -s "$p" -- sh -c "touch $work/r; sleep 2" & pids+=($!)
+wait_file "$work/r"
+"$ZKLOCK" -s -n "$p" -- true; check "-s: a second reader gets in at once" test $? = 0
+"$ZKLOCK" -x -n "$p" -- true 2>/dev/null; check "-x: a writer is refused while a reader holds" test $? = 1
+wait; pids=()
+"$ZKLOCK" -x "$p" -- sh -c "touch $work/w; sleep 2" & pids+=($!)
+wait_file "$work/w"
+"$ZKLOCK" -s -n "$p" -- true 2>/dev/null; check "-x: a reader is refused while a writer holds" test $? = 1
+"$ZKLOCK" -x -n "$p" -- true 2>/dev/null; check "-x: a second writer is refused" test $? = 1
+wait; pids=()
+
+# --- 5. --semaphore N admits N ---
+p=$(uniq_path sem)
+for i in 1 2; do "$ZKLOCK" --semaphore 2 "$p" -- sh -c "touch $work/s$i; sleep 2" & pids+=($!); done
+wait_file "$work/s1"; wait_file "$work/s2"
+"$ZKLOCK" --semaphore 2 -n "$p" -- true 2>/dev/null; check "--semaphore 2: a third is refused" test $? = 1
+list=$("$ZKLOCK" --list "$p")
+check "--list shows two lease holders" test "$(grep -c '^HOLDS lease' <<<"$list")" = 2
+wait; pids=()
+"$ZKLOCK" --semaphore 2 -n "$p" -- true; check "--semaphore 2: free again afterwards" test $? = 0
+
+# --- 6. signals ---
+p=$(uniq_path sig)
+"$ZKLOCK" "$p" -- sh -c "trap 'echo got-term >$work/term; exit 7' TERM; touch $work/run; while :; do sleep 0.05; done" &
+zp=$!; pids+=($zp)
+wait_file "$work/run"
+kill -TERM $zp; wait $zp; rc=$?
+check "SIGTERM is passed to COMMAND, zklock exits with its status (rc=$rc)" test $rc = 7 -a -e "$work/term"
+"$ZKLOCK" -n "$p" -- true; check "the lock is released after COMMAND exits" test $? = 0
+"$ZKLOCK" "$p" -- sh -c "touch $work/h2; sleep 3" & pids+=($!)
+wait_file "$work/h2"
+"$ZKLOCK" -w 30 "$p" -- true 2>/dev/null & zp=$!
+sleep 0.5
+t0=$(ms); kill -INT $zp; wait $zp; rc=$?; took=$(( $(ms) - t0 ))
+check "SIGINT while waiting: exit 130 at once (rc=$rc, ${took} ms)" test $rc = 130 -a $took -lt 3000
+check "the interrupted waiter left no node" test "$(nodes "$p")" = 1
+wait; pids=()
+
+# --- 7. kill -9 of zklock: the lock passes on within the session timeout ---
+p=$(uniq_path kill9)
+"$ZKLOCK" --session-timeout 3000 "$p" -- sh -c "echo \$\$ >$work/k9; exec sleep 60" & zp=$!
+wait_file "$work/k9"; sleep 0.2
+kill -9 $zp; kill -9 "$(<"$work/k9")" 2>/dev/null; wait $zp 2>/dev/null
+t0=$(ms); "$ZKLOCK" -w 15 "$p" -- true; rc=$?; took=$(( $(ms) - t0 ))
+check "after kill -9 the lock passes on within the session timeout (${took} ms)" test $rc = 0 -a $took -lt 6000
+
+# --- 8. session lost while COMMAND runs: SIGTERM to COMMAND, exit 75 ---
+p=$(uniq_path lost)
+"$ZKLOCK" --session-timeout 2000 "$p" -- sh -c "trap 'echo term >$work/lostterm; exit 0' TERM; touch $work/lrun; while :; do sleep 0.05; done" 2>"$work/lost.err" & zp=$!
+wait_file "$work/lrun"
+kill -STOP "$(<"$DIR/server1/pid")"
+for ((i = 0; i < 300; i++)); do kill -0 $zp 2>/dev/null || break; sleep 0.05; done
+kill -CONT "$(<"$DIR/server1/pid")"
+wait $zp; rc=$?
+check "session lost: zklock exits 75 (rc=$rc)" test $rc = 75
+check "session lost: COMMAND got SIGTERM" test -e "$work/lostterm"
+check "session lost: one line on stderr says so" grep -q "session was lost" "$work/lost.err"
+"$ZKLOCK" -w 15 "$p" -- true; check "the path is usable again" test $? = 0
+
+# --- 9. bad input: one line on stderr, non-zero, within seconds ---
+badcase() {
+  local want=$1; shift
+  local t0 rc took lines
+  t0=$(ms); "$ZKLOCK" "$@" >/dev/null 2>"$work/err"; rc=$?; took=$(( $(ms) - t0 ))
+  lines=$(wc -l <"$work/err")
+  if [[ $rc == "$want" && $lines == 1 && $took -lt 5000 ]]; then ok "bad input ($*): exit $rc, one line"
+  else bad "bad input ($*): exit $rc (want $want), $lines stderr lines, ${took} ms"; fi
+}
+badcase 64 relative -- true
+badcase 64 "" -- true
+badcase 64 /a//b -- true
+badcase 64 /a/ -- true
+badcase 64 /
+badcase 64 /ok
+badcase 64 /ok --
+badcase 64 -w abc /ok -- true
+badcase 64 -w -1 /ok -- true
+badcase 64 -E 300 /ok -- true
+badcase 64 --semaphore 0 /ok -- true
+badcase 64 --session-timeout x /ok -- true
+badcase 64 -n -w 1 /ok -- true
+badcase 64 -s -x /ok -- true
+badcase 64 --bogus /ok -- true
+badcase 64 -w
+badcase 69 --zk 127.0.0.1:1 -w 1 /ok -- true
+"$ZKLOCK" --help >/dev/null; check "--help exits 0" test $? = 0
+"$ZKLOCK" --version | grep -q zklock; check "--version" test $? = 0
+
+# --- 10. --list on a path Curator holds ---
+if [[ -n $PEER ]]; then
+  p=$(uniq_path curator)
+  coproc CUR { "$PEER" --zk "$ZKLOCK_SERVERS" hold "$p" 3; }
+  read -r held <&"${CUR[0]}"
+  list=$("$ZKLOCK" --list "$p")
+  check "--list shows the Curator holder (${held#HELD })" grep -q "^HOLDS mutex [0-9]* ${held#HELD } " <<<"$list"
+  "$ZKLOCK" -n "$p" -- true 2>/dev/null; check "zklock -n is refused while Curator holds" test $? = 1
+  wait
+fi
+
+echo "cli: $pass passed, $fail failed"
+((fail == 0))
