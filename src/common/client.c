@@ -118,6 +118,7 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
     c->pending = s;
+    c->sessions++;
     pthread_mutex_unlock(&c->mu);
     ZKL_HANDOFF(s);
     zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
@@ -309,6 +310,7 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
     if (type == ZOO_SESSION_EVENT)
         return;
     pthread_mutex_lock(&c->mu);
+    c->watch_events++;
     w->fired = true;
     pthread_cond_broadcast(&c->cv);
     watch_unref_locked(w);
@@ -351,6 +353,7 @@ void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
         return;
     }
     pthread_mutex_lock(&c->mu);
+    c->bg_deletes++;
     if (c->bg_tail)
         c->bg_tail->next = d;
     else
@@ -746,6 +749,19 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     }
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)
+{
+    if (!c || !out)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_stats_get: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    out->requests = atomic_load(&c->requests);
+    out->watch_events = c->watch_events;
+    out->sessions = c->sessions;
+    out->bg_deletes = c->bg_deletes;
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_OK;
 }
 
 zkl_status zkl_client_cancel(zkl_client *c)

@@ -12,6 +12,7 @@
 #define ZKL_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <zookeeper/zookeeper.h>
 
@@ -95,6 +96,9 @@ struct zkl_client {
     int handles; /* live lock objects made on this client */
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
+    /* counters; requests is atomic as calls are sent without c->mu */
+    _Atomic uint64_t requests;
+    uint64_t watch_events, sessions, bg_deletes;
     pthread_t worker;
     int granted_timeout;
     zkl__faults faults;

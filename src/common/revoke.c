@@ -168,6 +168,7 @@ void zkl__revs_work(zkl_client *c)
                 r->zk_refs += 2;
                 r->armed_on = c->sess;
                 ZKL_HANDOFF(r);
+                atomic_fetch_add(&c->requests, 1);
                 rc = zoo_awget(c->sess->zh, r->node, rev_watcher, r, rev_data, r);
                 if (rc != ZOK) {
                     r->zk_refs -= 2;
