@@ -86,8 +86,10 @@ int64_t zkl_client_session_id(zkl_client *c);
 int zkl_client_session_timeout(zkl_client *c);
 
 /*
- * Wait until every lock node delete queued for background retry is done, or
- * timeout_ms passes (ZKL_ETIMEDOUT). For tests and orderly shutdown.
+ * Wait until every lock node delete this client started is done: releases
+ * (which return before the server confirms) and deletes queued for
+ * background retry; or timeout_ms passes (ZKL_ETIMEDOUT). For tests, tools
+ * and orderly shutdown.
  */
 zkl_status zkl_client_drain(zkl_client *c, int timeout_ms);
 

@@ -57,9 +57,13 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms);
 
 /*
  * Release one level of the calling thread's hold; the last level deletes the
- * lock node (in the foreground; on connection trouble the delete is retried in
- * the background and this returns ZKL_OK, because the node goes either way:
- * deleted, or with its session).
+ * lock node. It returns once the delete is sent, without waiting for the
+ * server's reply (that saves a round trip per hold): the lock stays exclusive,
+ * because others get it only once the server has applied the delete, and this
+ * client's next request is ordered after it. Another client that looks at once
+ * may still see the node for a moment (zkl_client_drain waits for it). A
+ * delete that fails is retried in the background; the node goes either way,
+ * deleted or with its session.
  * Errors: ZKL_ENOTOWNER (this thread holds nothing: the lock is unchanged),
  * ZKL_ELOST (the hold had been lost with its session; it is now released).
  */

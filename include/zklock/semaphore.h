@@ -50,8 +50,9 @@ zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **l
 zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, zkl_lease **leases);
 
 /*
- * Return a lease (from any thread) and free it; its node is deleted, in the
- * background if need be. ZKL_ELOST if its session had been lost (the lease is
+ * Return a lease (from any thread) and free it; its node is deleted (the call
+ * returns once the delete is sent, as zkl_mutex_release; in the background if
+ * need be). ZKL_ELOST if its session had been lost (the lease is
  * freed all the same). NULL gives ZKL_EINVAL.
  */
 zkl_status zkl_lease_return(zkl_lease *lease);

@@ -312,16 +312,18 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
     pthread_mutex_lock(&c->mu);
     c->watch_events++;
     w->fired = true;
+    w->deleted = type == ZOO_DELETED_EVENT;
     pthread_cond_broadcast(&c->cv);
     watch_unref_locked(w);
     pthread_mutex_unlock(&c->mu);
 }
 
-zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline)
+zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline, bool *deleted_only)
 {
     zkl_client *c = w->c;
     zkl_status st = ZKL_OK;
     pthread_mutex_lock(&c->mu);
+    *deleted_only = false;
     while (!w->fired && c->state_gen == gen && !c->closing && !c->canceled) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             if (!w->fired)
@@ -329,6 +331,8 @@ zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline)
             break;
         }
     }
+    *deleted_only = w->fired && w->deleted && c->state_gen == gen && !c->sess->expired &&
+                    !c->canceled && w->s == c->sess;
     pthread_mutex_unlock(&c->mu);
     return st;
 }
@@ -741,7 +745,7 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
     pthread_mutex_lock(&c->mu);
-    while (c->bg_head || c->bg_busy) {
+    while (c->bg_head || c->bg_busy || c->async_deletes) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             st = zkl__fail(ZKL_ETIMEDOUT, "background deletes still pending");
             break;

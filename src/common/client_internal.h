@@ -38,6 +38,7 @@ struct zkl__watch {
     zkl__session *s;
     int refs;
     bool fired;
+    bool deleted; /* the event was the watched node's deletion */
     zkl__watch *prev, *next;
 };
 
@@ -92,7 +93,8 @@ struct zkl_client {
     zkl__event evq[ZKL_EVQ_MAX];
     int evq_head, evq_len;
     zkl__bgdel *bg_head, *bg_tail;
-    int bg_busy; /* a delete is being tried by the worker */
+    int bg_busy;       /* a delete is being tried by the worker */
+    int async_deletes; /* released nodes whose delete is still in flight */
     int handles; /* live lock objects made on this client */
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
@@ -143,9 +145,9 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
 /*
  * Wait until the token fired, the connection state changed since gen, the
  * client closes, or the deadline passes. Returns ZKL_ETIMEDOUT only for the
- * deadline.
+ * deadline. *deleted_only: it fired for a deletion and nothing else happened.
  */
-zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline);
+zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline, bool *deleted_only);
 
 uint64_t zkl__state_gen(struct zkl_client *c);
 

@@ -25,15 +25,17 @@
 
 zkl__verdict zkl__decide_standard(char *const *sorted, size_t n, size_t self, int max_leases)
 {
-    zkl__verdict v = {false, -1, false};
+    zkl__verdict v = {false, -1, false, false};
     (void)sorted;
     (void)n;
     if (max_leases < 1)
         max_leases = 1;
-    if (self < (size_t)max_leases)
+    if (self < (size_t)max_leases) {
         v.holds = true;
-    else
+    } else {
         v.watch = (long)(self - (size_t)max_leases);
+        v.grant_if_deleted = v.watch == 0;
+    }
     return v;
 }
 
@@ -297,15 +299,22 @@ out:
 }
 
 /* Delete our node now if we can, else in the background. */
-static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
+/* Test hook: the next foreground delete "loses its connection". */
+static bool take_delete_fault(zkl_client *c)
 {
-    int rc = ZCONNECTIONLOSS, fault;
+    bool fault;
     pthread_mutex_lock(&c->mu);
     fault = c->faults.delete_lost > 0;
     if (fault)
         c->faults.delete_lost--;
     pthread_mutex_unlock(&c->mu);
-    if (s && !fault)
+    return fault;
+}
+
+static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
+{
+    int rc = ZCONNECTIONLOSS;
+    if (s && !take_delete_fault(c))
         rc = zkl__zk_delete(s, node);
     if (rc != ZOK && rc != ZNONODE)
         zkl__bg_delete(c, node, NULL);
@@ -424,10 +433,19 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             rc = watch_path ? zkl__zk_wget(s, watch_path, w) : ZSYSTEMERROR;
             free(watch_path);
         }
-        if (rc != ZOK)
+        if (rc != ZOK) {
             zkl__watch_unregistered(w);
-        else
-            st = zkl__watch_wait(w, gen, a->deadline);
+        } else {
+            bool deleted_only;
+            st = zkl__watch_wait(w, gen, a->deadline, &deleted_only);
+            if (deleted_only && v.grant_if_deleted && !v.watch_parent) {
+                /* Head-of-line hand-off: the node ahead of us was the head
+                 * when we listed and it is gone; nothing can have appeared
+                 * ahead since, so we hold it without listing again. */
+                zkl__watch_drop(w);
+                return ZKL_OK;
+            }
+        }
         zkl__watch_drop(w);
         if (zkl__canceled(c))
             return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
@@ -500,7 +518,13 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
          * Either way the caller is not kept waiting. */
         if (!alive || zkl__session_get(c, zkl__now_ms(), &s) != ZKL_OK)
             s = NULL;
-        delete_guaranteed(c, s, hold->node);
+        /* Not waiting for the reply: others get the lock only once the
+         * server has applied the delete, and this session's next request
+         * is ordered after it. A delete that fails goes to the background. */
+        if (!s || take_delete_fault(c))
+            zkl__bg_delete(c, hold->node, NULL);
+        else if (zkl__zk_delete_async(s, hold->node) != ZOK)
+            delete_guaranteed(c, s, hold->node);
         if (s)
             zkl__session_put(s);
         free(hold->node);

@@ -22,6 +22,13 @@ typedef struct zkl__verdict {
     bool holds;         /* our node holds the lock */
     long watch;         /* if not: index of the one child to watch (>= 0), or -1 to re-list */
     bool watch_parent;  /* if not: watch the child list itself (the semaphore's lease count) */
+    /*
+     * The deletion of the watched node alone makes us the holder, so the
+     * waiter need not list again. Sound only where nothing can appear ahead
+     * of us: sequences only grow, except Curator 5.5's downgrade read node,
+     * which takes its writer's old sequence, so a writer must never use it.
+     */
+    bool grant_if_deleted;
 } zkl__verdict;
 
 typedef struct zkl__driver {

@@ -292,6 +292,53 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     return call_wait(&k);
 }
 
+typedef struct async_delete {
+    zkl_client *c;
+    char path[];
+} async_delete;
+
+/* On the completion thread: record the outcome; no ZooKeeper call here. */
+static void on_async_delete(int rc, const void *data)
+{
+    async_delete *d = (async_delete *)data;
+    zkl_client *c;
+    ZKL_RECEIVED(data);
+    c = d->c;
+    if (rc != ZOK && rc != ZNONODE)
+        zkl__bg_delete(c, d->path, NULL);
+    pthread_mutex_lock(&c->mu);
+    c->async_deletes--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    free(d);
+}
+
+int zkl__zk_delete_async(zkl__session *s, const char *path)
+{
+    size_t n = strlen(path);
+    async_delete *d = malloc(sizeof *d + n + 1);
+    zkl_client *c = s->c;
+    int rc;
+    if (!d)
+        return ZSYSTEMERROR;
+    d->c = c;
+    memcpy(d->path, path, n + 1);
+    pthread_mutex_lock(&c->mu);
+    c->async_deletes++;
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&c->requests, 1);
+    ZKL_HANDOFF(d);
+    rc = zoo_adelete(s->zh, path, -1, on_async_delete, d);
+    if (rc != ZOK) {
+        pthread_mutex_lock(&c->mu);
+        c->async_deletes--;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        free(d);
+    }
+    return rc;
+}
+
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 {
     call k;

@@ -40,4 +40,11 @@ int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct
 int zkl__zk_delete(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
+/*
+ * Send a delete and return at once. If the server does not confirm it, the
+ * node goes to the background delete queue. Counted in c->async_deletes
+ * until the reply, so zkl_client_drain can wait for it. Returns the send rc.
+ */
+int zkl__zk_delete_async(zkl__session *s, const char *path);
+
 #endif

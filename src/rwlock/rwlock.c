@@ -23,9 +23,13 @@ static const char *const rw_markers[] = {READ_NAME, WRITE_NAME, NULL};
 static zkl__verdict write_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
                                  const void *ctx)
 {
+    zkl__verdict v = zkl__decide_standard(sorted, n, self, 1);
     (void)d;
     (void)ctx;
-    return zkl__decide_standard(sorted, n, self, 1);
+    /* A downgrading holder adds a read node at its old sequence, ahead of
+     * us: a writer must always look again before it holds. */
+    v.grant_if_deleted = false;
+    return v;
 }
 
 /* ctx: the basename of the calling thread's own write node, or NULL. */
@@ -33,8 +37,8 @@ zkl__verdict zkl__read_decide(const zkl__driver *d, char *const *sorted, size_t 
                               const void *ctx)
 {
     const char *own_writer = ctx;
-    zkl__verdict v = {true, -1, false};
-    size_t i;
+    zkl__verdict v = {true, -1, false, false};
+    size_t i, writers = 0;
     (void)d;
     (void)n;
     for (i = 0; i < self; i++) {
@@ -44,7 +48,11 @@ zkl__verdict zkl__read_decide(const zkl__driver *d, char *const *sorted, size_t 
             continue;
         v.holds = false;
         v.watch = (long)i; /* keeps the last one seen: the nearest ahead */
+        writers++;
     }
+    /* Only writers ahead keep a reader out, and no writer can appear ahead
+     * later (a downgrade adds readers, which we share with). */
+    v.grant_if_deleted = writers == 1;
     return v;
 }
 

@@ -45,10 +45,10 @@ Test(multilock, all_or_none, .timeout = 60)
     cr_assert_not(zkl_rwlock_write_is_held(rw));
     cr_assert_not(zkl_semaphore_mutex_is_held(sm));
     ok(zkl_client_drain(a, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, p1), 0, "no node left on the first member");
-    cr_assert_eq(zkt_children(zh, p2), 1, "only b's node on the second");
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0, "no node left on the first member");
+    cr_assert_eq(zkt_children_settle(zh, p2, 1), 1, "only b's node on the second");
     snprintf(sem, sizeof sem, "%s/leases", p3);
-    cr_assert_eq(zkt_children(zh, sem), 0);
+    cr_assert_eq(zkt_children_settle(zh, sem, 0), 0);
     cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER);
 
     ok(zkl_rwlock_read_release(other), "b lets go");

@@ -26,10 +26,10 @@ Test(mutex, acquire_release_leaves_nothing)
     cr_assert_not(zkl_mutex_is_held(m));
     ok(zkl_mutex_acquire(m, 5000), "acquire");
     cr_assert(zkl_mutex_is_held(m));
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(m), "release");
     cr_assert_not(zkl_mutex_is_held(m));
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     cr_assert_eq(zkl_mutex_release(m), ZKL_ENOTOWNER);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
@@ -90,15 +90,15 @@ Test(mutex, reentrant_three_deep_one_node)
     ok(zkl_mutex_fencing_token(m, &t1), "token");
     ok(zkl_mutex_acquire(m, 0), "acquire 2");
     ok(zkl_mutex_acquire(m, ZKL_WAIT_FOREVER), "acquire 3");
-    cr_assert_eq(zkt_children(zh, path), 1, "a re-acquire must not create a node");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "a re-acquire must not create a node");
     ok(zkl_mutex_fencing_token(m, &t2), "token");
     cr_assert_eq(t1, t2);
     ok(zkl_mutex_release(m), "release 3");
     ok(zkl_mutex_release(m), "release 2");
     cr_assert(zkl_mutex_is_held(m));
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(m), "release 1");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     cr_assert_eq(zkl_mutex_release(m), ZKL_ENOTOWNER);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
@@ -123,15 +123,16 @@ Test(mutex, timeout_while_held_leaves_no_node)
     cr_assert_lt(took, 3000, "gave up late: %lld ms", (long long)took);
     cr_assert_not(zkl_mutex_is_held(mb));
     ok(zkl_client_drain(b, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, path), 1, "the waiter's node must be gone");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "the waiter's node must be gone");
     /* try-once */
     cr_assert_eq(zkl_mutex_acquire(mb, 0), ZKL_ETIMEDOUT);
     ok(zkl_client_drain(b, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(ma), "release");
+    ok(zkl_client_drain(a, 5000), "release returns before the delete lands: wait for it");
     ok(zkl_mutex_acquire(mb, 0), "b acquires once free");
     ok(zkl_mutex_release(mb), "release b");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_mutex_destroy(ma), "destroy");
     ok(zkl_mutex_destroy(mb), "destroy");
     ok(zkl_client_close(a), "close");
@@ -282,7 +283,7 @@ Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
     cr_assert_eq(atomic_load(&sh.done), THREADS);
     cr_assert_eq(atomic_load(&sh.violations), 0, "two holders at once");
     cr_assert_eq(atomic_load(&sh.token_regressions), 0, "fencing token did not increase");
-    cr_assert_eq(zkt_children(zh, path), 0, "znodes left behind");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
     zookeeper_close(zh);
     free(path);
 }

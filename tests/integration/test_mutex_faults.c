@@ -108,7 +108,7 @@ Test(faults, holder_expiry_hands_the_lock_on, .timeout = 60)
         cr_assert_gt(t3, w.token);
     }
     ok(zkl_mutex_release(mh), "release");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_mutex_destroy(mh), "destroy");
     ok(zkl_mutex_destroy(mo), "destroy");
     ok(zkl_client_close(holder), "close");
@@ -143,7 +143,7 @@ Test(faults, waiter_expiry_waits_on_in_new_session, .timeout = 60)
     cr_assert(w.held);
     ok(w.release_st, "release");
     ok(zkl_client_drain(waiter, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, path), 0, "a node of the expired attempt was left");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node of the expired attempt was left");
     ok(zkl_mutex_destroy(mh), "destroy");
     ok(zkl_mutex_destroy(mw), "destroy");
     ok(zkl_client_close(holder), "close");
@@ -161,10 +161,10 @@ Test(faults, lost_create_reply_is_adopted_once)
     ok(zkl_mutex_create(c, path, &m), "create");
     zkt_fault_create_reply_lost(c, 1);
     ok(zkl_mutex_acquire(m, 10000), "acquire through a lost reply");
-    cr_assert_eq(zkt_children(zh, path), 1, "exactly one node for one attempt");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "exactly one node for one attempt");
     cr_assert(zkl_mutex_is_held(m));
     ok(zkl_mutex_release(m), "release");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
@@ -180,13 +180,13 @@ Test(faults, lost_create_reply_twice_still_one_node)
     ok(zkl_mutex_create(c, path, &m), "create");
     zkt_fault_create_send_lost(c, 2);
     ok(zkl_mutex_acquire(m, 10000), "acquire through unsent creates");
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(m), "release");
     zkt_fault_create_reply_lost(c, 3);
     ok(zkl_mutex_acquire(m, 10000), "acquire through lost replies");
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(m), "release");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
@@ -222,7 +222,7 @@ Test(faults, prefix_of_another_session_is_not_adopted)
     cr_assert_str_neq(mine, made, "adopted a node of another session");
     ok(zkl_client_drain(c, 5000), "drain");
     cr_assert_eq(zoo_exists(zh, made, 0, NULL), ZNONODE, "the stray node must be deleted");
-    cr_assert_eq(zkt_children(zh, path), 1);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
     ok(zkl_mutex_release(m), "release");
     free(mine);
     ok(zkl_mutex_destroy(m), "destroy");

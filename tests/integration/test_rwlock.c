@@ -43,7 +43,7 @@ Test(rwlock, readers_share_writers_exclude)
     cr_assert_eq(zkl_rwlock_write_acquire(la, 0), ZKL_ETIMEDOUT, "and writers");
     ok(zkl_rwlock_write_release(lb), "release");
     ok(zkl_client_drain(a, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_rwlock_destroy(la), "destroy");
     ok(zkl_rwlock_destroy(lb), "destroy");
     ok(zkl_client_close(a), "close");
@@ -147,7 +147,7 @@ Test(rwlock, downgrade_leaves_no_window, .timeout = 60)
     atomic_store(&w.release_now, 1);
     pthread_join(t, NULL);
     ok(zkl_client_drain(a, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     ok(zkl_rwlock_destroy(la), "destroy");
     ok(zkl_rwlock_destroy(lb), "destroy");
     ok(zkl_client_close(a), "close");
@@ -220,7 +220,7 @@ Test(rwlock, mixed_contention_keeps_the_rules, .timeout = 300)
     cr_assert_eq(atomic_load(&sh.errors), 0);
     cr_assert_eq(atomic_load(&sh.violations), 0, "a reader and a writer, or two writers, at once");
     cr_assert_geq(atomic_load(&sh.max_readers), 2, "readers never shared");
-    cr_assert_eq(zkt_children(zh, path), 0);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     zookeeper_close(zh);
     free(path);
 }

@@ -68,7 +68,7 @@ Test(semaphore, eight_sessions_three_leases, .timeout = 300)
     cr_assert_eq(atomic_load(&sh.over), 0, "more than 3 holders at once");
     cr_assert_eq(atomic_load(&sh.max_inside), 3, "the lease count was never reached");
     snprintf(leases, sizeof leases, "%s/leases", path);
-    cr_assert_eq(zkt_children(zh, leases), 0, "leaked leases");
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "leaked leases");
     zookeeper_close(zh);
     free(path);
 }
@@ -103,14 +103,14 @@ Test(semaphore, layout_and_return_from_another_thread)
     cr_assert_eq(strncmp(node, sub, strlen(sub)), 0, "lease node %s", node);
     cr_assert(strstr(node, "-lease-"), "lease node %s", node);
     snprintf(sub, sizeof sub, "%s/locks", path);
-    cr_assert_eq(zkt_children(zh, sub), 0, "the internal lock is released after acquiring");
+    cr_assert_eq(zkt_children_settle(zh, sub, 0), 0, "the internal lock is released after acquiring");
     cr_assert_eq(zkl_semaphore_destroy(s), ZKL_EBUSY);
     r.lease = l;
     pthread_create(&t, NULL, return_lease, &r);
     pthread_join(t, NULL);
     ok(r.st, "return from another thread");
     snprintf(sub, sizeof sub, "%s/leases", path);
-    cr_assert_eq(zkt_children(zh, sub), 0);
+    cr_assert_eq(zkt_children_settle(zh, sub, 0), 0);
     cr_assert_eq(zkl_lease_return(NULL), ZKL_EINVAL);
     cr_assert_not(zkl_lease_is_valid(NULL));
     ok(zkl_semaphore_destroy(s), "destroy");
@@ -134,7 +134,7 @@ Test(semaphore, many_is_all_or_none)
     cr_assert_null(want[1]);
     ok(zkl_client_drain(b, 5000), "drain");
     snprintf(leases, sizeof leases, "%s/leases", path);
-    cr_assert_eq(zkt_children(zh, leases), 2, "b must hold nothing after failing");
+    cr_assert_eq(zkt_children_settle(zh, leases, 2), 2, "b must hold nothing after failing");
     ok(zkl_semaphore_acquire_many(sb, 1, 0, want), "one is still free");
     ok(zkl_lease_return(want[0]), "return");
     ok(zkl_lease_return(held[0]), "return");
@@ -147,7 +147,7 @@ Test(semaphore, many_is_all_or_none)
     cr_assert_eq(zkl_semaphore_create(a, path, 0, &bad), ZKL_EINVAL);
     cr_assert_null(bad);
     cr_assert_eq(zkl_semaphore_create(a, "relative", 1, &bad), ZKL_EBADPATH);
-    cr_assert_eq(zkt_children(zh, leases), 0);
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
     ok(zkl_semaphore_destroy(sa), "destroy");
     ok(zkl_semaphore_destroy(sb), "destroy");
     ok(zkl_client_close(a), "close");

@@ -123,6 +123,15 @@ int zkt_children(zhandle_t *zh, const char *path)
     return n;
 }
 
+int zkt_children_settle(zhandle_t *zh, const char *path, int want)
+{
+    int64_t end = zkt_now_ms() + 3000;
+    int n;
+    while ((n = zkt_children(zh, path)) != want && zkt_now_ms() < end)
+        zkt_sleep_ms(10);
+    return n;
+}
+
 void zkt_expire(zkl_client *c)
 {
     clientid_t cid;

@@ -25,6 +25,13 @@ char *zkt_path(const char *what);
 zhandle_t *zkt_raw(void);
 /* Number of children of path (0 if it does not exist). */
 int zkt_children(zhandle_t *zh, const char *path);
+/*
+ * The same, after waiting up to 3 s for it to become `want`: a release
+ * returns before the server has applied its delete, so another handle may
+ * still see the node for a moment. A count that never settles is returned
+ * as it is, and the assertion fails.
+ */
+int zkt_children_settle(zhandle_t *zh, const char *path, int want);
 
 /* Expire c's current session on the server (open a second handle on it, close it). */
 void zkt_expire(zkl_client *c);

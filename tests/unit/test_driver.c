@@ -90,7 +90,7 @@ static zkl__verdict rw(const zkl__driver *d, char **names, size_t n, const char 
         if (strcmp(names[i], self) == 0)
             return d->decide(d, names, n, i, ctx);
     cr_assert_fail("self not in list");
-    return (zkl__verdict){false, -1, false};
+    return (zkl__verdict){false, -1, false, false};
 }
 
 Test(driver, readers_share)
