@@ -21,13 +21,13 @@ typedef enum zkl_cli_mode {
 
 typedef struct zkl_cli_args {
     const char *hosts;
-    int timeout_ms;     /* -1: wait as long as it takes; 0: -n */
-    int conflict_code;  /* -E, default 1 */
+    int timeout_ms;    /* -1: wait as long as it takes; 0: -n */
+    int conflict_code; /* -E, default 1 */
     zkl_cli_mode mode;
-    int leases;         /* --semaphore N */
+    int leases; /* --semaphore N */
     int session_timeout_ms;
     const char *path;
-    char **command;     /* NULL-terminated, points into argv */
+    char **command; /* NULL-terminated, points into argv */
     int list, help, version;
 } zkl_cli_args;
 

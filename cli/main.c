@@ -58,8 +58,7 @@ static void *signal_thread(void *arg)
             else
                 pending_signal = sig;
             break;
-        case DONE:
-            break;
+        case DONE: break;
         }
         pthread_mutex_unlock(&mu);
     }
@@ -217,8 +216,8 @@ static pid_t spawn_command(char **command, const char *path, int64_t token)
     snprintf(tokvar, sizeof tokvar, "ZKLOCK_FENCING_TOKEN=%lld", (long long)token);
     sprintf(pathvar, "ZKLOCK_PATH=%s", path);
     for (i = n = 0; environ[i]; i++)
-        if (strncmp(environ[i], "ZKLOCK_FENCING_TOKEN=", 21) &&
-            strncmp(environ[i], "ZKLOCK_PATH=", 12))
+        if (strncmp(environ[i], "ZKLOCK_FENCING_TOKEN=", 21) != 0 &&
+            strncmp(environ[i], "ZKLOCK_PATH=", 12) != 0)
             env[n++] = environ[i];
     env[n++] = tokvar;
     env[n++] = pathvar;
@@ -349,8 +348,9 @@ int main(int argc, char **argv)
     lock_destroy(&l);
     zkl_client_close(client);
     if (atomic_load(&session_lost)) {
-        fprintf(stderr, "zklock: %s: the ZooKeeper session was lost while COMMAND ran; the lock "
-                        "no longer protected it (COMMAND was sent SIGTERM)\n",
+        fprintf(stderr,
+                "zklock: %s: the ZooKeeper session was lost while COMMAND ran; the lock "
+                "no longer protected it (COMMAND was sent SIGTERM)\n",
                 a.path);
         return ZKL_CLI_EXIT_LOST;
     }

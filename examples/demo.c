@@ -53,8 +53,8 @@ int main(int argc, char **argv)
         }
         char line[256];
         zkl_mutex_fencing_token(m, &token);
-        snprintf(line, sizeof line, "pid %d holds %s, fencing token %lld\n", (int)getpid(),
-                 argv[2], (long long)token);
+        snprintf(line, sizeof line, "pid %d holds %s, fencing token %lld\n", (int)getpid(), argv[2],
+                 (long long)token);
         fputs(line, stdout);
         fflush(stdout);
         if (logfd >= 0 && write(logfd, line, strlen(line)) < 0)

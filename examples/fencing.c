@@ -73,7 +73,8 @@ static void *worker(void *arg)
         struct timespec work = {0, 2 * 1000000L};
         int64_t token;
         what = "acquire";
-        if (zkl_mutex_acquire(m, ZKL_WAIT_FOREVER) != ZKL_OK) goto fail;
+        if (zkl_mutex_acquire(m, ZKL_WAIT_FOREVER) != ZKL_OK)
+            goto fail;
         what = "fencing token";
         if (zkl_mutex_fencing_token(m, &token) != ZKL_OK) {
             zkl_mutex_release(m);
@@ -85,15 +86,18 @@ static void *worker(void *arg)
         if (!resource_write(token, v + 1))
             fprintf(stderr, "fencing: write with token %lld refused\n", (long long)token);
         what = "release";
-        if (zkl_mutex_release(m) != ZKL_OK) goto fail;
+        if (zkl_mutex_release(m) != ZKL_OK)
+            goto fail;
     }
     zkl_mutex_destroy(m);
     zkl_client_close(c);
     return NULL;
 fail:
     fprintf(stderr, "fencing: %s: %s\n", what, zkl_errmsg());
-    if (m) zkl_mutex_destroy(m);
-    if (c) zkl_client_close(c);
+    if (m)
+        zkl_mutex_destroy(m);
+    if (c)
+        zkl_client_close(c);
     return (void *)1;
 }
 
@@ -109,7 +113,8 @@ int main(int argc, char **argv)
         return 2;
     }
     hosts = argv[1];
-    if (argc == 3) path = argv[2];
+    if (argc == 3)
+        path = argv[2];
 
     /* The holder that will stall: it takes the lock first and writes. */
     if (zkl_client_open(hosts, NULL, &c) != ZKL_OK || zkl_mutex_create(c, path, &m) != ZKL_OK ||

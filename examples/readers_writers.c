@@ -40,7 +40,8 @@ static void enter(bool writer)
         writers_in++;
     else
         readers_in++;
-    if (readers_in > peak_readers) peak_readers = readers_in;
+    if (readers_in > peak_readers)
+        peak_readers = readers_in;
     pthread_cond_broadcast(&all_in);
     pthread_mutex_unlock(&mu);
 }
@@ -78,12 +79,14 @@ static void *run(void *arg)
     zkl_client *c = NULL;
     zkl_rwlock *l = NULL;
     zkl_status st = zkl_client_open(hosts, NULL, &c);
-    if (st == ZKL_OK) st = zkl_rwlock_create(c, path, &l);
+    if (st == ZKL_OK)
+        st = zkl_rwlock_create(c, path, &l);
     for (int i = 0; st == ZKL_OK && i < (phase_two ? ROUNDS : 1); i++) {
         struct timespec work = {0, 5 * 1000000L};
         st = writer ? zkl_rwlock_write_acquire(l, ZKL_WAIT_FOREVER)
                     : zkl_rwlock_read_acquire(l, ZKL_WAIT_FOREVER);
-        if (st != ZKL_OK) break;
+        if (st != ZKL_OK)
+            break;
         enter(writer);
         if (phase_two)
             nanosleep(&work, NULL);
@@ -92,9 +95,12 @@ static void *run(void *arg)
         leave(writer);
         st = writer ? zkl_rwlock_write_release(l) : zkl_rwlock_read_release(l);
     }
-    if (st != ZKL_OK) fprintf(stderr, "readers_writers: %s\n", zkl_errmsg());
-    if (l) zkl_rwlock_destroy(l);
-    if (c) zkl_client_close(c);
+    if (st != ZKL_OK)
+        fprintf(stderr, "readers_writers: %s\n", zkl_errmsg());
+    if (l)
+        zkl_rwlock_destroy(l);
+    if (c)
+        zkl_client_close(c);
     return st == ZKL_OK ? NULL : (void *)1;
 }
 
@@ -121,7 +127,8 @@ int main(int argc, char **argv)
         return 2;
     }
     hosts = argv[1];
-    if (argc == 3) path = argv[2];
+    if (argc == 3)
+        path = argv[2];
     failed = run_all(READERS, 0);
     phase_two = true;
     failed |= run_all(READERS, WRITERS);

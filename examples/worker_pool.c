@@ -31,7 +31,8 @@ static void job(void)
         fprintf(stderr, "worker_pool: %d jobs running with %d leases\n", running, LEASES);
         violations++;
     }
-    if (running > peak) peak = running;
+    if (running > peak)
+        peak = running;
     pthread_mutex_unlock(&mu);
     nanosleep(&work, NULL);
     pthread_mutex_lock(&mu);

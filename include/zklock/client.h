@@ -104,10 +104,10 @@ zkl_status zkl_client_cancel(zkl_client *c);
 
 /* Counters since the client was opened (for benchmarks and monitoring). */
 typedef struct zkl_client_stats {
-    uint64_t requests;      /* ZooKeeper requests sent by zklock */
-    uint64_t watch_events;  /* watch notifications received (not session events) */
-    uint64_t sessions;      /* sessions opened (1 + replacements after LOST) */
-    uint64_t bg_deletes;    /* deletes that had to be finished in the background */
+    uint64_t requests;     /* ZooKeeper requests sent by zklock */
+    uint64_t watch_events; /* watch notifications received (not session events) */
+    uint64_t sessions;     /* sessions opened (1 + replacements after LOST) */
+    uint64_t bg_deletes;   /* deletes that had to be finished in the background */
 } zkl_client_stats;
 
 zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out);

@@ -16,13 +16,13 @@ extern "C" {
 #endif
 
 typedef struct zkl_participant {
-    char *node;      /* full path of the lock node */
-    char *data;      /* its data (NUL-terminated copy; may hold binary) */
+    char *node; /* full path of the lock node */
+    char *data; /* its data (NUL-terminated copy; may hold binary) */
     size_t data_len;
-    int64_t token;   /* its creation zxid: the fencing token of that hold */
-    int64_t owner;   /* the session that owns it */
-    char kind;       /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease */
-    bool holds;      /* holds the lock now (else waits) */
+    int64_t token; /* its creation zxid: the fencing token of that hold */
+    int64_t owner; /* the session that owns it */
+    char kind;     /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease */
+    bool holds;    /* holds the lock now (else waits) */
 } zkl_participant;
 
 /*

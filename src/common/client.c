@@ -17,6 +17,7 @@
 #include "status_internal.h"
 #include "tsan.h"
 #include "util.h"
+#include "path.h"
 #include "zkcall.h"
 
 const char *zkl_conn_state_name(zkl_conn_state st)
@@ -384,7 +385,7 @@ static int bg_try(zkl__session *s, const zkl__bgdel *d)
             return rc;
         for (i = 0; i < kids.n && rc == ZOK; i++) {
             if (strncmp(kids.v[i], d->prefix, strlen(d->prefix)) == 0) {
-                char *p = zkl__names_join(d->path, kids.v[i]);
+                char *p = zkl__path_join(d->path, kids.v[i]);
                 rc = p ? zkl__zk_delete(s, p) : ZSYSTEMERROR;
                 if (rc == ZNONODE)
                     rc = ZOK;
@@ -516,7 +517,7 @@ static void *worker_main(void *arg)
         if (!c->sess->expired && !c->connected && c->sess->id != 0) {
             /* Curator's rule: suspended for a whole session timeout means lost. */
             int64_t limit = c->suspended_at + (c->granted_timeout > 0 ? c->granted_timeout
-                                                                       : c->opts.session_timeout_ms);
+                                                                      : c->opts.session_timeout_ms);
             if (now >= limit) {
                 zkl__log(ZKL_LOG_WARN, "suspended for a session timeout: session lost");
                 c->sess->expired = true;

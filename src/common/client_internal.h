@@ -24,12 +24,12 @@ typedef struct zkl__watch zkl__watch;
 typedef struct zkl__session {
     zhandle_t *zh;
     struct zkl_client *c;
-    uint64_t epoch;       /* 1, 2, ... : which session of this client */
-    int64_t id;           /* server session id, once connected */
-    int refs;             /* the client's own reference + callers inside a call */
-    bool expired;         /* the server said so, or it was lost locally */
-    bool retired;         /* no longer the client's current session */
-    zkl__watch *watches;  /* tokens the ZooKeeper client may still call */
+    uint64_t epoch;      /* 1, 2, ... : which session of this client */
+    int64_t id;          /* server session id, once connected */
+    int refs;            /* the client's own reference + callers inside a call */
+    bool expired;        /* the server said so, or it was lost locally */
+    bool retired;        /* no longer the client's current session */
+    zkl__watch *watches; /* tokens the ZooKeeper client may still call */
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -95,7 +95,7 @@ struct zkl_client {
     zkl__bgdel *bg_head, *bg_tail;
     int bg_busy;       /* a delete is being tried by the worker */
     int async_deletes; /* released nodes whose delete is still in flight */
-    int handles; /* live lock objects made on this client */
+    int handles;       /* live lock objects made on this client */
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     /* counters; requests is atomic as calls are sent without c->mu */
@@ -120,7 +120,8 @@ void zkl__session_put(zkl__session *s);
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
 
-/* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that prefix. */
+/* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that
+ * prefix. */
 void zkl__bg_delete(struct zkl_client *c, const char *path, const char *prefix);
 
 /*

@@ -18,7 +18,7 @@ void zkl__holders_init(zkl__holders *h)
 void zkl__holders_destroy(zkl__holders *h)
 {
     zkl__holder *e, *tmp;
-    HASH_ITER(hh, h->table, e, tmp)
+    HASH_ITER(hh, h->table, e, tmp) // NOLINT(clang-analyzer-unix.Malloc): uthash's safe-delete loop
     {
         HASH_DEL(h->table, e);
         zkl__revwatch_stop(e->hold.rev);
@@ -108,6 +108,7 @@ bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch)
     pthread_mutex_lock(&h->mu);
     HASH_ITER(hh, h->table, e, tmp)
     {
+        // cppcheck-suppress uninitvar ; HASH_ITER sets e before the body runs
         if (e->hold.epoch == epoch)
             found = true;
     }

@@ -50,8 +50,7 @@ static int64_t session_id(zkl__session *s)
 
 static int session_error(int rc)
 {
-    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZSESSIONMOVED ||
-           rc == ZCLOSING;
+    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZSESSIONMOVED || rc == ZCLOSING;
 }
 
 /* Create path and any missing ancestors as container nodes (bottom-up, as Curator 5.7+). */
@@ -86,7 +85,7 @@ typedef struct own_node {
     char *node;       /* full path */
     const char *name; /* basename, inside node */
     int64_t czxid;
-    zkl__names kids;  /* first listing, if it came with the create */
+    zkl__names kids; /* first listing, if it came with the create */
     bool have_kids;
 } own_node;
 
@@ -152,7 +151,7 @@ static int recover_create(zkl__session *s, const char *path, const char *prefix,
         zkl__names_free(&kids);
         return ZNONODE;
     }
-    node = zkl__names_join(path, kids.v[idx]);
+    node = zkl__path_join(path, kids.v[idx]);
     if (!node) {
         zkl__names_free(&kids);
         return ZSYSTEMERROR;
@@ -234,9 +233,7 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
         }
 
         switch (take_create_fault(c)) {
-        case 1:
-            rc = ZCONNECTIONLOSS;
-            break;
+        case 1: rc = ZCONNECTIONLOSS; break;
         case 2:
             rc = zkl__zk_create(s, want, data, len, mode, NULL, NULL);
             if (rc == ZOK)
@@ -244,8 +241,8 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
             break;
         default: {
             struct Stat stat;
-            rc = zkl__zk_create_list(s, want, data, len, mode, a->path,
-                                     &o->node, &stat, &o->kids, &list_rc);
+            rc = zkl__zk_create_list(s, want, data, len, mode, a->path, &o->node, &stat, &o->kids,
+                                     &list_rc);
             if (rc == ZOK) {
                 o->name = zkl__path_basename(o->node);
                 o->czxid = stat.czxid;
@@ -285,8 +282,7 @@ give_up:
     st = zkl__canceled(c) ? zkl__fail(ZKL_ECANCELED, "canceled creating the lock node")
          : zkl__now_ms() >= a->deadline
              ? zkl__fail(ZKL_ETIMEDOUT, "timed out creating the lock node under %s", a->path)
-             : zkl__fail(ZKL_ECONNLOSS, "connection lost creating the lock node under %s",
-                         a->path);
+             : zkl__fail(ZKL_ECONNLOSS, "connection lost creating the lock node under %s", a->path);
 give_up_with:
     /* An earlier try may have reached the server: have the worker remove it. */
     zkl__bg_delete(c, a->path, prefix);
@@ -396,7 +392,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             zkl__names_free(&kids);
             if (look == LOOK_RELIST)
                 continue;
-            return look == LOOK_HOLDS ? ZKL_OK
+            return look == LOOK_HOLDS  ? ZKL_OK
                    : look == LOOK_GONE ? RESTART
                                        : zkl__fail(ZKL_ENOMEM, "out of memory");
         }
@@ -422,13 +418,13 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
                     zkl__watch_drop(w); /* still armed; the token lives until it fires */
                     if (look == LOOK_RELIST)
                         continue;
-                    return look == LOOK_HOLDS ? ZKL_OK
+                    return look == LOOK_HOLDS  ? ZKL_OK
                            : look == LOOK_GONE ? RESTART
                                                : zkl__fail(ZKL_ENOMEM, "out of memory");
                 }
             }
         } else {
-            char *watch_path = zkl__names_join(a->path, kids.v[v.watch]);
+            char *watch_path = zkl__path_join(a->path, kids.v[v.watch]);
             zkl__names_free(&kids);
             rc = watch_path ? zkl__zk_wget(s, watch_path, w) : ZSYSTEMERROR;
             free(watch_path);
@@ -484,8 +480,8 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
                 hold->epoch = s->epoch;
                 hold->rev = NULL;
                 if (a->revoke_cb)
-                    hold->rev = zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb,
-                                                    a->revoke_ctx);
+                    hold->rev =
+                        zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx);
                 o.node = NULL;
                 own_node_free(&o);
                 zkl__session_put(s);
@@ -572,7 +568,7 @@ zkl_status zkl__participants(zkl_client *c, const char *path, const char *const 
         return ZKL_ENOMEM;
     }
     for (i = 0; i < kids.n; i++) {
-        char *full = zkl__names_join(path, kids.v[i]);
+        char *full = zkl__path_join(path, kids.v[i]);
         if (!full) {
             zkl__names_free(&kids);
             return zkl__fail(ZKL_ENOMEM, "out of memory");

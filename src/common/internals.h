@@ -19,9 +19,9 @@
 
 /* What a driver decides from the sorted children. */
 typedef struct zkl__verdict {
-    bool holds;         /* our node holds the lock */
-    long watch;         /* if not: index of the one child to watch (>= 0), or -1 to re-list */
-    bool watch_parent;  /* if not: watch the child list itself (the semaphore's lease count) */
+    bool holds;        /* our node holds the lock */
+    long watch;        /* if not: index of the one child to watch (>= 0), or -1 to re-list */
+    bool watch_parent; /* if not: watch the child list itself (the semaphore's lease count) */
     /*
      * The deletion of the watched node alone makes us the holder, so the
      * waiter need not list again. Sound only where nothing can appear ahead
@@ -40,8 +40,8 @@ typedef struct zkl__driver {
      * Decide from children sorted by Curator's order, our own index self.
      * ctx is the recipe's (e.g. a lease count); may be NULL.
      */
-    zkl__verdict (*decide)(const struct zkl__driver *d, char *const *sorted, size_t n,
-                           size_t self, const void *ctx);
+    zkl__verdict (*decide)(const struct zkl__driver *d, char *const *sorted, size_t n, size_t self,
+                           const void *ctx);
 } zkl__driver;
 
 /* The standard driver decision (Curator's StandardLockInternalsDriver). */
@@ -49,19 +49,19 @@ zkl__verdict zkl__decide_standard(char *const *sorted, size_t n, size_t self, in
 
 /* A lock node we hold: what every recipe keeps per hold. */
 typedef struct zkl__hold {
-    char *node;       /* full path of our lock node */
-    int64_t czxid;    /* creation zxid: the fencing token */
-    uint64_t epoch;   /* which session of the client it lives in */
+    char *node;                /* full path of our lock node */
+    int64_t czxid;             /* creation zxid: the fencing token */
+    uint64_t epoch;            /* which session of the client it lives in */
     struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
 } zkl__hold;
 
 typedef struct zkl__acquire_args {
-    const char *path;          /* the lock path (parent of the nodes) */
+    const char *path; /* the lock path (parent of the nodes) */
     const zkl__driver *driver;
-    const void *ctx;           /* passed to driver->decide */
-    const void *data;          /* node data (NULL: the client's default) */
+    const void *ctx;  /* passed to driver->decide */
+    const void *data; /* node data (NULL: the client's default) */
     int data_len;
-    int64_t deadline;          /* zkl__now_ms() based; INT64_MAX: forever */
+    int64_t deadline; /* zkl__now_ms() based; INT64_MAX: forever */
     /*
      * Non-NULL: create a plain EPHEMERAL node named prefix + lock_name +
      * fixed_suffix instead of a sequential one (Curator 5.5's downgrade read

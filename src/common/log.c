@@ -64,6 +64,7 @@ void zkl__log(zkl_log_level level, const char *fmt, ...)
     if (level > log_level) /* racy read is fine: emit() checks again */
         return;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     emit(level, buf);

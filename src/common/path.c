@@ -5,6 +5,7 @@
  * /zookeeper, and short enough to hold a lock node name.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,13 +93,10 @@ zkl_status zkl__path_validate(const char *path)
 
 char *zkl__path_join(const char *a, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (!p)
-        return NULL;
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
     return p;
 }
 

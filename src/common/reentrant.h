@@ -14,10 +14,10 @@
 
 typedef struct zkl__side {
     zkl_client *c;
-    const char *path;          /* owned by the recipe */
+    const char *path; /* owned by the recipe */
     const zkl__driver *driver;
     zkl__holders holders;
-    const void *data;          /* node data (NULL: the client's default) */
+    const void *data; /* node data (NULL: the client's default) */
     int data_len;
     void (*revoke_cb)(void *ctx); /* revocable holds (Curator's makeRevocable) */
     void *revoke_ctx;

@@ -25,7 +25,7 @@ struct zkl__revwatch {
     zkl__revoke_cb cb;
     void *ctx;
     int refs;
-    int zk_refs;          /* of refs, held by the ZooKeeper client ... */
+    int zk_refs;            /* of refs, held by the ZooKeeper client ... */
     zkl__session *armed_on; /* ... for this session */
     bool registered, rearm, fire, fired, running;
     zkl__revwatch *next;

@@ -44,6 +44,7 @@ zkl_status zkl__fail(zkl_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
     vsnprintf(errmsg, sizeof errmsg, fmt, ap);
     va_end(ap);
     return st;

@@ -71,7 +71,8 @@ static void on_stat(int rc, const struct Stat *stat, const void *data)
 {
     ZKL_RECEIVED(data);
     call *k = (call *)data;
-    if (rc == ZOK && stat) k->stat = *stat;
+    if (rc == ZOK && stat)
+        k->stat = *stat;
     call_done(k, rc);
 }
 
@@ -82,9 +83,11 @@ static void on_create(int rc, const char *value, const struct Stat *stat, const 
     if (rc == ZOK) {
         if (value) {
             k->created = strdup(value);
-            if (!k->created) rc = ZSYSTEMERROR; /* the node exists; recovery by prefix finds it */
+            if (!k->created)
+                rc = ZSYSTEMERROR; /* the node exists; recovery by prefix finds it */
         }
-        if (stat) k->stat = *stat;
+        if (stat)
+            k->stat = *stat;
     }
     call_done(k, rc);
 }
@@ -117,7 +120,8 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
     ZKL_RECEIVED(data);
     call *k = (call *)data;
     if (rc == ZOK) {
-        if (stat) k->stat = *stat;
+        if (stat)
+            k->stat = *stat;
         if (len > 0 && value) {
             k->data = malloc((size_t)len);
             if (k->data) {
@@ -141,17 +145,6 @@ void zkl__names_free(zkl__names *k)
     k->n = 0;
 }
 
-char *zkl__names_join(const char *parent, const char *name)
-{
-    size_t lp = strlen(parent), ln = strlen(name);
-    char *p = malloc(lp + ln + 2);
-    if (!p) return NULL;
-    memcpy(p, parent, lp);
-    p[lp] = '/';
-    memcpy(p + lp + 1, name, ln + 1);
-    return p;
-}
-
 static int send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
                        int mode)
 {
@@ -165,7 +158,8 @@ static void take_created(call *k, char **created, struct Stat *stat)
         *created = k->created;
     else
         free(k->created);
-    if (stat) *stat = k->stat;
+    if (stat)
+        *stat = k->stat;
 }
 
 int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
@@ -175,9 +169,11 @@ int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len,
     int rc;
     call_init(&k, s);
     rc = send_create(s, &k, path, data, len, mode);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
-    if (rc == ZOK) take_created(&k, created, stat);
+    if (rc == ZOK)
+        take_created(&k, created, stat);
     return rc;
 }
 
@@ -201,7 +197,8 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
         lrc = call_wait(&kl);
     else
         call_abandon(&kl, lrc);
-    if (rc == ZOK) take_created(&kc, created, stat);
+    if (rc == ZOK)
+        take_created(&kc, created, stat);
     if (rc == ZOK && lrc == ZOK)
         *kids = kl.kids;
     else
@@ -216,7 +213,8 @@ int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
     int rc;
     call_init(&k, s);
     rc = zoo_aget_children(s->zh, path, 0, on_strings, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
     if (rc == ZOK)
         *out = k.kids;
@@ -231,7 +229,8 @@ int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__nam
     int rc;
     call_init(&k, s);
     rc = zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
     if (rc == ZOK)
         *out = k.kids;
@@ -246,9 +245,11 @@ int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
     int rc;
     call_init(&k, s);
     rc = zoo_aexists(s->zh, path, 0, on_stat, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
-    if (rc == ZOK && stat) *stat = k.stat;
+    if (rc == ZOK && stat)
+        *stat = k.stat;
     return rc;
 }
 
@@ -258,7 +259,8 @@ int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w)
     int rc;
     call_init(&k, s);
     rc = zoo_awget(s->zh, path, zkl__watch_fn, w, on_data, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
     free(k.data);
     return rc;
@@ -270,12 +272,14 @@ int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct
     int rc;
     call_init(&k, s);
     rc = zoo_aget(s->zh, path, 0, on_data, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     rc = call_wait(&k);
     if (rc == ZOK) {
         *data = k.data;
         *len = k.datalen;
-        if (stat) *stat = k.stat;
+        if (stat)
+            *stat = k.stat;
     } else {
         free(k.data);
     }
@@ -288,7 +292,8 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     int rc;
     call_init(&k, s);
     rc = zoo_adelete(s->zh, path, -1, on_void, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     return call_wait(&k);
 }
 
@@ -345,6 +350,7 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
     int rc;
     call_init(&k, s);
     rc = zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, &k);
-    if (rc != ZOK) return call_abandon(&k, rc);
+    if (rc != ZOK)
+        return call_abandon(&k, rc);
     return call_wait(&k);
 }

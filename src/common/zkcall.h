@@ -17,7 +17,6 @@ typedef struct zkl__names {
 } zkl__names;
 
 void zkl__names_free(zkl__names *k);
-char *zkl__names_join(const char *parent, const char *name);
 
 int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
                    char **created, struct Stat *stat);

@@ -38,7 +38,7 @@ static int add(zkl__session *s, const char *parent, const char *name, char kind,
                zkl_participant **v, size_t *n, size_t *cap)
 {
     struct Stat st;
-    char *data = NULL, *node = zkl__names_join(parent, name);
+    char *data = NULL, *node = zkl__path_join(parent, name);
     int len = 0, rc;
     zkl_participant *p;
     if (!node)
@@ -121,7 +121,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
     if (rc == ZOK && kids.n > 0) {
         semaphore = true;
         for (i = 0; i < kids.n; i++)
-            if (strcmp(kids.v[i], "locks") && strcmp(kids.v[i], "leases"))
+            if (strcmp(kids.v[i], "locks") != 0 && strcmp(kids.v[i], "leases") != 0)
                 semaphore = false;
     }
     if (rc == ZOK && semaphore) {

@@ -25,14 +25,38 @@ struct zkl_multilock {
     int acquired; /* acquisitions not yet released */
 };
 
-static zkl_status mutex_acq(void *l, int t) { return zkl_mutex_acquire(l, t); }
-static zkl_status mutex_rel(void *l) { return zkl_mutex_release(l); }
-static zkl_status read_acq(void *l, int t) { return zkl_rwlock_read_acquire(l, t); }
-static zkl_status read_rel(void *l) { return zkl_rwlock_read_release(l); }
-static zkl_status write_acq(void *l, int t) { return zkl_rwlock_write_acquire(l, t); }
-static zkl_status write_rel(void *l) { return zkl_rwlock_write_release(l); }
-static zkl_status sem_acq(void *l, int t) { return zkl_semaphore_mutex_acquire(l, t); }
-static zkl_status sem_rel(void *l) { return zkl_semaphore_mutex_release(l); }
+static zkl_status mutex_acq(void *l, int t)
+{
+    return zkl_mutex_acquire(l, t);
+}
+static zkl_status mutex_rel(void *l)
+{
+    return zkl_mutex_release(l);
+}
+static zkl_status read_acq(void *l, int t)
+{
+    return zkl_rwlock_read_acquire(l, t);
+}
+static zkl_status read_rel(void *l)
+{
+    return zkl_rwlock_read_release(l);
+}
+static zkl_status write_acq(void *l, int t)
+{
+    return zkl_rwlock_write_acquire(l, t);
+}
+static zkl_status write_rel(void *l)
+{
+    return zkl_rwlock_write_release(l);
+}
+static zkl_status sem_acq(void *l, int t)
+{
+    return zkl_semaphore_mutex_acquire(l, t);
+}
+static zkl_status sem_rel(void *l)
+{
+    return zkl_semaphore_mutex_release(l);
+}
 
 zkl_status zkl_multilock_create(zkl_multilock **out)
 {

@@ -31,7 +31,7 @@ static zkl__verdict lease_decide(const zkl__driver *d, char *const *sorted, size
     (void)d;
     (void)sorted;
     (void)self;
-    if (n <= (size_t)*(const int *)ctx)
+    if (n <= (size_t) * (const int *)ctx)
         v.holds = true;
     else
         v.watch_parent = true;
@@ -45,7 +45,7 @@ struct zkl_semaphore {
     char *path, *locks, *leases;
     int max_leases;
     pthread_mutex_t mu;
-    int out;            /* leases not yet returned */
+    int out;             /* leases not yet returned */
     zkl_lease *out_list; /* those leases */
     zkl_hold_state_fn state_fn;
     void *state_ud;

@@ -80,9 +80,8 @@ static void peer_line(int fd, char *buf, size_t n)
 static char *log_file(const char *what)
 {
     char *p = malloc(512);
-    snprintf(p, 512, "%s/interop-%s-%d.log", getenv("ZKL_TEST_ZK_DIR") ? getenv("ZKL_TEST_ZK_DIR")
-                                                                     : "/tmp",
-             what, (int)getpid());
+    snprintf(p, 512, "%s/interop-%s-%d.log",
+             getenv("ZKL_TEST_ZK_DIR") ? getenv("ZKL_TEST_ZK_DIR") : "/tmp", what, (int)getpid());
     return p;
 }
 
@@ -161,8 +160,8 @@ static void *c_worker(void *arg)
         ok(zkl_rwlock_create(c, w->path, &l), "create");
         for (i = 0; i < w->rounds; i++) {
             bool write = w->kind == K_WRITE;
-            zkl_status st = write ? zkl_rwlock_write_acquire(l, 60000)
-                                  : zkl_rwlock_read_acquire(l, 60000);
+            zkl_status st =
+                write ? zkl_rwlock_write_acquire(l, 60000) : zkl_rwlock_read_acquire(l, 60000);
             if (st != ZKL_OK) {
                 atomic_fetch_add(&w->errors, 1);
                 continue;

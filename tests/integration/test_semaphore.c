@@ -103,7 +103,8 @@ Test(semaphore, layout_and_return_from_another_thread)
     cr_assert_eq(strncmp(node, sub, strlen(sub)), 0, "lease node %s", node);
     cr_assert(strstr(node, "-lease-"), "lease node %s", node);
     snprintf(sub, sizeof sub, "%s/locks", path);
-    cr_assert_eq(zkt_children_settle(zh, sub, 0), 0, "the internal lock is released after acquiring");
+    cr_assert_eq(zkt_children_settle(zh, sub, 0), 0,
+                 "the internal lock is released after acquiring");
     cr_assert_eq(zkl_semaphore_destroy(s), ZKL_EBUSY);
     r.lease = l;
     pthread_create(&t, NULL, return_lease, &r);

@@ -1,9 +1,9 @@
 /*
  * stress.c - a plain program (no Criterion) that drives every recipe
  * through contention, reentrancy, timeouts, a lost create reply, a holder
- * session expiry, revocation and lost-lock notices. It exists for ThreadSanitizer and valgrind, whose memory
- * layouts Criterion's forking runner cannot live with; the same behaviours
- * are asserted in detail by the Criterion integration tests.
+ * session expiry, revocation and lost-lock notices. It exists for ThreadSanitizer and valgrind,
+ * whose memory layouts Criterion's forking runner cannot live with; the same behaviours are
+ * asserted in detail by the Criterion integration tests.
  *
  *   stress [ROUNDS]     server from ZKL_TEST_SERVERS or $ZKL_TEST_ZK_DIR/connect
  *

@@ -41,9 +41,8 @@ Test(cli_args, defaults)
 Test(cli_args, env_and_flags)
 {
     zkl_cli_args a;
-    cr_assert_eq(parse(&a, "zk1:2181,zk2:2181", "-w", "1.5", "-E", "9", "-s", "/p", "--", "x",
-                       NULL),
-                 0);
+    cr_assert_eq(
+        parse(&a, "zk1:2181,zk2:2181", "-w", "1.5", "-E", "9", "-s", "/p", "--", "x", NULL), 0);
     cr_assert_str_eq(a.hosts, "zk1:2181,zk2:2181");
     cr_assert_eq(a.timeout_ms, 1500);
     cr_assert_eq(a.conflict_code, 9);
@@ -52,9 +51,8 @@ Test(cli_args, env_and_flags)
     cr_assert_str_eq(a.hosts, "h:1");
     cr_assert_eq(a.timeout_ms, 0);
     cr_assert_eq(a.mode, ZKL_CLI_WRITE);
-    cr_assert_eq(parse(&a, NULL, "--semaphore=3", "--session-timeout", "4000", "/p", "--", "x",
-                       NULL),
-                 0);
+    cr_assert_eq(
+        parse(&a, NULL, "--semaphore=3", "--session-timeout", "4000", "/p", "--", "x", NULL), 0);
     cr_assert_eq(a.mode, ZKL_CLI_SEMAPHORE);
     cr_assert_eq(a.leases, 3);
     cr_assert_eq(a.session_timeout_ms, 4000);

@@ -40,9 +40,9 @@ Test(excl_log, catches_overlaps)
     cr_assert_eq(check("R enter c-1 0\nW enter j-2 0\n", 0).violations, 1);
     cr_assert_eq(check("W enter c-1 0\nR enter j-2 0\n", 0).violations, 1);
     cr_assert_eq(check("S enter a 0\nS enter b 0\nS enter c 0\n", 2).violations, 1);
-    cr_assert_eq(check("M enter c-1 7\nM exit c-1 7\nM enter c-1 7\nM exit c-1 7\n", 0)
-                     .token_regressions,
-                 1);
+    cr_assert_eq(
+        check("M enter c-1 7\nM exit c-1 7\nM enter c-1 7\nM exit c-1 7\n", 0).token_regressions,
+        1);
     cr_assert_eq(check("garbage\n", 0).malformed, 1);
 }
 

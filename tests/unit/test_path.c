@@ -7,8 +7,9 @@
 
 Test(path, accepts_good_paths)
 {
-    const char *good[] = {"/a", "/locks/job-1", "/a/b/c", "/with space", "/\xc3\xa9t\xc3\xa9",
-                          "/.hidden", "/a..b", "/zookeeperish"};
+    const char *good[] = {"/a",          "/locks/job-1",       "/a/b/c",
+                          "/with space", "/\xc3\xa9t\xc3\xa9", "/.hidden",
+                          "/a..b",       "/zookeeperish"};
     size_t i;
     for (i = 0; i < sizeof good / sizeof good[0]; i++)
         cr_assert_eq(zkl__path_validate(good[i]), ZKL_OK, "rejected '%s': %s", good[i],
@@ -17,10 +18,11 @@ Test(path, accepts_good_paths)
 
 Test(path, rejects_bad_paths)
 {
-    const char *bad[] = {"",   "relative", "a/b",      "/",        "/a/",      "//a",
-                         "/a//b", "/a/./b", "/a/../b", "/.",       "/..",      "/a\x01",
-                         "/a\x7f", "/\xc2\x85", "/\xff", "/\xc3", "/zookeeper", "/zookeeper/x",
-                         "/\xef\xbf\xbf", "/\xed\xa0\x80"};
+    const char *bad[] = {"",           "relative",     "a/b",           "/",
+                         "/a/",        "//a",          "/a//b",         "/a/./b",
+                         "/a/../b",    "/.",           "/..",           "/a\x01",
+                         "/a\x7f",     "/\xc2\x85",    "/\xff",         "/\xc3",
+                         "/zookeeper", "/zookeeper/x", "/\xef\xbf\xbf", "/\xed\xa0\x80"};
     size_t i;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(zkl__path_validate(bad[i]), ZKL_EBADPATH, "accepted '%s'", bad[i]);
