@@ -41,6 +41,26 @@ const char *zkl_conn_state_name(zkl_conn_state st);
  */
 typedef void (*zkl_state_fn)(zkl_client *c, zkl_conn_state st, void *userdata);
 
+/* ZooKeeper permission bits, for zkl_acl.perms. */
+#define ZKL_PERM_READ 1
+#define ZKL_PERM_WRITE 2
+#define ZKL_PERM_CREATE 4
+#define ZKL_PERM_DELETE 8
+#define ZKL_PERM_ADMIN 16
+#define ZKL_PERM_ALL 31
+
+/*
+ * One ACL entry, as ZooKeeper has them: scheme "world" id "anyone"; scheme
+ * "auth" id "" (the identities this session authenticated as, e.g. by
+ * auth_digest); scheme "digest" id "user:base64(sha1(user:password))";
+ * scheme "ip" id "10.0.0.0/8".
+ */
+typedef struct zkl_acl {
+    int perms;
+    const char *scheme;
+    const char *id;
+} zkl_acl;
+
 typedef struct zkl_client_options {
     int session_timeout_ms; /* asked of the server; default 10000 */
     int connect_timeout_ms; /* zkl_client_open waits this long; default 15000 */
@@ -53,6 +73,15 @@ typedef struct zkl_client_options {
     /* Data of lock nodes; NULL means Curator's default, the local IP as text. */
     const void *node_data;
     size_t node_data_len;
+    /*
+     * ACL of every node zklock creates (lock nodes and the parents it makes),
+     * like Curator's ACLProvider; NULL means open to all. Deleting a node
+     * needs DELETE on its parent and revoking needs WRITE on the node, so
+     * e.g. {ALL, "auth", ""} + {READ, "world", "anyone"} with auth_digest
+     * lets only that identity take part, steal or revoke. Copied.
+     */
+    const zkl_acl *acl;
+    size_t acl_len;
 } zkl_client_options;
 
 /* Fill opts with the defaults above. */

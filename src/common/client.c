@@ -9,6 +9,7 @@
  * worker does everything that may block.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -565,9 +566,52 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static void acl_free(struct ACL_vector *v)
+{
+    int i;
+    for (i = 0; i < v->count; i++) {
+        free(v->data[i].id.scheme);
+        free(v->data[i].id.id);
+    }
+    free(v->data);
+    v->data = NULL;
+    v->count = 0;
+}
+
+static zkl_status acl_copy(struct ACL_vector *to, const zkl_acl *from, size_t n)
+{
+    size_t i;
+    memset(to, 0, sizeof *to);
+    if (n == 0)
+        return ZKL_OK;
+    if (!from || n > 1000)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: acl is NULL or too long");
+    for (i = 0; i < n; i++)
+        if (!from[i].scheme || !from[i].id || from[i].perms <= 0 || from[i].perms > ZKL_PERM_ALL)
+            return zkl__fail(ZKL_EINVAL,
+                             "zkl_client_open: acl entry %zu needs a scheme, an id "
+                             "and perms of 1..ZKL_PERM_ALL",
+                             i);
+    to->data = calloc(n, sizeof *to->data);
+    if (!to->data)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    for (i = 0; i < n; i++) {
+        to->data[i].perms = from[i].perms;
+        to->data[i].id.scheme = strdup(from[i].scheme);
+        to->data[i].id.id = strdup(from[i].id);
+        to->count = (int32_t)(i + 1);
+        if (!to->data[i].id.scheme || !to->data[i].id.id) {
+            acl_free(to);
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        }
+    }
+    return ZKL_OK;
+}
+
 static void client_free(zkl_client *c)
 {
     zkl__bgdel *d, *n;
+    acl_free(&c->acl);
     for (d = c->bg_head; d; d = n) {
         n = d->next;
         bg_free(d);
@@ -629,6 +673,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     }
     c->opts.auth_digest = NULL;
     c->opts.node_data = NULL;
+    c->opts.acl = NULL;
     if (!c->connect || (opts->auth_digest && !c->auth_digest) || !c->node_data) {
         free(c->connect);
         free(c->auth_digest);
@@ -638,6 +683,20 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     }
     pthread_mutex_init(&c->mu, NULL);
     zkl__cond_init(&c->cv);
+    {
+        zkl_status ast = acl_copy(&c->acl, opts->acl, opts->acl_len);
+        if (ast != ZKL_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", zkl_errmsg());
+            pthread_mutex_destroy(&c->mu);
+            pthread_cond_destroy(&c->cv);
+            free(c->connect);
+            free(c->auth_digest);
+            free(c->node_data);
+            free(c);
+            return zkl__fail(ast, "%s", msg);
+        }
+    }
     {
         pthread_mutexattr_t ma;
         pthread_mutexattr_init(&ma);

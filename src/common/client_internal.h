@@ -82,6 +82,7 @@ struct zkl_client {
     char *auth_digest;
     char *node_data;
     int node_data_len;
+    struct ACL_vector acl; /* for every create; ZOO_OPEN_ACL_UNSAFE when empty */
     zkl__session *sess;
     zkl__session *pending; /* being opened: its events count before it is installed */
     uint64_t next_epoch;

@@ -148,8 +148,8 @@ void zkl__names_free(zkl__names *k)
 static int send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
                        int mode)
 {
-    return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, &ZOO_OPEN_ACL_UNSAFE,
-                        mode, on_create, k);
+    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, on_create, k);
 }
 
 static void take_created(call *k, char **created, struct Stat *stat)
