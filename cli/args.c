@@ -36,6 +36,9 @@ const char zkl_cli_usage[] =
     "See zklock(1).\n";
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -147,6 +147,7 @@ static void session_destroy(zkl__session *s)
     zkl__watch *w, *next;
     zookeeper_close(s->zh);
     pthread_mutex_lock(&c->mu);
+    zkl__async_deletes_abandon(s);
     zkl__revs_session_gone(c, s);
     for (w = s->watches; w; w = next) { /* ZooKeeper will not call these again */
         next = w->next;
@@ -753,6 +754,14 @@ zkl_status zkl_client_close(zkl_client *c)
         int n = c->handles;
         pthread_mutex_unlock(&c->mu);
         return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", n);
+    }
+    /* Let released nodes' deletes land first: zookeeper_close would drop
+     * their replies (the server deletes the nodes with the session anyway). */
+    {
+        int64_t until = zkl__now_ms() + 2000;
+        while (c->async_deletes > 0 && c->connected)
+            if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
+                break;
     }
     c->closing = true;
     pthread_cond_broadcast(&c->cv);

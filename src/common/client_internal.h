@@ -19,17 +19,19 @@
 #include "zklock/client.h"
 
 typedef struct zkl__watch zkl__watch;
+typedef struct zkl__async_delete zkl__async_delete;
 
 /* One ZooKeeper session (one zhandle). Replaced as a whole after expiry. */
 typedef struct zkl__session {
     zhandle_t *zh;
     struct zkl_client *c;
-    uint64_t epoch;      /* 1, 2, ... : which session of this client */
-    int64_t id;          /* server session id, once connected */
-    int refs;            /* the client's own reference + callers inside a call */
-    bool expired;        /* the server said so, or it was lost locally */
-    bool retired;        /* no longer the client's current session */
-    zkl__watch *watches; /* tokens the ZooKeeper client may still call */
+    uint64_t epoch;             /* 1, 2, ... : which session of this client */
+    int64_t id;                 /* server session id, once connected */
+    int refs;                   /* the client's own reference + callers inside a call */
+    bool expired;               /* the server said so, or it was lost locally */
+    bool retired;               /* no longer the client's current session */
+    zkl__watch *watches;        /* tokens the ZooKeeper client may still call */
+    zkl__async_delete *deletes; /* releases whose delete reply is still due */
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -141,6 +143,13 @@ zkl__watch *zkl__watch_new(zkl__session *s);
 void zkl__watch_drop(zkl__watch *w);
 /* The ZooKeeper side's reference, when a watch was not registered after all. */
 void zkl__watch_unregistered(zkl__watch *w);
+/*
+ * After zookeeper_close: free the deletes whose completion will never run
+ * (zookeeper_close does not call every pending one) and queue their nodes for
+ * the background in case the session lives on. Caller holds c->mu.
+ */
+void zkl__async_deletes_abandon(zkl__session *s);
+
 /* ZooKeeper watcher function for tokens. */
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 

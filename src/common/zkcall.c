@@ -297,47 +297,86 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     return call_wait(&k);
 }
 
-typedef struct async_delete {
+struct zkl__async_delete {
     zkl_client *c;
+    zkl__session *s;
+    zkl__async_delete *prev, *next;
     char path[];
-} async_delete;
+};
+
+/* Caller holds c->mu. */
+static void unlink_delete(zkl__async_delete *d)
+{
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        d->s->deletes = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    d->c->async_deletes--;
+    pthread_cond_broadcast(&d->c->cv);
+}
 
 /* On the completion thread: record the outcome; no ZooKeeper call here. */
 static void on_async_delete(int rc, const void *data)
 {
-    async_delete *d = (async_delete *)data;
+    zkl__async_delete *d = (zkl__async_delete *)data;
     zkl_client *c;
     ZKL_RECEIVED(data);
     c = d->c;
     if (rc != ZOK && rc != ZNONODE)
         zkl__bg_delete(c, d->path, NULL);
     pthread_mutex_lock(&c->mu);
-    c->async_deletes--;
-    pthread_cond_broadcast(&c->cv);
+    unlink_delete(d);
     pthread_mutex_unlock(&c->mu);
     free(d);
+}
+
+void zkl__async_deletes_abandon(zkl__session *s)
+{
+    while (s->deletes) {
+        zkl__async_delete *d = s->deletes;
+        zkl__bgdel *b = calloc(1, sizeof *b);
+        unlink_delete(d);
+        /* queued by hand: zkl__bg_delete would take c->mu, which we hold */
+        if (b && (b->path = strdup(d->path)) != NULL) {
+            if (d->c->bg_tail)
+                d->c->bg_tail->next = b;
+            else
+                d->c->bg_head = b;
+            d->c->bg_tail = b;
+        } else {
+            free(b);
+        }
+        free(d);
+    }
 }
 
 int zkl__zk_delete_async(zkl__session *s, const char *path)
 {
     size_t n = strlen(path);
-    async_delete *d = malloc(sizeof *d + n + 1);
+    zkl__async_delete *d = malloc(sizeof *d + n + 1);
     zkl_client *c = s->c;
     int rc;
     if (!d)
         return ZSYSTEMERROR;
     d->c = c;
+    d->s = s;
+    d->prev = NULL;
     memcpy(d->path, path, n + 1);
     pthread_mutex_lock(&c->mu);
     c->async_deletes++;
+    d->next = s->deletes;
+    if (s->deletes)
+        s->deletes->prev = d;
+    s->deletes = d;
     pthread_mutex_unlock(&c->mu);
     atomic_fetch_add(&c->requests, 1);
     ZKL_HANDOFF(d);
     rc = zoo_adelete(s->zh, path, -1, on_async_delete, d);
     if (rc != ZOK) {
         pthread_mutex_lock(&c->mu);
-        c->async_deletes--;
-        pthread_cond_broadcast(&c->cv);
+        unlink_delete(d);
         pthread_mutex_unlock(&c->mu);
         free(d);
     }

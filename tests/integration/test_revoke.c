@@ -114,6 +114,16 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
         atomic_fetch_add(&n->suspended, 1);
 }
 
+static char client_events[256];
+static void on_client_state(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    size_t n = strlen(client_events);
+    (void)c;
+    (void)ud;
+    snprintf(client_events + n, sizeof client_events - n, "%s@%lld ", zkl_conn_state_name(st),
+             (long long)(zkt_now_ms() % 100000));
+}
+
 static int got_lost(void *p)
 {
     return atomic_load(&((struct notices *)p)->lost) > 0;
@@ -121,7 +131,7 @@ static int got_lost(void *p)
 
 Test(revoke, lost_notice_on_each_recipe, .timeout = 60)
 {
-    zkl_client *c = zkt_client(2000);
+    zkl_client *c = zkt_client_cb(2000, on_client_state, NULL);
     char *pm = zkt_path("lostm"), *pr = zkt_path("lostr"), *ps = zkt_path("losts"),
          *pidle = zkt_path("lostidle");
     zkl_mutex *m, *idle;
@@ -141,7 +151,8 @@ Test(revoke, lost_notice_on_each_recipe, .timeout = 60)
     ok(zkl_rwlock_read_acquire(rw, 5000), "read");
     ok(zkl_semaphore_acquire(s, 5000, &lease), "lease");
     zkt_expire(c);
-    cr_assert(zkt_wait_for(got_lost, &nm, 15000), "mutex: no LOST notice");
+    cr_assert(zkt_wait_for(got_lost, &nm, 15000), "mutex: no LOST notice; client saw: %s",
+              client_events);
     cr_assert(zkt_wait_for(got_lost, &nr, 5000), "rwlock: no LOST notice");
     cr_assert(zkt_wait_for(got_lost, &ns, 5000), "semaphore: no LOST notice");
     cr_assert_eq(atomic_load(&nidle.lost), 0, "a lock held by nobody is not told");

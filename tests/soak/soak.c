@@ -25,6 +25,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "client_internal.h"
+#include "expire.h"
 #include "zklock/zklock.h"
 
 #define MAX_SESSIONS 64
@@ -171,8 +172,6 @@ static void *worker_main(void *arg)
 static void expire_one(worker *w)
 {
     clientid_t cid;
-    zhandle_t *zh;
-    int i;
     pthread_mutex_lock(&w->mu);
     if (!w->c) {
         pthread_mutex_unlock(&w->mu);
@@ -184,18 +183,16 @@ static void expire_one(worker *w)
     pthread_mutex_unlock(&w->mu);
     if (cid.client_id == 0)
         return;
-    zh = zookeeper_init(servers, NULL, 4000, &cid, NULL, 0);
-    for (i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        sleep_ms(10);
-    if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) {
-        int k = atomic_fetch_add(&n_expired, 1);
-        if (k < MAX_EXPIRED) { /* recorded before the close takes effect */
-            expired_at_us[k] = now_us();
-            expired[k] = cid.client_id;
+    {
+        int64_t at = now_us(); /* before the session can end */
+        if (zkt_expire_session(servers, &cid) == 0) {
+            int k = atomic_fetch_add(&n_expired, 1);
+            if (k < MAX_EXPIRED) {
+                expired_at_us[k] = at;
+                expired[k] = cid.client_id;
+            }
         }
     }
-    if (zh)
-        zookeeper_close(zh);
 }
 
 /* The hold was still open when its session was expired under it. */

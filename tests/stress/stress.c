@@ -19,6 +19,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "client_internal.h"
+#include "expire.h"
 #include "zklock/zklock.h"
 
 static char servers[1024];
@@ -163,15 +164,11 @@ static void *waiter_main(void *arg)
 static void expire(zkl_client *c)
 {
     clientid_t cid;
-    zhandle_t *zh;
     pthread_mutex_lock(&c->mu);
     cid = *zoo_client_id(c->sess->zh);
     pthread_mutex_unlock(&c->mu);
-    zh = zookeeper_init(servers, NULL, 10000, &cid, NULL, 0);
-    while (zh && zoo_state(zh) != ZOO_CONNECTED_STATE)
-        sleep_ms(10);
-    if (zh)
-        zookeeper_close(zh);
+    if (zkt_expire_session(servers, &cid) != 0)
+        fprintf(stderr, "stress: could not expire a session\n");
 }
 
 static int holder_expiry(void)

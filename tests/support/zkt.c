@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "expire.h"
 #include "zkt.h"
 
 static char servers[1024];
@@ -135,12 +136,10 @@ int zkt_children_settle(zhandle_t *zh, const char *path, int want)
 void zkt_expire(zkl_client *c)
 {
     clientid_t cid;
-    zhandle_t *zh;
     pthread_mutex_lock(&c->mu);
     cid = *zoo_client_id(c->sess->zh);
     pthread_mutex_unlock(&c->mu);
-    zh = raw_open(&cid);
-    zookeeper_close(zh); /* closing the session ends it on the server */
+    cr_assert_eq(zkt_expire_session(zkt_servers(), &cid), 0, "could not expire the session");
 }
 
 void zkt_fault_create_reply_lost(zkl_client *c, int n)

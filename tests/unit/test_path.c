@@ -18,11 +18,28 @@ Test(path, accepts_good_paths)
 
 Test(path, rejects_bad_paths)
 {
-    const char *bad[] = {"",           "relative",     "a/b",           "/",
-                         "/a/",        "//a",          "/a//b",         "/a/./b",
-                         "/a/../b",    "/.",           "/..",           "/a\x01",
-                         "/a\x7f",     "/\xc2\x85",    "/\xff",         "/\xc3",
-                         "/zookeeper", "/zookeeper/x", "/\xef\xbf\xbf", "/\xed\xa0\x80"};
+    const char *bad[] = {"",
+                         "relative",
+                         "a/b",
+                         "/",
+                         "/a/",
+                         "//a",
+                         "/a//b",
+                         "/a/./b",
+                         "/a/../b",
+                         "/.",
+                         "/..",
+                         "/a\x01",
+                         "/a\x7f",
+                         "/\xc2\x85",
+                         "/\xff",
+                         "/\xc3",
+                         "/zookeeper",
+                         "/zookeeper/x",
+                         "/\xef\xbf\xbf",
+                         "/\xed\xa0\x80",
+                         "/a\xf0\x9f\x98\x80",
+                         "/\xf1\xb8\xad\xa6"};
     size_t i;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(zkl__path_validate(bad[i]), ZKL_EBADPATH, "accepted '%s'", bad[i]);
