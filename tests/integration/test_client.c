@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "zkt.h"
 
@@ -78,4 +79,32 @@ Test(client, new_session_after_expiry)
     cr_assert_neq(zkl_client_session_id(c), 0);
     cr_assert_eq(zkl_client_state(c), ZKL_STATE_RECONNECTED);
     cr_assert_eq(zkl_client_close(c), ZKL_OK);
+}
+
+Test(client, canceled_client_ends_waits_and_refuses_new_ones, .timeout = 30)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    char *path = zkt_path("cancel");
+    zkl_mutex *ma, *mb;
+    zhandle_t *raw = zkt_raw();
+    zkl_client_stats st;
+    cr_assert_eq(zkl_mutex_create(a, path, &ma), ZKL_OK);
+    cr_assert_eq(zkl_mutex_create(b, path, &mb), ZKL_OK);
+    cr_assert_eq(zkl_mutex_acquire(ma, 5000), ZKL_OK);
+    cr_assert_eq(zkl_client_cancel(b), ZKL_OK);
+    cr_assert_eq(zkl_mutex_acquire(mb, ZKL_WAIT_FOREVER), ZKL_ECANCELED,
+                 "a canceled client must not wait");
+    cr_assert_eq(zkl_client_drain(b, 5000), ZKL_OK);
+    cr_assert_eq(zkt_children_settle(raw, path, 1), 1, "only the holder's node");
+    /* the holder's client still works; its counters moved */
+    cr_assert_eq(zkl_client_stats_get(a, &st), ZKL_OK);
+    cr_assert_geq(st.requests, 2, "create and list at least");
+    cr_assert_eq(st.sessions, 1);
+    cr_assert_eq(zkl_mutex_release(ma), ZKL_OK);
+    cr_assert_eq(zkl_mutex_destroy(ma), ZKL_OK);
+    cr_assert_eq(zkl_mutex_destroy(mb), ZKL_OK);
+    cr_assert_eq(zkl_client_close(a), ZKL_OK);
+    cr_assert_eq(zkl_client_close(b), ZKL_OK);
+    zookeeper_close(raw);
+    free(path);
 }

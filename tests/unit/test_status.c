@@ -73,3 +73,78 @@ Test(status, log_hook_can_be_set_and_cleared)
     zkl_log_set(zkl_log_stderr, ZKL_LOG_ERROR, NULL);
     zkl_log_set(NULL, ZKL_LOG_DEBUG, NULL);
 }
+
+Test(status, null_arguments_everywhere)
+{
+    zkl_rwlock *rw = (zkl_rwlock *)0x1;
+    zkl_semaphore *s = (zkl_semaphore *)0x1;
+    zkl_semaphore_mutex *sm = (zkl_semaphore_mutex *)0x1;
+    zkl_multilock *ml = NULL;
+    zkl_lease *lease = NULL, *leases[2];
+    zkl_participant *parts;
+    zkl_client_stats stats;
+    int64_t tok;
+    char **v;
+    size_t n;
+
+    cr_assert_eq(zkl_rwlock_create(NULL, "/a", &rw), ZKL_EINVAL);
+    cr_assert_null(rw);
+    cr_assert_eq(zkl_rwlock_create(NULL, "/a", NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_destroy(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_release(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_release(NULL), ZKL_EINVAL);
+    cr_assert_not(zkl_rwlock_read_is_held(NULL));
+    cr_assert_not(zkl_rwlock_write_is_held(NULL));
+    cr_assert_eq(zkl_rwlock_write_fencing_token(NULL, &tok), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_fencing_token(NULL, &tok), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_participants(NULL, &v, &n), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_on_state(NULL, NULL, NULL), ZKL_EINVAL);
+    cr_assert_null(zkl_rwlock_path(NULL));
+
+    cr_assert_eq(zkl_semaphore_create(NULL, "/a", 1, &s), ZKL_EINVAL);
+    cr_assert_null(s);
+    cr_assert_eq(zkl_semaphore_destroy(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_acquire(NULL, 0, &lease), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_acquire_many(NULL, 2, 0, leases), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_participants(NULL, &v, &n), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_on_state(NULL, NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_lease_return(NULL), ZKL_EINVAL);
+    cr_assert_not(zkl_lease_is_valid(NULL));
+    cr_assert_null(zkl_lease_node(NULL));
+    cr_assert_eq(zkl_lease_fencing_token(NULL), 0);
+
+    cr_assert_eq(zkl_semaphore_mutex_create(NULL, "/a", &sm), ZKL_EINVAL);
+    cr_assert_null(sm);
+    cr_assert_eq(zkl_semaphore_mutex_create(NULL, "/a", NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_mutex_destroy(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_mutex_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_mutex_release(NULL), ZKL_EINVAL);
+    cr_assert_not(zkl_semaphore_mutex_is_held(NULL));
+
+    cr_assert_eq(zkl_multilock_create(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_add_mutex(NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_add_read(NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_add_write(NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_add_semaphore_mutex(NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_release(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_destroy(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_create(&ml), ZKL_OK);
+    cr_assert_eq(zkl_multilock_add_mutex(ml, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_acquire(ml, -7), ZKL_EINVAL);
+    cr_assert_eq(zkl_multilock_acquire(ml, 0), ZKL_EINVAL, "an empty set");
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER);
+    cr_assert_eq(zkl_multilock_destroy(ml), ZKL_OK);
+
+    cr_assert_eq(zkl_inspect(NULL, "/a", &parts, &n), ZKL_EINVAL);
+    zkl_participants_free(NULL, 0);
+    cr_assert_eq(zkl_revoke(NULL, "/a"), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_make_revocable(NULL, NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_on_state(NULL, NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_client_stats_get(NULL, &stats), ZKL_EINVAL);
+    cr_assert_eq(zkl_client_cancel(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_client_session_timeout(NULL), 0);
+    zkl_client_options_init(NULL);
+}
