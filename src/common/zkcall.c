@@ -209,18 +209,7 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
 
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
 {
-    call k;
-    int rc;
-    call_init(&k, s);
-    rc = zoo_aget_children(s->zh, path, 0, on_strings, &k);
-    if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
-    if (rc == ZOK)
-        *out = k.kids;
-    else
-        zkl__names_free(&k.kids);
-    return rc;
+    return zkl__zk_wchildren(s, path, NULL, out);
 }
 
 int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out)
@@ -228,7 +217,8 @@ int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__nam
     call k;
     int rc;
     call_init(&k, s);
-    rc = zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, &k);
+    rc = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, &k)
+           : zoo_aget_children(s->zh, path, 0, on_strings, &k);
     if (rc != ZOK)
         return call_abandon(&k, rc);
     rc = call_wait(&k);

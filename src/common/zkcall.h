@@ -30,7 +30,7 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
                         int *list_rc);
 
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
-/* getChildren with a child watch w. */
+/* getChildren with a child watch w (NULL: none). */
 int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
 /* getData with a data watch w (Curator's choice: no watch is left if the node is gone). */

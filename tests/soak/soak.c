@@ -26,6 +26,7 @@
 
 #include "client_internal.h"
 #include "expire.h"
+#include "servers.h"
 #include "zklock/zklock.h"
 
 #define MAX_SESSIONS 64
@@ -273,7 +274,6 @@ static int leaked(void)
 
 int main(int argc, char **argv)
 {
-    const char *env = getenv("ZKL_TEST_SERVERS"), *dir = getenv("ZKL_TEST_ZK_DIR");
     int i, acquisitions = 0, bad, lost_holds, regressions, leaks, expiries, passed = 0, failed = 0,
            lost_reported = 0;
     long rss_start, rss_end;
@@ -293,23 +293,8 @@ int main(int argc, char **argv)
                 MAX_SESSIONS);
         return 2;
     }
-    if (env && *env) {
-        snprintf(servers, sizeof servers, "%s", env);
-    } else if (dir) {
-        char file[1100];
-        FILE *f;
-        snprintf(file, sizeof file, "%s/connect", dir);
-        f = fopen(file, "r");
-        if (!f || !fgets(servers, sizeof servers, f)) {
-            fprintf(stderr, "soak: cannot read %s\n", file);
-            return 2;
-        }
-        fclose(f);
-        servers[strcspn(servers, "\r\n")] = '\0';
-    } else {
-        fprintf(stderr, "soak: set ZKL_TEST_SERVERS or ZKL_TEST_ZK_DIR\n");
+    if (zkt_servers_plain(servers, sizeof servers) != 0)
         return 2;
-    }
     snprintf(mpath, sizeof mpath, "/zklsoak/m-%d", (int)getpid());
     snprintf(rwpath, sizeof rwpath, "/zklsoak/rw-%d", (int)getpid());
     snprintf(spath, sizeof spath, "/zklsoak/s-%d", (int)getpid());
@@ -328,6 +313,9 @@ int main(int argc, char **argv)
             expire_one(&workers[rand_r(&seed) % (unsigned)sessions]);
         }
     }
+    /* no more expiries; keep the load on until every victim has heard of its
+     * expiry (it does on its next contact with the server) */
+    sleep_ms(3000);
     rss_end = rss_kb();
     atomic_store(&stop, 1);
     for (i = 0; i < sessions; i++)

@@ -20,6 +20,7 @@
 
 #include "client_internal.h"
 #include "expire.h"
+#include "servers.h"
 #include "zklock/zklock.h"
 
 static char servers[1024];
@@ -378,26 +379,10 @@ static void run(const char *name, int (*fn)(void))
 
 int main(int argc, char **argv)
 {
-    const char *env = getenv("ZKL_TEST_SERVERS"), *dir = getenv("ZKL_TEST_ZK_DIR");
     if (argc > 1)
         rounds = atoi(argv[1]);
-    if (env && *env) {
-        snprintf(servers, sizeof servers, "%s", env);
-    } else if (dir) {
-        char file[1024];
-        FILE *f;
-        snprintf(file, sizeof file, "%s/connect", dir);
-        f = fopen(file, "r");
-        if (!f || !fgets(servers, sizeof servers, f)) {
-            fprintf(stderr, "stress: cannot read %s\n", file);
-            return 2;
-        }
-        fclose(f);
-        servers[strcspn(servers, "\r\n")] = '\0';
-    } else {
-        fprintf(stderr, "stress: set ZKL_TEST_SERVERS or ZKL_TEST_ZK_DIR\n");
+    if (zkt_servers_plain(servers, sizeof servers) != 0)
         return 2;
-    }
     run("contention", contention);
     run("timeout_and_faults", timeout_and_faults);
     run("holder_expiry", holder_expiry);
