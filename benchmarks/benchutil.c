@@ -5,6 +5,7 @@
 #include "benchutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netdb.h>
@@ -137,16 +138,16 @@ long bu_rss_kb(void)
 
 /* ---------------------------------------------------------------- 4lw ---- */
 
-char *bu_4lw(const char *connect, const char *word)
+char *bu_4lw(const char *cs, const char *word)
 {
     char host[256], *port, *buf = NULL;
-    size_t len = strcspn(connect, ",/"), n = 0, cap = 0;
+    size_t len = strcspn(cs, ",/"), n = 0, cap = 0;
     struct addrinfo hints, *res = NULL, *ai;
     struct timeval tv = {5, 0};
     int fd = -1;
     if (len == 0 || len >= sizeof host)
         return NULL;
-    memcpy(host, connect, len);
+    memcpy(host, cs, len);
     host[len] = '\0';
     port = strrchr(host, ':');
     if (!port)
@@ -338,6 +339,8 @@ void bu_fresh_path(char *buf, size_t n, const char *what)
 /* ------------------------------------------------------------- server ---- */
 
 static pthread_mutex_t srv_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t srv_cv = PTHREAD_COND_INITIALIZER;
+static bool srv_starting; /* zk-server start is running */
 static char srv_script[PATH_MAX];
 static char srv_dir[PATH_MAX];
 static bool srv_running;
@@ -383,8 +386,12 @@ static int run_cmd(char *const argv[], char *out, size_t n)
             if (r <= 0)
                 break;
             got += (size_t)r;
-            if (got == n - 1) /* full: drain the rest */
-                got = n - 1 - (n > 1);
+            if (got == n - 1) { /* full: drain the rest, so the child never blocks */
+                char sink[512];
+                while (read(pipefd[0], sink, sizeof sink) > 0)
+                    ;
+                break;
+            }
         }
         out[got] = '\0';
         close(pipefd[0]);
@@ -407,6 +414,10 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 void bu_server_stop(void)
 {
     pthread_mutex_lock(&srv_mu);
+    /* A stop while zk-server start still runs would find nothing to stop and
+     * leave what start then launches: wait for the start to end. */
+    while (srv_starting)
+        pthread_cond_wait(&srv_cv, &srv_mu);
     if (srv_running) {
         char *argv[] = {srv_script, "stop", "--dir", srv_dir, NULL};
         srv_running = false;
@@ -480,12 +491,16 @@ int bu_server_start(char *connect, size_t n)
     }
     /* Mark it running before it is: a signal during start must still stop
      * what has started (zk-server stop is idempotent). */
-    srv_running = true;
+    srv_running = srv_starting = true;
     setenv("ZK_JVM_OPTS", "-XX:TieredStopAtLevel=4", 0);
     pthread_mutex_unlock(&srv_mu);
     atexit(bu_server_stop);
     fprintf(stderr, "%s: starting a throwaway ZooKeeper in %s\n", prog_name, srv_dir);
     rc = run_cmd(argv, out, sizeof out);
+    pthread_mutex_lock(&srv_mu);
+    srv_starting = false;
+    pthread_cond_broadcast(&srv_cv);
+    pthread_mutex_unlock(&srv_mu);
     out[strcspn(out, "\r\n")] = '\0';
     if (rc != 0 || !out[0]) {
         fprintf(stderr, "%s: zk-server start failed (status %d)\n", prog_name, rc);
@@ -561,9 +576,11 @@ void bu_server_warmup(const char *connect, double seconds)
             break;
         w[i].deadline = bu_now_ns() + (int64_t)(seconds * 1e9);
     }
-    for (i = 0; i < N && w[i].m; i++)
-        if (pthread_create(&t[i], NULL, warm_worker, &w[i]) == 0)
-            started = i + 1;
+    for (i = 0; i < N && w[i].m; i++) {
+        if (pthread_create(&t[i], NULL, warm_worker, &w[i]) != 0)
+            break;
+        started = i + 1;
+    }
     for (i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     for (i = 0; i < N; i++) {

@@ -41,7 +41,7 @@ long bu_rss_kb(void);
  * Send a four-letter word to the first host of a connect string
  * ("h:p[,h:p...][/chroot]") over TCP and return the reply (malloc'd), or NULL.
  */
-char *bu_4lw(const char *connect, const char *word);
+char *bu_4lw(const char *cs, const char *word);
 
 /* zk_packets_received from mntr; -1 if it cannot be had. */
 int64_t bu_packets_received(const char *connect);

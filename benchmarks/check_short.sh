@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# benchmarks/check_short.sh LOCKBENCH: the short form of lockbench for the test
+# suite. Runs a few tiny workloads against the suite's server
+# ($ZKL_TEST_ZK_DIR/connect) and checks that lockbench exits 0 and prints
+# exactly the rows lockbench.md describes (key order and types), with
+# errors 0. A failing lock (two holders at once) shows up as errors > 0.
+set -euo pipefail
+lockbench=${1:?usage: check_short.sh LOCKBENCH}
+dir=${ZKL_TEST_ZK_DIR:?ZKL_TEST_ZK_DIR is not set (run through ctest)}
+zk=$(head -n 1 "$dir/connect")
+
+out=$("$lockbench" --zk "$zk" --workload uncontended --workload contended --workload floor \
+    --seconds 1 --clients 4 --pairs 200)
+printf '%s\n' "$out"
+
+row='^\{"lib":"zklock-[0-9][0-9.]*","workload":"(uncontended|contended|floor)","clients":[1-9][0-9]*,'
+row+='"seconds":[0-9]+\.[0-9]{3},"ops":[1-9][0-9]*,"ops_per_s":[0-9]+\.[0-9],'
+row+='"acquire_p50_us":[0-9]+,"acquire_p99_us":[0-9]+,"release_p50_us":[0-9]+,"release_p99_us":[0-9]+,'
+row+='"min_client_ops":[0-9]+,"max_client_ops":[0-9]+,"zk_requests":[0-9]+,"errors":0\}$'
+
+fail=0
+n=0
+while IFS= read -r line; do
+    n=$((n + 1))
+    if [[ ! "$line" =~ $row ]]; then
+        echo "check_short: not a valid error-free lockbench row: $line" >&2
+        fail=1
+    fi
+done <<<"$out"
+# uncontended (1 client), contended (--clients 4), floor (1 client)
+want=$'uncontended 1\ncontended 4\nfloor 1'
+got=$(sed -n 's/.*"workload":"\([a-z]*\)","clients":\([0-9]*\),.*/\1 \2/p' <<<"$out")
+if [[ "$got" != "$want" ]]; then
+    echo "check_short: rows were [$got], wanted [$want]" >&2
+    fail=1
+fi
+# uncontended and floor count their pairs exactly
+for w in uncontended floor; do
+    if ! grep -q "\"workload\":\"$w\".*\"ops\":200," <<<"$out"; then
+        echo "check_short: $w did not complete its 200 pairs" >&2
+        fail=1
+    fi
+done
+if ((fail)); then
+    echo "check_short: FAILED ($n rows)"
+    exit 1
+fi
+echo "check_short: $n rows valid, errors 0"

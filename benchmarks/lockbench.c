@@ -1,0 +1,648 @@
+/*
+ * lockbench.c - zklock's lockbench: the workloads of shared/docs/lockbench.md
+ * (uncontended, contended, independent, rwlock, semaphore, floor), measured
+ * the way the peer harnesses (Curator, kazoo, go-zookeeper) measure them, and
+ * printed as the same JSON lines, so one server's results for every library
+ * can be put side by side. Plus a `memory` workload of our own.
+ *
+ *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
+ *             [--pairs N] [--server-warmup S] [--verbose]
+ *
+ * Without --zk a throwaway server is started (scripts/zk-server) and always
+ * stopped. stdout: one JSON object per row. stderr: one "lockbench: done ..."
+ * line per row with figures that are not part of the row (resident memory,
+ * client-side requests and watch events), and errors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+#include "benchutil.h"
+#include "zklock/zklock.h"
+
+#define LIB "zklock-" ZKLOCK_VERSION
+#define WARMUP 100               /* pairs before the counted workloads, as the peers */
+#define ACQUIRE_TIMEOUT_MS 10000 /* an acquire slower than this is a hang: an error */
+#define SESSION_MS 15000         /* the peers' session timeout */
+#define MEMORY_LOCKS 1000
+
+static const char *zk_connect;
+static double opt_seconds = 10;
+static int opt_clients; /* 0: each workload's own count */
+static int opt_pairs = 2000;
+
+enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
+
+/* The in-process holder slot, as the peers keep it: an exclusive hold must be
+ * alone, shared holds at most max_shared. */
+struct holders {
+    atomic_int exclusive, shared, violations;
+    int max_shared;
+};
+
+static void holders_enter(struct holders *h, bool excl)
+{
+    bool ok = excl ? atomic_fetch_add(&h->exclusive, 1) + 1 == 1 && atomic_load(&h->shared) == 0
+                   : atomic_fetch_add(&h->shared, 1) + 1 <= h->max_shared &&
+                         atomic_load(&h->exclusive) == 0;
+    if (!ok)
+        atomic_fetch_add(&h->violations, 1);
+}
+
+static void holders_exit(struct holders *h, bool excl)
+{
+    atomic_fetch_sub(excl ? &h->exclusive : &h->shared, 1);
+}
+
+struct bench;
+
+struct worker {
+    struct bench *b;
+    int idx;
+    zkl_client *c;
+    zkl_mutex *m;
+    zkl_rwlock *rw;
+    zkl_semaphore *sem;
+    zkl_lease *lease;
+    bool write; /* rwlock: the side taken by this pair */
+    bu_raw raw; /* floor */
+    bool raw_open;
+    char node[320]; /* floor: this round's node */
+    uint64_t raw_requests;
+    struct holders *h;
+    bu_samples acq, rel;
+    int errors;
+    uint64_t rng;
+    pthread_t t;
+};
+
+struct bench {
+    const char *workload;
+    int clients;
+    enum kind kind;
+    bool counted; /* a fixed number of pairs after a warm-up, not a time */
+    char parent[256];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int warm_left;
+    bool go;
+    int64_t deadline;
+};
+
+static void fail(struct worker *w, const char *what, const char *why)
+{
+    if (w->errors++ == 0)
+        fprintf(stderr, "lockbench: %s client %d: %s: %s\n", w->b->workload, w->idx, what, why);
+}
+
+static bool lock_acquire(struct worker *w, bool *excl)
+{
+    zkl_status st = ZKL_OK;
+    switch (w->b->kind) {
+    case K_MUTEX:
+        st = zkl_mutex_acquire(w->m, ACQUIRE_TIMEOUT_MS);
+        *excl = true;
+        break;
+    case K_RWLOCK:
+        w->write = bu_rand01(&w->rng) < 0.1;
+        st = w->write ? zkl_rwlock_write_acquire(w->rw, ACQUIRE_TIMEOUT_MS)
+                      : zkl_rwlock_read_acquire(w->rw, ACQUIRE_TIMEOUT_MS);
+        *excl = w->write;
+        break;
+    case K_SEMAPHORE:
+        st = zkl_semaphore_acquire(w->sem, ACQUIRE_TIMEOUT_MS, &w->lease);
+        *excl = false;
+        break;
+    case K_FLOOR: {
+        /* The floor: what any correct lock must at least do, no recipe. */
+        char prefix[300];
+        struct String_vector kids = {0, NULL};
+        int rc;
+        snprintf(prefix, sizeof prefix, "%s/n-", w->b->parent);
+        w->raw_requests += 2;
+        rc = zoo_create(w->raw.zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                        ZOO_EPHEMERAL | ZOO_SEQUENCE, w->node, sizeof w->node);
+        if (rc == ZOK) {
+            rc = zoo_get_children(w->raw.zh, w->b->parent, 0, &kids);
+            deallocate_String_vector(&kids);
+        }
+        *excl = true;
+        if (rc != ZOK) {
+            fail(w, "floor acquire", zerror(rc));
+            return false;
+        }
+        return true;
+    }
+    }
+    if (st != ZKL_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s (%s)", zkl_strerror(st), zkl_errmsg());
+        fail(w, "acquire", why);
+        return false;
+    }
+    return true;
+}
+
+static bool lock_release(struct worker *w)
+{
+    zkl_status st = ZKL_OK;
+    switch (w->b->kind) {
+    case K_MUTEX: st = zkl_mutex_release(w->m); break;
+    case K_RWLOCK:
+        st = w->write ? zkl_rwlock_write_release(w->rw) : zkl_rwlock_read_release(w->rw);
+        break;
+    case K_SEMAPHORE:
+        st = zkl_lease_return(w->lease);
+        w->lease = NULL;
+        break;
+    case K_FLOOR: {
+        int rc;
+        w->raw_requests++;
+        rc = zoo_delete(w->raw.zh, w->node, -1);
+        if (rc != ZOK) {
+            fail(w, "floor release", zerror(rc));
+            return false;
+        }
+        return true;
+    }
+    }
+    if (st != ZKL_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s (%s)", zkl_strerror(st), zkl_errmsg());
+        fail(w, "release", why);
+        return false;
+    }
+    return true;
+}
+
+/* One acquire+release; latencies are taken around the library calls only. */
+static void pair(struct worker *w, bool record)
+{
+    bool excl = false;
+    int64_t t0, t1, t2, t3;
+    t0 = bu_now_ns();
+    if (!lock_acquire(w, &excl))
+        return;
+    t1 = bu_now_ns();
+    holders_enter(w->h, excl);
+    holders_exit(w->h, excl);
+    t2 = bu_now_ns();
+    if (!lock_release(w))
+        return;
+    t3 = bu_now_ns();
+    if (record) {
+        bu_samples_add(&w->acq, t1 - t0);
+        bu_samples_add(&w->rel, t3 - t2);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct bench *b = w->b;
+    int n;
+    for (n = 0; b->counted && n < WARMUP; n++)
+        pair(w, false);
+    pthread_mutex_lock(&b->mu);
+    b->warm_left--;
+    pthread_cond_broadcast(&b->cv);
+    while (!b->go)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    if (b->counted)
+        for (n = 0; n < opt_pairs; n++)
+            pair(w, true);
+    else
+        while (bu_now_ns() < b->deadline)
+            pair(w, true);
+    return NULL;
+}
+
+static zkl_client *open_client(void)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_status st;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    st = zkl_client_open(zk_connect, &o, &c);
+    if (st != ZKL_OK) {
+        fprintf(stderr, "lockbench: cannot open a client on %s: %s (%s)\n", zk_connect,
+                zkl_strerror(st), zkl_errmsg());
+        return NULL;
+    }
+    return c;
+}
+
+/* Client-side counters summed over the workers' clients (floor: calls made). */
+static void client_counters(struct worker *ws, int n, uint64_t *requests, uint64_t *watches)
+{
+    int i;
+    *requests = *watches = 0;
+    for (i = 0; i < n; i++) {
+        zkl_client_stats s;
+        if (ws[i].c && zkl_client_stats_get(ws[i].c, &s) == ZKL_OK) {
+            *requests += s.requests;
+            *watches += s.watch_events;
+        }
+        *requests += ws[i].raw_requests;
+    }
+}
+
+static bool make_parent(const char *parent)
+{
+    bu_raw admin;
+    int rc;
+    if (bu_raw_open(&admin, zk_connect, SESSION_MS) != 0)
+        return false;
+    rc = bu_mkdirs(admin.zh, parent);
+    bu_raw_close(&admin);
+    if (rc != ZOK) {
+        fprintf(stderr, "lockbench: create %s: %s\n", parent, zerror(rc));
+        return false;
+    }
+    return true;
+}
+
+/* Set up client i's lock for the workload. */
+static bool setup_worker(struct bench *b, struct worker *w)
+{
+    char path[320];
+    zkl_status st = ZKL_OK;
+    if (b->kind == K_FLOOR) {
+        if (bu_raw_open(&w->raw, zk_connect, SESSION_MS) != 0)
+            return false;
+        w->raw_open = true;
+        return true;
+    }
+    if (!(w->c = open_client()))
+        return false;
+    switch (b->kind) {
+    case K_MUTEX:
+        if (strcmp(b->workload, "independent") == 0)
+            snprintf(path, sizeof path, "%s/lock-%d", b->parent, w->idx);
+        else
+            snprintf(path, sizeof path, "%s/lock", b->parent);
+        st = zkl_mutex_create(w->c, path, &w->m);
+        break;
+    case K_RWLOCK:
+        snprintf(path, sizeof path, "%s/rw", b->parent);
+        st = zkl_rwlock_create(w->c, path, &w->rw);
+        break;
+    case K_SEMAPHORE:
+        snprintf(path, sizeof path, "%s/sem", b->parent);
+        st = zkl_semaphore_create(w->c, path, 4, &w->sem);
+        break;
+    case K_FLOOR: break;
+    }
+    if (st != ZKL_OK) {
+        fprintf(stderr, "lockbench: %s: %s (%s)\n", path, zkl_strerror(st), zkl_errmsg());
+        return false;
+    }
+    return true;
+}
+
+static void teardown_worker(struct worker *w)
+{
+    if (w->m)
+        zkl_mutex_destroy(w->m);
+    if (w->rw)
+        zkl_rwlock_destroy(w->rw);
+    if (w->sem)
+        zkl_semaphore_destroy(w->sem);
+    if (w->c)
+        zkl_client_close(w->c);
+    if (w->raw_open)
+        bu_raw_close(&w->raw);
+    bu_samples_free(&w->acq);
+    bu_samples_free(&w->rel);
+}
+
+/* Run one row and print its JSON line; returns its error count. */
+static int bench(const char *workload, int clients, enum kind kind)
+{
+    struct bench b;
+    struct worker *ws;
+    struct holders shared;
+    struct holders *own = NULL;
+    bu_samples acq = {0}, rel = {0};
+    int64_t before, after, t0, elapsed, requests;
+    uint64_t creq0 = 0, cw0 = 0, creq1 = 0, cw1 = 0;
+    int i, started = 0, errors = 0, violations = 0;
+    size_t min_ops = SIZE_MAX, max_ops = 0;
+    double secs;
+    bool ok = true;
+
+    memset(&b, 0, sizeof b);
+    b.workload = workload;
+    b.clients = clients;
+    b.kind = kind;
+    b.counted = strcmp(workload, "uncontended") == 0 || strcmp(workload, "floor") == 0;
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    bu_fresh_path(b.parent, sizeof b.parent, workload);
+    if (!make_parent(b.parent))
+        return 1;
+
+    memset(&shared, 0, sizeof shared);
+    shared.max_shared = kind == K_RWLOCK ? INT_MAX : kind == K_SEMAPHORE ? 4 : 0;
+    ws = calloc((size_t)clients, sizeof *ws);
+    own = calloc((size_t)clients, sizeof *own); /* `independent`: one slot per lock */
+    if (!ws || !own) {
+        fputs("lockbench: out of memory\n", stderr);
+        exit(1);
+    }
+    for (i = 0; i < clients && ok; i++) {
+        ws[i].b = &b;
+        ws[i].idx = i;
+        ws[i].rng = bu_seed();
+        ws[i].h = strcmp(workload, "independent") == 0 ? &own[i] : &shared;
+        ok = setup_worker(&b, &ws[i]);
+    }
+    b.warm_left = clients;
+    for (i = 0; i < clients && ok; i++) {
+        if (pthread_create(&ws[i].t, NULL, worker_main, &ws[i]) != 0) {
+            ok = false;
+            break;
+        }
+        started++;
+    }
+    if (!ok) { /* let those started run out at once, then give up */
+        pthread_mutex_lock(&b.mu);
+        b.go = true;
+        b.deadline = 0;
+        pthread_cond_broadcast(&b.cv);
+        pthread_mutex_unlock(&b.mu);
+        for (i = 0; i < started; i++)
+            pthread_join(ws[i].t, NULL);
+        for (i = 0; i < clients; i++)
+            if (ws[i].b)
+                teardown_worker(&ws[i]);
+        free(ws);
+        free(own);
+        bu_cleanup_path(zk_connect, b.parent);
+        fprintf(stderr, "lockbench: %s: setup failed\n", workload);
+        return 1;
+    }
+
+    pthread_mutex_lock(&b.mu);
+    while (b.warm_left > 0)
+        pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    client_counters(ws, clients, &creq0, &cw0);
+    before = bu_packets_received(zk_connect);
+    t0 = bu_now_ns();
+    pthread_mutex_lock(&b.mu);
+    b.deadline = t0 + (int64_t)(opt_seconds * 1e9);
+    b.go = true;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    for (i = 0; i < clients; i++)
+        pthread_join(ws[i].t, NULL);
+    elapsed = bu_now_ns() - t0;
+    after = bu_packets_received(zk_connect);
+    client_counters(ws, clients, &creq1, &cw1);
+    /* minus the second mntr itself, as the peers count */
+    requests = before >= 0 && after >= 0 ? after - before - 1 : -1;
+    if (requests < 0)
+        fprintf(stderr, "lockbench: no zk_packets_received from mntr on %s\n", zk_connect);
+
+    for (i = 0; i < clients; i++) {
+        bu_samples_append(&acq, &ws[i].acq);
+        bu_samples_append(&rel, &ws[i].rel);
+        if (ws[i].acq.n < min_ops)
+            min_ops = ws[i].acq.n;
+        if (ws[i].acq.n > max_ops)
+            max_ops = ws[i].acq.n;
+        errors += ws[i].errors;
+        violations += atomic_load(&own[i].violations);
+    }
+    violations += atomic_load(&shared.violations);
+    if (violations)
+        fprintf(stderr, "lockbench: %s: %d holder-slot violations (two holders at once)\n",
+                workload, violations);
+    errors += violations;
+    for (i = 0; i < clients; i++)
+        teardown_worker(&ws[i]);
+    bu_cleanup_path(zk_connect, b.parent);
+
+    bu_samples_sort(&acq);
+    bu_samples_sort(&rel);
+    secs = (double)elapsed / 1e9;
+    printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
+           "\"ops\":%zu,\"ops_per_s\":%.1f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
+           "\"release_p50_us\":%lld,\"release_p99_us\":%lld,\"min_client_ops\":%zu,"
+           "\"max_client_ops\":%zu,\"zk_requests\":%lld,\"errors\":%d}\n",
+           LIB, workload, clients, secs, acq.n, (double)acq.n / secs,
+           (long long)bu_pct_us(&acq, 0.50), (long long)bu_pct_us(&acq, 0.99),
+           (long long)bu_pct_us(&rel, 0.50), (long long)bu_pct_us(&rel, 0.99), min_ops, max_ops,
+           (long long)requests, errors);
+    fflush(stdout);
+    {
+        double ops = acq.n ? (double)acq.n : 1.0;
+        fprintf(stderr,
+                "lockbench: done workload=%s clients=%d ops_per_s=%.1f requests_per_op=%.2f "
+                "client_requests_per_op=%.2f watch_events_per_op=%.2f rss_kb=%ld\n",
+                workload, clients, (double)acq.n / secs, (double)requests / ops,
+                (double)(creq1 - creq0) / ops, (double)(cw1 - cw0) / ops, bu_rss_kb());
+    }
+    bu_samples_free(&acq);
+    bu_samples_free(&rel);
+    free(ws);
+    free(own);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+    return errors;
+}
+
+/*
+ * memory: the resident cost of held locks. One client, MEMORY_LOCKS mutexes on
+ * distinct paths, each acquired and held; RSS after opening the client and
+ * after holding them all. Run first, on a heap no other workload has grown
+ * (freed memory that malloc keeps would hide the locks' cost).
+ */
+static int bench_memory(void)
+{
+    char parent[256], path[320];
+    zkl_client *c;
+    zkl_mutex **ms;
+    long rss_client, rss_held;
+    int i, held = 0, errors = 0;
+    int64_t t0;
+    double secs;
+    bu_fresh_path(parent, sizeof parent, "memory");
+    if (!make_parent(parent))
+        return 1;
+    if (!(c = open_client()))
+        return 1;
+    ms = calloc(MEMORY_LOCKS, sizeof *ms);
+    if (!ms) {
+        fputs("lockbench: out of memory\n", stderr);
+        exit(1);
+    }
+    rss_client = bu_rss_kb();
+    t0 = bu_now_ns();
+    for (i = 0; i < MEMORY_LOCKS; i++) {
+        zkl_status st;
+        snprintf(path, sizeof path, "%s/lock-%d", parent, i);
+        st = zkl_mutex_create(c, path, &ms[i]);
+        if (st == ZKL_OK)
+            st = zkl_mutex_acquire(ms[i], ACQUIRE_TIMEOUT_MS);
+        if (st != ZKL_OK) {
+            if (errors++ == 0)
+                fprintf(stderr, "lockbench: memory: %s: %s (%s)\n", path, zkl_strerror(st),
+                        zkl_errmsg());
+            continue;
+        }
+        held++;
+    }
+    secs = (double)(bu_now_ns() - t0) / 1e9;
+    rss_held = bu_rss_kb();
+    for (i = 0; i < MEMORY_LOCKS; i++) {
+        if (!ms[i])
+            continue;
+        if (zkl_mutex_is_held(ms[i]) && zkl_mutex_release(ms[i]) != ZKL_OK)
+            errors++;
+        zkl_mutex_destroy(ms[i]);
+    }
+    free(ms);
+    zkl_client_close(c);
+    bu_cleanup_path(zk_connect, parent);
+    printf("{\"lib\":\"%s\",\"workload\":\"memory\",\"locks\":%d,\"rss_kb_before\":%ld,"
+           "\"rss_kb_after\":%ld,\"kb_per_lock\":%.2f,\"seconds\":%.3f,\"errors\":%d}\n",
+           LIB, held, rss_client, rss_held, held ? (double)(rss_held - rss_client) / held : 0.0,
+           secs, errors);
+    fflush(stdout);
+    fprintf(stderr, "lockbench: done workload=memory locks=%d rss_kb=%ld\n", held, bu_rss_kb());
+    return errors;
+}
+
+static const char *const all_workloads[] = {"memory", "uncontended", "contended", "independent",
+                                            "rwlock", "semaphore",   "floor",     NULL};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
+            "                 [--pairs N] [--server-warmup S] [--verbose]\n"
+            "Workloads: uncontended contended independent rwlock semaphore floor memory\n"
+            "(default: all). --seconds: length of the timed workloads (default 10);\n"
+            "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
+            "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
+            "--server-warmup: seconds of load before measuring (default 3 on a server\n"
+            "started here, 0 with --zk). Without --zk a throwaway server is started.\n");
+}
+
+static double parse_num(const char *opt, const char *s, double min)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || v < min) {
+        fprintf(stderr, "lockbench: bad value for %s: '%s'\n", opt, s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
+                                         {"workload", required_argument, NULL, 'w'},
+                                         {"seconds", required_argument, NULL, 's'},
+                                         {"clients", required_argument, NULL, 'c'},
+                                         {"pairs", required_argument, NULL, 'p'},
+                                         {"server-warmup", required_argument, NULL, 'W'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
+    bool any = false, verbose = false;
+    double warmup = -1;
+    char own_connect[1024];
+    int opt, i, errors = 0;
+
+    bu_signals_init("lockbench");
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'z': zk_connect = optarg; break;
+        case 'w':
+            for (i = 0; all_workloads[i] && strcmp(all_workloads[i], optarg) != 0; i++)
+                ;
+            if (!all_workloads[i]) {
+                fprintf(stderr, "lockbench: unknown workload '%s'\n", optarg);
+                usage(stderr);
+                return 2;
+            }
+            selected[i] = any = true;
+            break;
+        case 's': opt_seconds = parse_num("--seconds", optarg, 0.001); break;
+        case 'c': opt_clients = (int)parse_num("--clients", optarg, 1); break;
+        case 'p': opt_pairs = (int)parse_num("--pairs", optarg, 1); break;
+        case 'W': warmup = parse_num("--server-warmup", optarg, 0); break;
+        case 'v': verbose = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lockbench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!any)
+        for (i = 0; all_workloads[i]; i++)
+            selected[i] = true;
+    bu_logging(verbose);
+
+    if (!zk_connect) {
+        if (bu_server_start(own_connect, sizeof own_connect) != 0)
+            return 1;
+        zk_connect = own_connect;
+        if (warmup < 0)
+            warmup = 3;
+    }
+    if (bu_packets_received(zk_connect) < 0)
+        fprintf(stderr, "lockbench: warning: no mntr from %s (zk_requests will be -1)\n",
+                zk_connect);
+
+    /* memory first, on a fresh heap; then warm the server up for the timed ones */
+    if (selected[0])
+        errors += bench_memory();
+    for (i = 1; all_workloads[i] && !selected[i]; i++)
+        ;
+    if (all_workloads[i] && warmup > 0)
+        bu_server_warmup(zk_connect, warmup);
+
+    for (i = 1; all_workloads[i]; i++) {
+        const char *w = all_workloads[i];
+        if (!selected[i])
+            continue;
+        if (strcmp(w, "uncontended") == 0)
+            errors += bench(w, 1, K_MUTEX);
+        else if (strcmp(w, "contended") == 0) {
+            if (opt_clients) {
+                errors += bench(w, opt_clients, K_MUTEX);
+            } else {
+                errors += bench(w, 4, K_MUTEX);
+                errors += bench(w, 16, K_MUTEX);
+            }
+        } else if (strcmp(w, "independent") == 0)
+            errors += bench(w, opt_clients ? opt_clients : 16, K_MUTEX);
+        else if (strcmp(w, "rwlock") == 0)
+            errors += bench(w, opt_clients ? opt_clients : 16, K_RWLOCK);
+        else if (strcmp(w, "semaphore") == 0)
+            errors += bench(w, opt_clients ? opt_clients : 16, K_SEMAPHORE);
+        else if (strcmp(w, "floor") == 0)
+            errors += bench(w, 1, K_FLOOR);
+    }
+    bu_server_stop();
+    return errors ? 1 : 0;
+}
