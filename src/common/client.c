@@ -756,10 +756,12 @@ zkl_status zkl_client_close(zkl_client *c)
         return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", n);
     }
     /* Let released nodes' deletes land first: zookeeper_close would drop
-     * their replies (the server deletes the nodes with the session anyway). */
+     * their replies and leak its own record of them (the server deletes the
+     * nodes with the session anyway). Also while reconnecting: the reply, or
+     * a connection-loss completion, comes within the bound. */
     {
         int64_t until = zkl__now_ms() + 2000;
-        while (c->async_deletes > 0 && c->connected)
+        while (c->async_deletes > 0)
             if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
                 break;
     }

@@ -357,7 +357,11 @@ int main(int argc, char **argv)
     CHECK(regressions == 0, "mutex fencing tokens increase");
     CHECK(leaks == 0, "no znode leaked");
     CHECK(lost_reported >= expiries, "every expired session was reported LOST");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)rss_start; /* a sanitizer's own bookkeeping grows the heap: not ours to judge */
+#else
     CHECK(rss_end - rss_start < 16 * 1024, "memory stayed flat (< 16 MiB growth)");
+#endif
     printf("soak: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
