@@ -514,6 +514,17 @@ static void *worker_main(void *arg)
             zkl__revs_work(c);
             continue;
         }
+        if (c->deferred) { /* held-back deletes whose moment is up */
+            int64_t due = c->deferred->due;
+            if (due <= now) {
+                pthread_mutex_unlock(&c->mu);
+                zkl__flush_deferred(c, true);
+                pthread_mutex_lock(&c->mu);
+                continue;
+            }
+            if (due < wake)
+                wake = due;
+        }
         /* A session that never connected has nothing to lose: the ZooKeeper
          * client keeps trying, and it is fresh when it gets through. */
         if (!c->sess->expired && !c->connected && c->sess->id != 0) {
@@ -755,6 +766,9 @@ zkl_status zkl_client_close(zkl_client *c)
         pthread_mutex_unlock(&c->mu);
         return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", n);
     }
+    pthread_mutex_unlock(&c->mu);
+    zkl__flush_deferred(c, false);
+    pthread_mutex_lock(&c->mu);
     /* Let released nodes' deletes land first: zookeeper_close would drop
      * their replies and leak its own record of them (the server deletes the
      * nodes with the session anyway). Also while reconnecting: the reply, or
@@ -815,6 +829,7 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     zkl_status st = ZKL_OK;
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
+    zkl__flush_deferred(c, false);
     pthread_mutex_lock(&c->mu);
     while (c->bg_head || c->bg_busy || c->async_deletes) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {

@@ -76,6 +76,14 @@ typedef struct zkl__listener {
 
 typedef struct zkl__revwatch zkl__revwatch;
 
+/* A release's delete held back a moment (zkcall.c: zkl__defer_delete). */
+typedef struct zkl__deferred {
+    struct zkl__session *s; /* with a reference, until sent */
+    int64_t due;
+    struct zkl__deferred *next;
+    char path[];
+} zkl__deferred;
+
 struct zkl_client {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* any state change, watch event, queued work, call end */
@@ -96,9 +104,11 @@ struct zkl_client {
     zkl__event evq[ZKL_EVQ_MAX];
     int evq_head, evq_len;
     zkl__bgdel *bg_head, *bg_tail;
-    int bg_busy;       /* a delete is being tried by the worker */
-    int async_deletes; /* released nodes whose delete is still in flight */
-    int handles;       /* live lock objects made on this client */
+    int bg_busy;             /* a delete is being tried by the worker */
+    int async_deletes;       /* released nodes whose delete is still in flight */
+    zkl__deferred *deferred; /* deletes held back a moment (zkcall.c) */
+    _Atomic int n_deferred;  /* their number, read without c->mu */
+    int handles;             /* live lock objects made on this client */
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     /* counters; requests is atomic as calls are sent without c->mu */

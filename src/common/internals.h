@@ -53,6 +53,7 @@ typedef struct zkl__hold {
     int64_t czxid;             /* creation zxid: the fencing token */
     uint64_t epoch;            /* which session of the client it lives in */
     struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
+    bool alone;                /* ours was the only node when we got the lock */
 } zkl__hold;
 
 typedef struct zkl__acquire_args {

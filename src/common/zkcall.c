@@ -5,10 +5,12 @@
  * ZCONNECTIONLOSS or ZCLOSING at worst), so a call may live on the stack.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tsan.h"
+#include "util.h"
 #include "zkcall.h"
 
 typedef struct call {
@@ -23,9 +25,14 @@ typedef struct call {
     int datalen;
 } call;
 
-/* One call is one request sent on session s (counted for zkl_client_stats_get). */
+/*
+ * One call is one request sent on session s (counted for zkl_client_stats_get).
+ * A delete held back by a release goes out first, in the same batch.
+ */
 static void call_init(call *k, zkl__session *s)
 {
+    if (atomic_load(&s->c->n_deferred) > 0)
+        zkl__flush_deferred(s->c, false);
     atomic_fetch_add(&s->c->requests, 1);
     memset(k, 0, sizeof *k);
     pthread_mutex_init(&k->mu, NULL);
@@ -382,4 +389,56 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
     if (rc != ZOK)
         return call_abandon(&k, rc);
     return call_wait(&k);
+}
+
+void zkl__defer_delete(zkl__session *s, const char *path)
+{
+    zkl_client *c = s->c;
+    size_t n = strlen(path);
+    zkl__deferred *d = malloc(sizeof *d + n + 1), **pp;
+    if (!d) { /* no memory to hold it back: send it now */
+        if (zkl__zk_delete_async(s, path) != ZOK)
+            zkl__bg_delete(c, path, NULL);
+        return;
+    }
+    memcpy(d->path, path, n + 1);
+    d->s = s;
+    d->due = zkl__now_ms() + ZKL_DEFER_MS;
+    d->next = NULL;
+    pthread_mutex_lock(&c->mu);
+    s->refs++;
+    for (pp = &c->deferred; *pp; pp = &(*pp)->next)
+        ;
+    *pp = d;
+    atomic_fetch_add(&c->n_deferred, 1);
+    pthread_cond_broadcast(&c->cv); /* the worker's timer */
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__flush_deferred(zkl_client *c, bool due_only)
+{
+    zkl__deferred *take = NULL, **tail = &take, **pp, *d;
+    int64_t now = zkl__now_ms();
+    pthread_mutex_lock(&c->mu);
+    for (pp = &c->deferred; (d = *pp) != NULL;) {
+        if (due_only && d->due > now) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        d->next = NULL;
+        *tail = d;
+        tail = &d->next;
+        atomic_fetch_sub(&c->n_deferred, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    while ((d = take) != NULL) {
+        take = d->next;
+        /* a node of a session that is gone goes with it, or (lost only
+         * locally) is deleted through the current session by the worker */
+        if (!zkl__epoch_alive(c, d->s->epoch) || zkl__zk_delete_async(d->s, d->path) != ZOK)
+            zkl__bg_delete(c, d->path, NULL);
+        zkl__session_put(d->s);
+        free(d);
+    }
 }

@@ -46,4 +46,19 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
  */
 int zkl__zk_delete_async(zkl__session *s, const char *path);
 
+/* How long a release of an uncontended hold may hold its delete back. */
+#define ZKL_DEFER_MS 1
+
+/*
+ * Queue path's delete to go out with this client's next request on s, or
+ * after ZKL_DEFER_MS at the latest (the worker sends it then).
+ */
+void zkl__defer_delete(zkl__session *s, const char *path);
+
+/*
+ * Send held-back deletes now: all of them, or (due_only) those whose time is
+ * up. Call without c->mu.
+ */
+void zkl__flush_deferred(zkl_client *c, bool due_only);
+
 #endif

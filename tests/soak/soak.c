@@ -186,7 +186,10 @@ static void expire_one(worker *w)
         return;
     {
         int64_t at = now_us(); /* before the session can end */
-        if (zkt_expire_session(servers, &cid) == 0) {
+        int i, seen = 0;       /* a victim that has not noticed yet still shows the old id */
+        for (i = 0; i < atomic_load(&n_expired) && i < MAX_EXPIRED; i++)
+            seen |= expired[i] == cid.client_id;
+        if (!seen && zkt_expire_session(servers, &cid) == 0) {
             int k = atomic_fetch_add(&n_expired, 1);
             if (k < MAX_EXPIRED) {
                 expired_at_us[k] = at;
