@@ -61,9 +61,12 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms);
  * server's reply (that saves a round trip per hold): the lock stays exclusive,
  * because others get it only once the server has applied the delete, and this
  * client's next request is ordered after it. Another client that looks at once
- * may still see the node for a moment (zkl_client_drain waits for it). A
- * delete that fails is retried in the background; the node goes either way,
- * deleted or with its session.
+ * may still see the node for a moment (zkl_client_drain waits for it). If
+ * nobody else was in line when this hold was granted, the delete is held back
+ * up to 1 ms so that it rides with this client's next request (a following
+ * acquire sends it and its create as one transaction: one disk sync, two
+ * requests per acquire/release pair). A delete that fails is retried in the
+ * background; the node goes either way, deleted or with its session.
  * Errors: ZKL_ENOTOWNER (this thread holds nothing: the lock is unchanged),
  * ZKL_ELOST (the hold had been lost with its session; it is now released).
  */
@@ -75,6 +78,7 @@ bool zkl_mutex_is_held(zkl_mutex *m);
 /*
  * The fencing token of the calling thread's hold: the creation zxid of its
  * lock node, strictly increasing across successive holders of one lock path.
+ * (When the create rode in a transaction the first call asks the server once.)
  * Pass it to the resource the lock protects, which refuses any token lower
  * than the highest it has seen. Errors: ZKL_ENOTOWNER, ZKL_ELOST, ZKL_EINVAL.
  */

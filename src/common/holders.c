@@ -116,6 +116,17 @@ bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch)
     return found;
 }
 
+void zkl__holders_set_token(zkl__holders *h, int64_t czxid)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (e)
+        e->hold.czxid = czxid;
+    pthread_mutex_unlock(&h->mu);
+}
+
 unsigned zkl__holders_count(zkl__holders *h)
 {
     unsigned n;

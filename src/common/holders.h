@@ -50,6 +50,9 @@ zkl_status zkl__holders_get(zkl__holders *h, zkl__hold *out);
 /* True if any thread holds through session epoch. */
 bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch);
 
+/* Remember the calling thread's token once it was fetched. */
+void zkl__holders_set_token(zkl__holders *h, int64_t czxid);
+
 /* Number of threads holding. */
 unsigned zkl__holders_count(zkl__holders *h);
 

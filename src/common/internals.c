@@ -242,6 +242,33 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
             break;
         default: {
             struct Stat stat;
+            zkl__deferred *merged = a->token_lazy ? zkl__take_deferred(s) : NULL;
+            if (merged) {
+                /* our own held-back deletes commit with this create */
+                char *del[8];
+                int ndel = 0;
+                zkl__deferred *d;
+                for (d = merged; d && ndel < 8; d = d->next)
+                    del[ndel++] = d->path;
+                rc = zkl__zk_multi_create_list(s, del, ndel, want, data, len, mode, a->path,
+                                               &o->node, &o->kids, &list_rc);
+                if (zkl__zk_retryable(rc)) { /* applied or not, they must go */
+                    for (d = merged; d; d = d->next)
+                        zkl__bg_delete(c, d->path, NULL);
+                    zkl__deferred_done(merged, true);
+                } else {
+                    zkl__deferred_done(merged, rc == ZOK);
+                }
+                if (rc == ZOK) {
+                    o->name = zkl__path_basename(o->node);
+                    o->czxid = 0; /* fetched if asked for (zkl__hold_token) */
+                    o->have_kids = list_rc == ZOK;
+                    goto out;
+                }
+                if (rc != ZNONODE && !zkl__zk_retryable(rc) && !session_error(rc))
+                    continue; /* a delete failed, so nothing applied: plain create next */
+                break;
+            }
             rc = zkl__zk_create_list(s, want, data, len, mode, a->path, &o->node, &stat, &o->kids,
                                      &list_rc);
             if (rc == ZOK) {
@@ -538,6 +565,32 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
     }
     if (!alive)
         return zkl__fail(ZKL_ELOST, "the session of this hold was lost before release");
+    return ZKL_OK;
+}
+
+zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
+{
+    zkl__session *s;
+    struct Stat st;
+    int rc, attempt = 0;
+    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    zkl_status status;
+    if (hold->czxid) {
+        *token = hold->czxid;
+        return ZKL_OK;
+    }
+    status = zkl__session_get(c, deadline, &s);
+    if (status != ZKL_OK)
+        return status;
+    do {
+        rc = zkl__zk_exists(s, hold->node, &st);
+    } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
+    zkl__session_put(s);
+    if (rc == ZNONODE || !zkl__epoch_alive(c, hold->epoch))
+        return zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", hold->node);
+    if (rc != ZOK)
+        return zkl__from_zk(rc, "exists", hold->node);
+    *token = st.czxid;
     return ZKL_OK;
 }
 

@@ -74,6 +74,12 @@ typedef struct zkl__acquire_args {
      * queueing again (the semaphore must first let go of its internal lock).
      */
     bool no_restart;
+    /*
+     * The caller can do without the czxid at once (hold->czxid 0 then; fetch
+     * it with zkl__hold_token): lets the create carry this client's held-back
+     * deletes in one multi transaction.
+     */
+    bool token_lazy;
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;
@@ -93,6 +99,9 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
  * session was already lost (the node is gone with it), else ZKL_OK.
  */
 zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold);
+
+/* The hold's creation zxid, fetched from the server if the create did not give it. */
+zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token);
 
 /* Copy of the hold (node string duplicated). */
 zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to);

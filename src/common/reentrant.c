@@ -50,6 +50,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     a.data_len = sd->data_len;
     a.deadline = zkl__deadline(timeout_ms);
     a.fixed_suffix = fixed_suffix;
+    a.token_lazy = true;
     a.revoke_cb = sd->revoke_cb;
     a.revoke_ctx = sd->revoke_ctx;
     st = zkl__lock_acquire(sd->c, &a, &hold);
@@ -113,9 +114,14 @@ zkl_status zkl__side_token(zkl__side *sd, int64_t *token)
     zkl_status st = zkl__side_current(sd, &h);
     if (st != ZKL_OK)
         return st;
+    if (h.czxid == 0) { /* the create rode in a multi: ask once, remember */
+        st = zkl__hold_token(sd->c, &h, &h.czxid);
+        if (st == ZKL_OK)
+            zkl__holders_set_token(&sd->holders, h.czxid);
+    }
     *token = h.czxid;
     free(h.node);
-    return ZKL_OK;
+    return st;
 }
 
 zkl_status zkl__side_node(zkl__side *sd, char **node)

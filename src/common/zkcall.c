@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "tsan.h"
 #include "util.h"
 #include "zkcall.h"
@@ -206,6 +207,49 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
         call_abandon(&kl, lrc);
     if (rc == ZOK)
         take_created(&kc, created, stat);
+    if (rc == ZOK && lrc == ZOK)
+        *kids = kl.kids;
+    else
+        zkl__names_free(&kl.kids);
+    *list_rc = lrc;
+    return rc;
+}
+
+int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
+                              const void *data, int len, int mode, const char *parent,
+                              char **created, zkl__names *kids, int *list_rc)
+{
+    call km, kl;
+    zoo_op_t ops[9];
+    zoo_op_result_t results[9];
+    char buf[ZKL_PATH_MAX + 128];
+    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    int i, rc, lrc;
+    if (ndel < 1 || ndel > 8)
+        return ZBADARGUMENTS;
+    for (i = 0; i < ndel; i++)
+        zoo_delete_op_init(&ops[i], del[i], -1);
+    zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode, buf,
+                       (int)sizeof buf);
+    call_init(&km, s);
+    call_init(&kl, s);
+    rc = zoo_amulti(s->zh, ndel + 1, ops, results, on_void, &km);
+    if (rc != ZOK) {
+        call_abandon(&kl, rc);
+        *list_rc = rc;
+        return call_abandon(&km, rc);
+    }
+    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, &kl);
+    rc = call_wait(&km);
+    if (lrc == ZOK)
+        lrc = call_wait(&kl);
+    else
+        call_abandon(&kl, lrc);
+    if (rc == ZOK) {
+        *created = strdup(buf);
+        if (!*created)
+            rc = ZSYSTEMERROR; /* applied all the same: recovery by prefix finds it */
+    }
     if (rc == ZOK && lrc == ZOK)
         *kids = kl.kids;
     else
@@ -415,6 +459,44 @@ void zkl__defer_delete(zkl__session *s, const char *path)
     pthread_mutex_unlock(&c->mu);
 }
 
+zkl__deferred *zkl__take_deferred(zkl__session *s)
+{
+    zkl_client *c = s->c;
+    zkl__deferred *take = NULL, **tail = &take, **pp, *d;
+    int n = 0;
+    if (atomic_load(&c->n_deferred) == 0)
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    for (pp = &c->deferred; (d = *pp) != NULL && n < 8;) {
+        if (d->s != s) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        d->next = NULL;
+        *tail = d;
+        tail = &d->next;
+        n++;
+        atomic_fetch_sub(&c->n_deferred, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return take;
+}
+
+void zkl__deferred_done(zkl__deferred *list, bool applied)
+{
+    zkl__deferred *d;
+    while ((d = list) != NULL) {
+        zkl_client *c = d->s->c;
+        list = d->next;
+        if (!applied &&
+            (!zkl__epoch_alive(c, d->s->epoch) || zkl__zk_delete_async(d->s, d->path) != ZOK))
+            zkl__bg_delete(c, d->path, NULL);
+        zkl__session_put(d->s);
+        free(d);
+    }
+}
+
 void zkl__flush_deferred(zkl_client *c, bool due_only)
 {
     zkl__deferred *take = NULL, **tail = &take, **pp, *d;
@@ -432,13 +514,7 @@ void zkl__flush_deferred(zkl_client *c, bool due_only)
         atomic_fetch_sub(&c->n_deferred, 1);
     }
     pthread_mutex_unlock(&c->mu);
-    while ((d = take) != NULL) {
-        take = d->next;
-        /* a node of a session that is gone goes with it, or (lost only
-         * locally) is deleted through the current session by the worker */
-        if (!zkl__epoch_alive(c, d->s->epoch) || zkl__zk_delete_async(d->s, d->path) != ZOK)
-            zkl__bg_delete(c, d->path, NULL);
-        zkl__session_put(d->s);
-        free(d);
-    }
+    /* a node of a session that is gone goes with it, or (lost only locally)
+     * is deleted through the current session by the worker */
+    zkl__deferred_done(take, false);
 }

@@ -29,6 +29,20 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
                         const char *parent, char **created, struct Stat *stat, zkl__names *kids,
                         int *list_rc);
 
+/*
+ * As zkl__zk_create_list, but the create rides in one multi transaction after
+ * deletes of the paths in del (one commit). No Stat comes back. The multi's rc
+ * is returned; on failure nothing of it was applied.
+ */
+int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
+                              const void *data, int len, int mode, const char *parent,
+                              char **created, zkl__names *kids, int *list_rc);
+
+/* Take this client's held-back deletes on session s (for a multi); NULL if none. */
+zkl__deferred *zkl__take_deferred(zkl__session *s);
+/* After a multi: the taken deletes are done (applied) or must still be sent. */
+void zkl__deferred_done(zkl__deferred *list, bool applied);
+
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
 /* getChildren with a child watch w (NULL: none). */
 int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out);

@@ -129,6 +129,7 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
         a.path = s->locks;
         a.driver = &zkl__mutex_driver;
         a.deadline = deadline;
+        a.token_lazy = true; /* nobody asks for the internal lock's token */
         st = zkl__lock_acquire(s->c, &a, &inner);
         if (st != ZKL_OK)
             return st;
