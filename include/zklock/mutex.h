@@ -45,8 +45,9 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m);
 
 /*
  * Acquire for the calling thread, waiting up to timeout_ms (0: try once,
- * ZKL_WAIT_FOREVER: no limit). Reentrant: if this thread holds it already the
- * count goes up and nothing is sent. On any failure no node of this attempt is
+ * ZKL_WAIT_FOREVER: no limit). If the server stops answering, the call
+ * returns after max(timeout_ms, 1000) ms rather than hang on the link. Reentrant: if this thread
+ * holds it already the count goes up and nothing is sent. On any failure no node of this attempt is
  * left behind (its delete is retried in the background if need be).
  * Errors: ZKL_ETIMEDOUT, ZKL_ELOST (this thread's existing hold was lost),
  * ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL.

@@ -338,8 +338,12 @@ static bool take_delete_fault(zkl_client *c)
 static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
 {
     int rc = ZCONNECTIONLOSS;
+    /* the caller's deadline may be spent: cleanup gets a moment of its own,
+     * then the worker takes over */
+    int64_t prev = zkl__call_deadline(zkl__now_ms() + 2000);
     if (s && !take_delete_fault(c))
         rc = zkl__zk_delete(s, node);
+    zkl__call_deadline(prev);
     if (rc != ZOK && rc != ZNONODE)
         zkl__bg_delete(c, node, NULL);
 }
@@ -458,7 +462,10 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             rc = watch_path ? zkl__zk_wget(s, watch_path, w) : ZSYSTEMERROR;
             free(watch_path);
         }
-        if (rc != ZOK) {
+        if (rc == ZOPERATIONTIMEOUT) {
+            /* gave up waiting for the reply: it may still set the watch, so
+             * the ZooKeeper side keeps its reference (the session frees it) */
+        } else if (rc != ZOK) {
             zkl__watch_unregistered(w);
         } else {
             bool deleted_only;
@@ -492,7 +499,20 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
     }
 }
 
+static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold);
+
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
+{
+    /* Every call on the way gives up at the caller's deadline, but gets at
+     * least ZKL_CALL_MIN_MS: "try once" must be able to make its round trips. */
+    int64_t floor = zkl__now_ms() + ZKL_CALL_MIN_MS;
+    int64_t prev = zkl__call_deadline(a->deadline > floor ? a->deadline : floor);
+    zkl_status st = lock_acquire(c, a, hold);
+    zkl__call_deadline(prev);
+    return st;
+}
+
+static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
     for (;;) {
         zkl__session *s;
@@ -573,7 +593,7 @@ zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
     zkl__session *s;
     struct Stat st;
     int rc, attempt = 0;
-    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms, prev;
     zkl_status status;
     if (hold->czxid) {
         *token = hold->czxid;
@@ -582,9 +602,11 @@ zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
     status = zkl__session_get(c, deadline, &s);
     if (status != ZKL_OK)
         return status;
+    prev = zkl__call_deadline(deadline);
     do {
         rc = zkl__zk_exists(s, hold->node, &st);
     } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
+    zkl__call_deadline(prev);
     zkl__session_put(s);
     if (rc == ZNONODE || !zkl__epoch_alive(c, hold->epoch))
         return zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", hold->node);
@@ -612,13 +634,16 @@ zkl_status zkl__participants(zkl_client *c, const char *path, const char *const 
     size_t i;
     int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
     zkl_status st = zkl__session_get(c, deadline, &s);
+    int64_t prev;
     if (st != ZKL_OK)
         return st;
+    prev = zkl__call_deadline(deadline);
     for (;;) {
         rc = zkl__zk_children(s, path, &kids);
         if (!zkl__zk_retryable(rc) || !zkl__backoff(c, &attempt, deadline))
             break;
     }
+    zkl__call_deadline(prev);
     zkl__session_put(s);
     if (rc == ZNONODE) {
         rc = ZOK;

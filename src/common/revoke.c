@@ -209,7 +209,7 @@ zkl_status zkl_revoke(zkl_client *c, const char *node)
     zkl__session *s;
     zkl_status st;
     int rc, attempt = 0;
-    int64_t deadline;
+    int64_t deadline, prev;
     zkl__clear_err();
     if (!c || !node)
         return zkl__fail(ZKL_EINVAL, "zkl_revoke: NULL argument");
@@ -219,9 +219,11 @@ zkl_status zkl_revoke(zkl_client *c, const char *node)
     st = zkl__session_get(c, deadline, &s);
     if (st != ZKL_OK)
         return st;
+    prev = zkl__call_deadline(deadline);
     do {
         rc = zkl__zk_set(s, node, ZKL_REVOKE_MARKER, (int)strlen(ZKL_REVOKE_MARKER));
     } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
+    zkl__call_deadline(prev);
     zkl__session_put(s);
     if (rc == ZNONODE) /* already released: nothing to revoke (as Curator's Revoker) */
         return ZKL_OK;

@@ -1,9 +1,12 @@
 /*
  * zkcall.c - see zkcall.h. The completion functions run on the ZooKeeper
  * completion thread: they copy the reply into the waiting call and signal,
- * nothing more. The C client calls every completion exactly once (with
- * ZCONNECTIONLOSS or ZCLOSING at worst), so a call may live on the stack.
+ * nothing more. A call lives on the heap with two references, the waiter's
+ * and the completion's, so that a waiter may give up at its deadline (a
+ * silent link can hold a reply back for most of a session timeout) while the
+ * completion still has somewhere to write when it comes.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,55 +21,102 @@ typedef struct call {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
+    int refs;
     int rc;
     char *created;
     struct Stat stat;
     zkl__names kids;
     char *data;
     int datalen;
+    zoo_op_result_t *results; /* a multi's, filled by the client at completion */
 } call;
+
+static _Thread_local int64_t call_deadline = INT64_MAX;
+
+int64_t zkl__call_deadline(int64_t deadline)
+{
+    int64_t prev = call_deadline;
+    call_deadline = deadline;
+    return prev;
+}
 
 /*
  * One call is one request sent on session s (counted for zkl_client_stats_get).
  * A delete held back by a release goes out first, in the same batch.
  */
-static void call_init(call *k, zkl__session *s)
+static call *call_new(zkl__session *s)
 {
+    call *k;
     if (atomic_load(&s->c->n_deferred) > 0)
         zkl__flush_deferred(s->c, false);
+    k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
     atomic_fetch_add(&s->c->requests, 1);
-    memset(k, 0, sizeof *k);
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    zkl__cond_init(&k->cv);
+    k->refs = 2;
     ZKL_HANDOFF(k);
+    return k;
 }
 
-static int call_wait(call *k)
+static void call_free(call *k)
 {
-    pthread_mutex_lock(&k->mu);
-    while (!k->done)
-        pthread_cond_wait(&k->cv, &k->mu);
-    pthread_mutex_unlock(&k->mu);
+    free(k->results);
+    free(k->created);
+    zkl__names_free(&k->kids);
+    free(k->data);
     pthread_mutex_destroy(&k->mu);
     pthread_cond_destroy(&k->cv);
-    return k->rc;
+    free(k);
+}
+
+/* Drop one reference (the waiter's after it took its results, or the completion's). */
+static void call_put(call *k)
+{
+    int last;
+    pthread_mutex_lock(&k->mu);
+    last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (last)
+        call_free(k);
+}
+
+/*
+ * Wait for the reply, or until this thread's call deadline: then
+ * ZOPERATIONTIMEOUT (retryable: the request may still be applied). The
+ * waiter still holds its reference: call_put after taking the results.
+ */
+static int call_wait(call *k)
+{
+    int rc;
+    pthread_mutex_lock(&k->mu);
+    while (!k->done)
+        if (zkl__cond_wait_until(&k->cv, &k->mu, call_deadline) == ETIMEDOUT)
+            break;
+    rc = k->done ? k->rc : ZOPERATIONTIMEOUT;
+    pthread_mutex_unlock(&k->mu);
+    return rc;
 }
 
 /* Unsent call: the completion will never run. */
 static int call_abandon(call *k, int rc)
 {
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
+    call_free(k);
     return rc;
 }
 
 static void call_done(call *k, int rc)
 {
+    int last;
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     k->done = 1;
     pthread_cond_signal(&k->cv);
+    last = --k->refs == 0;
     pthread_mutex_unlock(&k->mu);
+    if (last) /* the waiter gave up: nobody will read the results */
+        call_free(k);
 }
 
 static void on_void(int rc, const void *data)
@@ -160,58 +210,89 @@ static int send_create(zkl__session *s, call *k, const char *path, const void *d
     return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, on_create, k);
 }
 
+/* The waiter's share of a finished create: the path (if wanted) and Stat. */
 static void take_created(call *k, char **created, struct Stat *stat)
 {
-    if (created)
+    if (created) {
         *created = k->created;
-    else
-        free(k->created);
+        k->created = NULL;
+    }
     if (stat)
         *stat = k->stat;
+}
+
+static void take_kids(call *k, zkl__names *out)
+{
+    *out = k->kids;
+    k->kids.v = NULL;
+    k->kids.n = 0;
+}
+
+/* Two calls for a pipelined pair; both or neither. */
+static int call_pair(zkl__session *s, call **a, call **b)
+{
+    *a = call_new(s);
+    *b = call_new(s);
+    if (*a && *b)
+        return 0;
+    if (*a)
+        call_free(*a);
+    if (*b)
+        call_free(*b);
+    return -1;
 }
 
 int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
                    char **created, struct Stat *stat)
 {
-    call k;
+    call *k;
     int rc;
-    call_init(&k, s);
-    rc = send_create(s, &k, path, data, len, mode);
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    rc = send_create(s, k, path, data, len, mode);
     if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
+        return call_abandon(k, rc);
+    rc = call_wait(k);
     if (rc == ZOK)
-        take_created(&k, created, stat);
+        take_created(k, created, stat);
+    call_put(k);
     return rc;
+}
+
+/* Wait for the listing sent after a write, and hand it over if both worked. */
+static int finish_list(call *kl, int lrc, int rc, zkl__names *kids)
+{
+    if (lrc != ZOK)
+        return lrc; /* not sent: abandoned by the caller */
+    lrc = call_wait(kl);
+    if (rc == ZOK && lrc == ZOK)
+        take_kids(kl, kids);
+    call_put(kl);
+    return lrc;
 }
 
 int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
                         const char *parent, char **created, struct Stat *stat, zkl__names *kids,
                         int *list_rc)
 {
-    call kc, kl;
+    call *kc, *kl;
     int rc, lrc;
-    call_init(&kc, s);
-    call_init(&kl, s);
-    rc = send_create(s, &kc, path, data, len, mode);
+    if (call_pair(s, &kc, &kl))
+        return ZSYSTEMERROR;
+    rc = send_create(s, kc, path, data, len, mode);
     if (rc != ZOK) {
-        call_abandon(&kl, rc);
+        call_abandon(kl, rc);
         *list_rc = rc;
-        return call_abandon(&kc, rc);
+        return call_abandon(kc, rc);
     }
-    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, &kl);
-    rc = call_wait(&kc);
-    if (lrc == ZOK)
-        lrc = call_wait(&kl);
-    else
-        call_abandon(&kl, lrc);
+    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, kl);
+    if (lrc != ZOK)
+        call_abandon(kl, lrc);
+    rc = call_wait(kc);
     if (rc == ZOK)
-        take_created(&kc, created, stat);
-    if (rc == ZOK && lrc == ZOK)
-        *kids = kl.kids;
-    else
-        zkl__names_free(&kl.kids);
-    *list_rc = lrc;
+        take_created(kc, created, stat);
+    call_put(kc);
+    *list_rc = finish_list(kl, lrc, rc, kids);
     return rc;
 }
 
@@ -219,42 +300,40 @@ int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const
                               const void *data, int len, int mode, const char *parent,
                               char **created, zkl__names *kids, int *list_rc)
 {
-    call km, kl;
-    zoo_op_t ops[9];
-    zoo_op_result_t results[9];
-    char buf[ZKL_PATH_MAX + 128];
+    call *km, *kl;
+    zoo_op_t ops[ZKL_MULTI_MAX + 1];
     const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
     int i, rc, lrc;
-    if (ndel < 1 || ndel > 8)
+    if (ndel < 1 || ndel > ZKL_MULTI_MAX)
         return ZBADARGUMENTS;
+    if (call_pair(s, &km, &kl))
+        return ZSYSTEMERROR;
+    /* the client fills results and the path buffer when the reply comes,
+     * which may be after we gave up: they live with the call */
+    km->results = calloc(ZKL_MULTI_MAX + 1, sizeof *km->results);
+    km->created = calloc(1, ZKL_PATH_MAX + 128);
+    if (!km->results || !km->created) {
+        call_abandon(kl, ZSYSTEMERROR);
+        return call_abandon(km, ZSYSTEMERROR);
+    }
     for (i = 0; i < ndel; i++)
         zoo_delete_op_init(&ops[i], del[i], -1);
-    zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode, buf,
-                       (int)sizeof buf);
-    call_init(&km, s);
-    call_init(&kl, s);
-    rc = zoo_amulti(s->zh, ndel + 1, ops, results, on_void, &km);
+    zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode,
+                       km->created, ZKL_PATH_MAX + 128);
+    rc = zoo_amulti(s->zh, ndel + 1, ops, km->results, on_void, km);
     if (rc != ZOK) {
-        call_abandon(&kl, rc);
+        call_abandon(kl, rc);
         *list_rc = rc;
-        return call_abandon(&km, rc);
+        return call_abandon(km, rc);
     }
-    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, &kl);
-    rc = call_wait(&km);
-    if (lrc == ZOK)
-        lrc = call_wait(&kl);
-    else
-        call_abandon(&kl, lrc);
-    if (rc == ZOK) {
-        *created = strdup(buf);
-        if (!*created)
-            rc = ZSYSTEMERROR; /* applied all the same: recovery by prefix finds it */
-    }
-    if (rc == ZOK && lrc == ZOK)
-        *kids = kl.kids;
-    else
-        zkl__names_free(&kl.kids);
-    *list_rc = lrc;
+    lrc = zoo_aget_children(s->zh, parent, 0, on_strings, kl);
+    if (lrc != ZOK)
+        call_abandon(kl, lrc);
+    rc = call_wait(km);
+    if (rc == ZOK)
+        take_created(km, created, NULL);
+    call_put(km);
+    *list_rc = finish_list(kl, lrc, rc, kids);
     return rc;
 }
 
@@ -265,77 +344,89 @@ int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
 
 int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out)
 {
-    call k;
+    call *k;
     int rc;
-    call_init(&k, s);
-    rc = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, &k)
-           : zoo_aget_children(s->zh, path, 0, on_strings, &k);
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    rc = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, k)
+           : zoo_aget_children(s->zh, path, 0, on_strings, k);
     if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
+        return call_abandon(k, rc);
+    rc = call_wait(k);
     if (rc == ZOK)
-        *out = k.kids;
-    else
-        zkl__names_free(&k.kids);
+        take_kids(k, out);
+    call_put(k);
     return rc;
 }
 
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
 {
-    call k;
+    call *k;
     int rc;
-    call_init(&k, s);
-    rc = zoo_aexists(s->zh, path, 0, on_stat, &k);
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    rc = zoo_aexists(s->zh, path, 0, on_stat, k);
     if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
+        return call_abandon(k, rc);
+    rc = call_wait(k);
     if (rc == ZOK && stat)
-        *stat = k.stat;
+        *stat = k->stat;
+    call_put(k);
     return rc;
 }
 
 int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w)
 {
-    call k;
+    call *k;
     int rc;
-    call_init(&k, s);
-    rc = zoo_awget(s->zh, path, zkl__watch_fn, w, on_data, &k);
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    rc = zoo_awget(s->zh, path, zkl__watch_fn, w, on_data, k);
     if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
-    free(k.data);
+        return call_abandon(k, rc);
+    rc = call_wait(k);
+    call_put(k);
     return rc;
 }
 
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat)
 {
-    call k;
+    call *k;
     int rc;
-    call_init(&k, s);
-    rc = zoo_aget(s->zh, path, 0, on_data, &k);
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    rc = zoo_aget(s->zh, path, 0, on_data, k);
     if (rc != ZOK)
-        return call_abandon(&k, rc);
-    rc = call_wait(&k);
+        return call_abandon(k, rc);
+    rc = call_wait(k);
     if (rc == ZOK) {
-        *data = k.data;
-        *len = k.datalen;
+        *data = k->data;
+        *len = k->datalen;
+        k->data = NULL;
         if (stat)
-            *stat = k.stat;
-    } else {
-        free(k.data);
+            *stat = k->stat;
     }
+    call_put(k);
+    return rc;
+}
+
+/* A call whose reply carries nothing but its rc. */
+static int wait_void(call *k, int sent)
+{
+    int rc;
+    if (sent != ZOK)
+        return call_abandon(k, sent);
+    rc = call_wait(k);
+    call_put(k);
     return rc;
 }
 
 int zkl__zk_delete(zkl__session *s, const char *path)
 {
-    call k;
-    int rc;
-    call_init(&k, s);
-    rc = zoo_adelete(s->zh, path, -1, on_void, &k);
-    if (rc != ZOK)
-        return call_abandon(&k, rc);
-    return call_wait(&k);
+    call *k;
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    return wait_void(k, zoo_adelete(s->zh, path, -1, on_void, k));
 }
 
 struct zkl__async_delete {
@@ -426,13 +517,10 @@ int zkl__zk_delete_async(zkl__session *s, const char *path)
 
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 {
-    call k;
-    int rc;
-    call_init(&k, s);
-    rc = zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, &k);
-    if (rc != ZOK)
-        return call_abandon(&k, rc);
-    return call_wait(&k);
+    call *k;
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    return wait_void(k, zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, k));
 }
 
 void zkl__defer_delete(zkl__session *s, const char *path)

@@ -11,6 +11,17 @@
 
 #include "client_internal.h"
 
+/*
+ * Calls made by this thread give up waiting at this deadline (zkl__now_ms
+ * based; INT64_MAX: no limit) and report ZOPERATIONTIMEOUT, which the core
+ * treats like a connection loss: the request may still be applied. Returns
+ * the previous value, to restore.
+ */
+int64_t zkl__call_deadline(int64_t deadline);
+
+/* The least time an acquire's calls get, whatever its timeout. */
+#define ZKL_CALL_MIN_MS 1000
+
 typedef struct zkl__names {
     char **v;
     size_t n;
@@ -34,6 +45,8 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
  * deletes of the paths in del (one commit). No Stat comes back. The multi's rc
  * is returned; on failure nothing of it was applied.
  */
+#define ZKL_MULTI_MAX 8 /* deletes one multi may carry */
+
 int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
                               const void *data, int len, int mode, const char *parent,
                               char **created, zkl__names *kids, int *list_rc);

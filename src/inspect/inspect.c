@@ -108,6 +108,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
     int rc;
     bool semaphore = false;
     zkl_status st;
+    int64_t prev;
     zkl__clear_err();
     if (!c || !out || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_inspect: NULL argument");
@@ -117,6 +118,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
     st = zkl__session_get(c, zkl__now_ms() + c->opts.connect_timeout_ms, &s);
     if (st != ZKL_OK)
         return st;
+    prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
     rc = list(c, s, path, &kids);
     if (rc == ZOK && kids.n > 0) {
         semaphore = true;
@@ -145,6 +147,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
         rc = queue(s, path, &kids, &v, &cnt, &cap);
     }
     zkl__names_free(&kids);
+    zkl__call_deadline(prev);
     zkl__session_put(s);
     if (rc != ZOK) {
         zkl_participants_free(v, cnt);

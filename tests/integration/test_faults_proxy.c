@@ -1,0 +1,1271 @@
+/*
+ * test_faults_proxy.c - the mutex when the network misbehaves, against the
+ * real server through a fault proxy (tests/support/faultproxy.h): a holder's
+ * connection that goes silent past the session timeout, a connection cut
+ * while a create or a release is in flight, waiters across a short
+ * disconnect, and contention over a slow link. First, checks of the proxy
+ * itself against an echo server.
+ *
+ * Every test leaves no lock node behind: checked from a raw handle once the
+ * clients have drained their deletes. The last test shows an acquire keeps
+ * its timeout (at least 1 s, the floor its calls get) on a silent link.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "faultproxy.h"
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+/* ================= the proxy itself, against an echo server ================= */
+
+struct echo {
+    int lfd, stop[2];
+    char addr[64];
+    pthread_t t;
+};
+
+static void *echo_main(void *arg)
+{
+    struct echo *e = arg;
+    int fds[8], n = 0, k;
+    for (;;) {
+        struct pollfd p[10];
+        p[0].fd = e->stop[0];
+        p[0].events = POLLIN;
+        p[1].fd = e->lfd;
+        p[1].events = POLLIN;
+        for (k = 0; k < n; k++) {
+            p[2 + k].fd = fds[k];
+            p[2 + k].events = POLLIN;
+        }
+        if (poll(p, (nfds_t)n + 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents)
+            break;
+        for (k = n - 1; k >= 0; k--) { /* from the top: removal swaps in a done one */
+            char buf[4096];
+            ssize_t r;
+            if (!p[2 + k].revents)
+                continue;
+            r = recv(fds[k], buf, sizeof buf, 0);
+            if (r > 0 && send(fds[k], buf, (size_t)r, MSG_NOSIGNAL) == r)
+                continue;
+            close(fds[k]);
+            fds[k] = fds[--n];
+        }
+        if (p[1].revents & POLLIN) {
+            int fd = accept(e->lfd, NULL, NULL);
+            if (fd >= 0 && n < 8)
+                fds[n++] = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+    }
+    for (k = 0; k < n; k++)
+        close(fds[k]);
+    return NULL;
+}
+
+static void echo_start(struct echo *e)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    e->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(e->lfd, 0);
+    cr_assert_eq(bind(e->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(e->lfd, 16), 0);
+    cr_assert_eq(getsockname(e->lfd, (struct sockaddr *)&a, &len), 0);
+    snprintf(e->addr, sizeof e->addr, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    cr_assert_eq(pipe(e->stop), 0);
+    cr_assert_eq(pthread_create(&e->t, NULL, echo_main, e), 0);
+}
+
+static void echo_stop(struct echo *e)
+{
+    cr_assert_eq(write(e->stop[1], "x", 1), 1);
+    pthread_join(e->t, NULL);
+    close(e->lfd);
+    close(e->stop[0]);
+    close(e->stop[1]);
+}
+
+/* A blocking socket connected to "127.0.0.1:PORT". */
+static int dial(const char *hostport)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((unsigned short)atoi(strchr(hostport, ':') + 1));
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    return fd;
+}
+
+/* Read up to len bytes within ms: >0 bytes, 0 end of stream (or reset), -1 nothing in time. */
+static int recv_within(int fd, char *buf, size_t len, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    ssize_t r;
+    if (poll(&p, 1, ms) != 1)
+        return -1;
+    r = recv(fd, buf, len, 0);
+    return r < 0 ? 0 : (int)r;
+}
+
+/* Read exactly len bytes within ms overall; true if they came. */
+static bool recv_all(int fd, char *buf, size_t len, int ms)
+{
+    int64_t end = zkt_now_ms() + ms;
+    size_t got = 0;
+    while (got < len) {
+        int left = (int)(end - zkt_now_ms()), r;
+        if (left <= 0)
+            return false;
+        r = recv_within(fd, buf + got, len - got, left);
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+static fp_stats stats(fp_proxy *fp)
+{
+    fp_stats s;
+    fp_stats_get(fp, &s);
+    return s;
+}
+
+/* Wait up to 3 s for a counter to reach want: the proxy counts bytes once
+ * they are sent, so the peer may see them a moment before the counter does. */
+#define STAT_IS(fp, field, want) stat_is(fp, offsetof(fp_stats, field), want)
+
+static bool stat_is(fp_proxy *fp, size_t off, uint64_t want)
+{
+    int64_t end = zkt_now_ms() + 3000;
+    for (;;) {
+        fp_stats s = stats(fp);
+        uint64_t v;
+        memcpy(&v, (const char *)&s + off, sizeof v);
+        if (v == want)
+            return true;
+        if (zkt_now_ms() >= end)
+            return false;
+        zkt_sleep_ms(5);
+    }
+}
+
+struct open_arg {
+    fp_proxy *fp;
+    int want;
+};
+
+static int open_is(void *arg)
+{
+    struct open_arg *a = arg;
+    return stats(a->fp).open == a->want;
+}
+
+Test(proxy, forwards_stalls_drops_delays_cuts_refuses, .timeout = 60)
+{
+    struct echo e;
+    fp_proxy *fp;
+    char buf[64];
+    int fd;
+    int64_t t0, rtt;
+    struct open_arg none;
+    echo_start(&e);
+    fp = fp_start(e.addr);
+    cr_assert(fp, "fp_start");
+    cr_assert(strncmp(fp_connect_string(fp), "127.0.0.1:", 10) == 0);
+    none.fp = fp;
+    none.want = 0;
+
+    /* bytes flow both ways and are counted */
+    fd = dial(fp_connect_string(fp));
+    cr_assert_eq(send(fd, "hello", 5, 0), 5);
+    cr_assert(recv_all(fd, buf, 5, 3000), "no echo through the proxy");
+    cr_assert(memcmp(buf, "hello", 5) == 0);
+    cr_assert(STAT_IS(fp, accepted, 1));
+    cr_assert(STAT_IS(fp, up_bytes, 5));
+    cr_assert(STAT_IS(fp, down_bytes, 5));
+    cr_assert_eq(stats(fp).open, 1);
+
+    /* stall: nothing moves, then everything does */
+    fp_stall(fp, true);
+    cr_assert_eq(send(fd, "abc", 3, 0), 3);
+    cr_assert_eq(recv_within(fd, buf, sizeof buf, 300), -1, "bytes moved while stalled");
+    cr_assert_eq(stats(fp).up_bytes, 5, "forwarded upstream while stalled");
+    fp_stall(fp, false);
+    cr_assert(recv_all(fd, buf, 3, 3000), "nothing after the stall ended");
+    cr_assert(memcmp(buf, "abc", 3) == 0);
+
+    /* dropped replies: the request goes up, the answer is swallowed */
+    fp_drop_replies(fp, true);
+    cr_assert_eq(send(fd, "xyz", 3, 0), 3);
+    cr_assert_eq(recv_within(fd, buf, sizeof buf, 300), -1, "a reply got through");
+    cr_assert(STAT_IS(fp, up_bytes, 11));
+    cr_assert(STAT_IS(fp, dropped, 3));
+    fp_drop_replies(fp, false);
+    cr_assert_eq(send(fd, "q", 1, 0), 1);
+    cr_assert(recv_all(fd, buf, 1, 3000) && buf[0] == 'q');
+
+    /* delay: 100 ms each way */
+    fp_delay(fp, 100);
+    t0 = zkt_now_ms();
+    cr_assert_eq(send(fd, "d", 1, 0), 1);
+    cr_assert(recv_all(fd, buf, 1, 3000) && buf[0] == 'd');
+    rtt = zkt_now_ms() - t0;
+    cr_assert_geq(rtt, 195, "round trip %lld ms with 2 x 100 ms of delay", (long long)rtt);
+    fp_delay(fp, 0);
+
+    /* cut: the client's side ends at once */
+    fp_cut(fp);
+    cr_assert_eq(recv_within(fd, buf, sizeof buf, 3000), 0, "the connection survived a cut");
+    close(fd);
+    cr_assert_eq(stats(fp).cut, 1);
+    cr_assert_eq(stats(fp).open, 0);
+
+    /* refuse: accepted and closed; then served again */
+    fp_refuse(fp, true);
+    fd = dial(fp_connect_string(fp));
+    cr_assert_eq(recv_within(fd, buf, sizeof buf, 3000), 0, "a refused connection stayed open");
+    close(fd);
+    cr_assert(STAT_IS(fp, refused, 1));
+    fp_refuse(fp, false);
+    fd = dial(fp_connect_string(fp));
+    cr_assert_eq(send(fd, "again", 5, 0), 5);
+    cr_assert(recv_all(fd, buf, 5, 3000) && memcmp(buf, "again", 5) == 0);
+    cr_assert(STAT_IS(fp, accepted, 2));
+
+    /* a client that goes away while stalled takes its pair with it */
+    fp_stall(fp, true);
+    close(fd);
+    cr_assert(zkt_wait_for(open_is, &none, 3000), "a closed connection lingers while stalled");
+    fp_stall(fp, false);
+
+    fp_stop(fp);
+    echo_stop(&e);
+}
+
+Test(proxy, upstream_down_closes_the_client, .timeout = 30)
+{
+    fp_proxy *fp = fp_start("127.0.0.1:1"); /* nothing listens there */
+    char buf[8];
+    int fd;
+    cr_assert(fp);
+    fd = dial(fp_connect_string(fp));
+    cr_assert_eq(recv_within(fd, buf, sizeof buf, 3000), 0);
+    close(fd);
+    cr_assert(STAT_IS(fp, refused, 1));
+    cr_assert_eq(stats(fp).accepted, 0);
+    fp_stop(fp);
+    cr_assert_null(fp_start("no-port-here"));
+}
+
+/* ================= the mutex through the proxy ================= */
+
+#define MAX_EV 64
+
+/* Connection states as they were reported, with the time of each. */
+struct timeline {
+    pthread_mutex_t mu;
+    int n;
+    zkl_conn_state ev[MAX_EV];
+    int64_t at[MAX_EV];
+};
+
+static void tl_add(struct timeline *t, zkl_conn_state st)
+{
+    int64_t now = zkt_now_ms();
+    pthread_mutex_lock(&t->mu);
+    if (t->n < MAX_EV) {
+        t->ev[t->n] = st;
+        t->at[t->n] = now;
+        t->n++;
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void on_client_state(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    (void)c;
+    tl_add(ud, st);
+}
+
+static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    tl_add(ud, st);
+}
+
+/* Time of the first st at or after index from (-1 if none); *idx its index. */
+static int64_t tl_find(struct timeline *t, zkl_conn_state st, int from, int *idx)
+{
+    int64_t at = -1;
+    int i;
+    pthread_mutex_lock(&t->mu);
+    for (i = from; i < t->n; i++) {
+        if (t->ev[i] == st) {
+            at = t->at[i];
+            if (idx)
+                *idx = i;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return at;
+}
+
+static int64_t tl_first(struct timeline *t, zkl_conn_state st)
+{
+    return tl_find(t, st, 0, NULL);
+}
+
+static int tl_count(struct timeline *t, zkl_conn_state st)
+{
+    int i, k = 0;
+    pthread_mutex_lock(&t->mu);
+    for (i = 0; i < t->n; i++)
+        k += t->ev[i] == st;
+    pthread_mutex_unlock(&t->mu);
+    return k;
+}
+
+static int saw_lost(void *arg)
+{
+    return tl_first(arg, ZKL_STATE_LOST) >= 0;
+}
+
+/* RECONNECTED after the last SUSPENDED or LOST: connected again now. */
+static int back_again(void *arg)
+{
+    struct timeline *t = arg;
+    int i, r = 0;
+    pthread_mutex_lock(&t->mu);
+    for (i = 0; i < t->n; i++) {
+        if (t->ev[i] == ZKL_STATE_SUSPENDED || t->ev[i] == ZKL_STATE_LOST)
+            r = 0;
+        else if (t->ev[i] == ZKL_STATE_RECONNECTED)
+            r = 1;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+static int reconnected_after_lost(void *arg)
+{
+    int i = -1;
+    return tl_find(arg, ZKL_STATE_LOST, 0, &i) >= 0 &&
+           tl_find(arg, ZKL_STATE_RECONNECTED, i + 1, NULL) >= 0;
+}
+
+static zkl_client *proxied_client(fp_proxy *fp, int session_ms, struct timeline *t)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_status st;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 10000;
+    o.on_state = t ? on_client_state : NULL;
+    o.state_userdata = t;
+    st = zkl_client_open(fp_connect_string(fp), &o, &c);
+    cr_assert_eq(st, ZKL_OK, "open through the proxy: %s (%s)", zkl_strerror(st), zkl_errmsg());
+    return c;
+}
+
+static fp_proxy *proxy(void)
+{
+    fp_proxy *fp = fp_start(zkt_servers());
+    cr_assert(fp, "could not start the fault proxy to %s", zkt_servers());
+    return fp;
+}
+
+/* The lock path as an empty container (not reaped before it has had a child). */
+static void make_parent(zhandle_t *zh, const char *path)
+{
+    int rc = zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0);
+    cr_assert(rc == ZOK || rc == ZNODEEXISTS, "/zkltest: %s", zerror(rc));
+    rc = zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0);
+    cr_assert_eq(rc, ZOK, "%s: %s", path, zerror(rc));
+}
+
+/* The one child of path as a full path (asserts there is exactly one). */
+static char *only_child(zhandle_t *zh, const char *path)
+{
+    struct String_vector sv;
+    char *full;
+    cr_assert_eq(zoo_get_children(zh, path, 0, &sv), ZOK);
+    cr_assert_eq(sv.count, 1, "%d nodes under %s, want exactly one", sv.count, path);
+    full = malloc(strlen(path) + strlen(sv.data[0]) + 2);
+    sprintf(full, "%s/%s", path, sv.data[0]);
+    deallocate_String_vector(&sv);
+    return full;
+}
+
+/* Lock participants (full paths), through the given mutex. */
+static char **participants(zkl_mutex *m, size_t *n)
+{
+    char **v = NULL;
+    ok(zkl_mutex_participants(m, &v, n), "participants");
+    return v;
+}
+
+/* A thread that acquires, reports, holds until told, and releases. */
+struct waiter {
+    zkl_mutex *m;
+    int timeout_ms;
+    atomic_int *order; /* optional: rank of this grant among the waiters sharing it */
+    zkl_status st, release_st;
+    int64_t got_at;
+    int rank;
+    char *node;
+    pthread_t t;
+    atomic_int done, release_now, released;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    zkl_status st = zkl_mutex_acquire(w->m, w->timeout_ms);
+    w->got_at = zkt_now_ms();
+    if (st == ZKL_OK) {
+        if (w->order)
+            w->rank = atomic_fetch_add(w->order, 1) + 1;
+        if (zkl_mutex_node(w->m, &w->node) != ZKL_OK)
+            w->node = NULL;
+    }
+    w->st = st;
+    atomic_store(&w->done, 1);
+    while (st == ZKL_OK && !atomic_load(&w->release_now))
+        zkt_sleep_ms(5);
+    if (st == ZKL_OK)
+        w->release_st = zkl_mutex_release(w->m);
+    atomic_store(&w->released, 1);
+    return NULL;
+}
+
+static void waiter_start(struct waiter *w, zkl_mutex *m, int timeout_ms, atomic_int *order)
+{
+    w->m = m;
+    w->timeout_ms = timeout_ms;
+    w->order = order;
+    cr_assert_eq(pthread_create(&w->t, NULL, waiter_main, w), 0);
+}
+
+/* Tell it to release (if it holds) and join it. */
+static void waiter_finish(struct waiter *w)
+{
+    atomic_store(&w->release_now, 1);
+    pthread_join(w->t, NULL);
+    free(w->node);
+    w->node = NULL;
+}
+
+static int flag_set(void *arg)
+{
+    return atomic_load((atomic_int *)arg);
+}
+
+struct count_arg {
+    zhandle_t *zh;
+    const char *path;
+    int want;
+};
+
+static int children_are(void *arg)
+{
+    struct count_arg *a = arg;
+    return zkt_children(a->zh, a->path) == a->want;
+}
+
+/* Wait (up to ms) until path has want children. */
+static bool children_reach(zhandle_t *zh, const char *path, int want, int ms)
+{
+    struct count_arg a = {zh, path, want};
+    return zkt_wait_for(children_are, &a, ms);
+}
+
+static zkl_client_stats client_stats(zkl_client *c)
+{
+    zkl_client_stats s;
+    ok(zkl_client_stats_get(c, &s), "stats");
+    return s;
+}
+
+/* Swap the link for a fresh one: nothing in flight survives, and a stream
+ * whose replies were being swallowed does not leak half a reply. */
+static void cut_clean(fp_proxy *fp)
+{
+    fp_stall(fp, true);
+    fp_drop_replies(fp, false);
+    fp_cut(fp);
+    fp_stall(fp, false);
+}
+
+/*
+ * (a) The holder's link goes silent past the session timeout. The holder must
+ * hear SUSPENDED (client and lock callbacks) before the server expires its
+ * session and hands the lock to the other session, then LOST by the client's
+ * own rule (suspended for a whole session timeout: the server's word cannot
+ * come through a stalled link), and must stop believing it holds the lock.
+ */
+Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout = 90)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER}, mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 4000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxstall");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    int64_t stall_at, sus_c, sus_m, lost_c, lost_m;
+    int granted = zkl_client_session_timeout(h);
+    bool held_at_grant;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_on_state(mh, on_hold_state, &mt), "on_state");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+    zkt_sleep_ms(100);
+    cr_assert_not(atomic_load(&w.done), "the other session got a held lock");
+
+    stall_at = zkt_now_ms();
+    fp_stall(fp, true);
+    cr_assert(zkt_wait_for(flag_set, &w.done, 20000), "the other session never got the lock");
+    ok(w.st, "the other session acquires");
+    /* Curator's semantics: a SUSPENDED hold still counts as held until LOST;
+     * the SUSPENDED notice is the holder's cue to stop. */
+    held_at_grant = zkl_mutex_is_held(mh);
+    cr_assert(zkt_wait_for(saw_lost, &ct, 20000), "the holder never saw LOST");
+    cr_assert(zkt_wait_for(saw_lost, &mt, 5000), "the holder's lock never heard LOST");
+    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
+    sus_m = tl_first(&mt, ZKL_STATE_SUSPENDED);
+    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    lost_m = tl_first(&mt, ZKL_STATE_LOST);
+    cr_log_info("stall: suspended +%lld ms, other acquired +%lld ms, lost +%lld ms (granted %d); "
+                "holder's is_held at the other's grant: %d",
+                (long long)(sus_c - stall_at), (long long)(w.got_at - stall_at),
+                (long long)(lost_c - stall_at), granted, (int)held_at_grant);
+    cr_assert_geq(sus_c, 0, "no SUSPENDED on the client");
+    cr_assert_geq(sus_m, 0, "no SUSPENDED on the lock");
+    cr_assert_lt(sus_c, w.got_at, "SUSPENDED (+%lld) must come before the other's grant (+%lld)",
+                 (long long)(sus_c - stall_at), (long long)(w.got_at - stall_at));
+    cr_assert_lt(sus_m, w.got_at, "the lock's SUSPENDED must come before the other's grant");
+    cr_assert_gt(lost_c, sus_c);
+    cr_assert_geq(lost_m, sus_m);
+    cr_assert_geq(lost_c - sus_c, granted - 100, "LOST after only %lld ms suspended (timeout %d)",
+                  (long long)(lost_c - sus_c), granted);
+    cr_assert_not(zkl_mutex_is_held(mh), "a hold must not outlive LOST");
+
+    fp_stall(fp, false);
+    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session after the stall");
+    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    waiter_finish(&w);
+    ok(w.release_st, "the other releases");
+    ok(zkl_client_drain(o, 5000), "drain");
+    ok(zkl_client_drain(h, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (a') The same stall, but the link comes back once the server has expired
+ * the session: the server's "expired" reaches the holder, which hears LOST
+ * then, without waiting out its own session timeout.
+ */
+Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 90)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 4000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxexpire");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    int64_t stall_at, sus_c, lost_c, back_at;
+    int granted = zkl_client_session_timeout(h);
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+
+    stall_at = zkt_now_ms();
+    fp_stall(fp, true);
+    cr_assert(zkt_wait_for(flag_set, &w.done, 20000), "the other session never got the lock");
+    ok(w.st, "the other session acquires");
+    back_at = zkt_now_ms();
+    fp_stall(fp, false);
+    cr_assert(zkt_wait_for(saw_lost, &ct, 20000), "the holder never saw LOST");
+    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
+    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    cr_log_info("stall: suspended +%lld, other +%lld, back +%lld, lost +%lld ms (granted %d)",
+                (long long)(sus_c - stall_at), (long long)(w.got_at - stall_at),
+                (long long)(back_at - stall_at), (long long)(lost_c - stall_at), granted);
+    cr_assert(sus_c >= 0 && sus_c < w.got_at, "SUSPENDED must come before the other's grant");
+    cr_assert_lt(lost_c - sus_c, granted,
+                 "LOST came only by the local rule (%lld ms after SUSPENDED): the server's "
+                 "expiry was not reported",
+                 (long long)(lost_c - sus_c));
+    cr_assert_not(zkl_mutex_is_held(mh));
+    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session");
+    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    /* the holder's client works again in its new session, through the proxy */
+    ok(zkl_mutex_acquire(mh, 10000), "lock again in the new session");
+    ok(zkl_mutex_release(mh), "release");
+    ok(zkl_client_drain(h, 5000), "drain");
+    ok(zkl_client_drain(o, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (a'') Asymmetric partition: the server hears the holder (its pings and
+ * reconnect attempts keep the session alive) but the holder hears nothing.
+ * The holder must declare LOST by its own rule and let go of the session;
+ * only then may the other session get the lock, and it must get it.
+ */
+Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it, .timeout = 90)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 4000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxdeaf");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    int64_t t0, sus_c, lost_c;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 40000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+
+    t0 = zkt_now_ms();
+    fp_drop_replies(fp, true);
+    cr_assert(zkt_wait_for(flag_set, &w.done, 30000), "the other session never got the lock");
+    ok(w.st, "the other session acquires");
+    cr_assert(zkt_wait_for(saw_lost, &ct, 10000), "the holder never saw LOST");
+    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
+    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    cr_log_info("deaf: suspended +%lld, lost +%lld, other acquired +%lld ms",
+                (long long)(sus_c - t0), (long long)(lost_c - t0), (long long)(w.got_at - t0));
+    cr_assert(sus_c >= 0 && sus_c < lost_c, "SUSPENDED must come before LOST");
+    cr_assert_lt(lost_c, w.got_at, "another session got the lock (+%lld) before LOST (+%lld)",
+                 (long long)(w.got_at - t0), (long long)(lost_c - t0));
+    cr_assert_not(zkl_mutex_is_held(mh));
+    cut_clean(fp);
+    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session afterwards");
+    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(h, 5000), "drain");
+    ok(zkl_client_drain(o, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * A hiccup: the link stalls for well under 2/3 of the session timeout, with a
+ * release sent into it. Nothing is suspended, the delete arrives late but
+ * arrives (no background retry), and only then does the waiter get the lock.
+ */
+Test(proxy_faults, short_stall_is_harmless, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 6000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxhiccup");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    int64_t resumed;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+    fp_stall(fp, true);
+    zkt_sleep_ms(500);
+    cr_assert(zkl_mutex_is_held(mh), "a short stall must not end a hold");
+    ok(zkl_mutex_release(mh), "release into the stalled link");
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&w.done), "the waiter got the lock before the delete arrived");
+    resumed = zkt_now_ms();
+    fp_stall(fp, false);
+    cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
+    ok(w.st, "the waiter acquires");
+    cr_assert_geq(w.got_at, resumed);
+    ok(zkl_client_drain(h, 5000), "drain");
+    cr_assert_eq(client_stats(h).bg_deletes, 0, "the late delete was retried in the background");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_SUSPENDED), 0, "a 1 s stall of a 6 s session suspended");
+    cr_assert_eq(stats(fp).cut, 0);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(o, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (b) The create reaches the server, its reply does not come back, and the
+ * connection is cut: the client reconnects in the same session, finds its
+ * node by its protected prefix and adopts it. Exactly one node, the one the
+ * server made, and nothing deleted in the background.
+ */
+Test(proxy_faults, cut_with_create_reply_in_flight_adopts_the_node, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *c = proxied_client(fp, 4000, &ct);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxadopt"), *made;
+    zkl_mutex *m;
+    struct waiter w = {0};
+    int64_t sid = zkl_client_session_id(c);
+    make_parent(zh, path);
+    ok(zkl_mutex_create(c, path, &m), "create");
+
+    fp_drop_replies(fp, true);
+    waiter_start(&w, m, 20000, NULL);
+    cr_assert(children_reach(zh, path, 1, 5000), "the create never reached the server");
+    made = only_child(zh, path);
+    zkt_sleep_ms(50);
+    cr_assert_not(atomic_load(&w.done), "acquired without a reply");
+    cut_clean(fp);
+
+    cr_assert(zkt_wait_for(flag_set, &w.done, 15000), "the acquire never finished");
+    ok(w.st, "acquire across the cut");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "exactly one node for one attempt");
+    cr_assert(w.node);
+    cr_assert_str_eq(w.node, made, "the node the server made was not adopted");
+    cr_assert_eq(zkl_client_session_id(c), sid, "the session changed");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0, "a short cut must not lose the session");
+    cr_assert_geq(tl_count(&ct, ZKL_STATE_SUSPENDED), 1, "the cut went unnoticed");
+    cr_assert_eq(client_stats(c).bg_deletes, 0, "something was deleted in the background");
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(made);
+    free(path);
+}
+
+/*
+ * (b') The create never reaches the server (the link is stalled, then cut):
+ * recovery finds nothing with its prefix and creates once more. Exactly one
+ * node.
+ */
+Test(proxy_faults, cut_with_create_unsent_creates_once, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *c = proxied_client(fp, 4000, &ct);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxunsent"), *made;
+    zkl_mutex *m;
+    struct waiter w = {0};
+    make_parent(zh, path);
+    ok(zkl_mutex_create(c, path, &m), "create");
+
+    fp_stall(fp, true);
+    waiter_start(&w, m, 20000, NULL);
+    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children(zh, path), 0, "a request went through a stalled link");
+    cr_assert_not(atomic_load(&w.done));
+    fp_cut(fp);
+    fp_stall(fp, false);
+
+    cr_assert(zkt_wait_for(flag_set, &w.done, 15000), "the acquire never finished");
+    ok(w.st, "acquire across the cut");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "exactly one node for one attempt");
+    made = only_child(zh, path);
+    cr_assert(w.node);
+    cr_assert_str_eq(w.node, made);
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(made);
+    free(path);
+}
+
+struct more_arg {
+    struct timeline *t;
+    zkl_conn_state st;
+    int than;
+};
+
+static int count_above(void *arg)
+{
+    struct more_arg *a = arg;
+    return tl_count(a->t, a->st) > a->than;
+}
+
+/*
+ * (b'') A waiter whose create went up with its reply swallowed, then cut
+ * again and again while it waits (replies swallowed between the cuts, so
+ * its relists and watches are uncertain too): it keeps the one node the
+ * server made, never makes a second, and gets the lock with it.
+ */
+Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = zkt_client(4000);
+    zkl_client *c = proxied_client(fp, 4000, &ct);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxcuts");
+    zkl_mutex *mh, *m;
+    struct waiter w = {0};
+    char **line;
+    size_t n;
+    int i;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    fp_drop_replies(fp, true);
+    waiter_start(&w, m, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the waiter's create never reached the server");
+    line = participants(mh, &n);
+    cr_assert_eq(n, 2);
+    for (i = 0; i < 4; i++) {
+        struct more_arg sus = {&ct, ZKL_STATE_SUSPENDED, tl_count(&ct, ZKL_STATE_SUSPENDED)};
+        zkt_sleep_ms(150);
+        cut_clean(fp);
+        cr_assert(zkt_wait_for(count_above, &sus, 5000), "cut %d went unnoticed", i);
+        cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after cut %d", i);
+        cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "after cut %d: one node per contender",
+                     i);
+        fp_drop_replies(fp, true);
+    }
+    cut_clean(fp);
+    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the last cut");
+    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children(zh, path), 2, "a second node appeared");
+    cr_assert_not(atomic_load(&w.done), "the waiter got a held lock");
+    ok(zkl_mutex_release(mh), "holder releases");
+    cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
+    ok(w.st, "acquire across repeated cuts");
+    cr_assert(w.node);
+    cr_assert_str_eq(w.node, line[1], "the waiter holds with another node than it queued with");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    cr_assert_eq(client_stats(c).bg_deletes, 0, "something was deleted in the background");
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    ok(zkl_client_drain(h, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    zkl_strings_free(line, n);
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (c) Release while the link is stalled, then cut: the delete never reached
+ * the server, so it fails with connection loss and goes to the background
+ * queue; once the link is back the node goes and the waiter in another
+ * session gets the lock.
+ */
+Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 4000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxrelease");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    int64_t back_at;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+
+    fp_stall(fp, true);
+    ok(zkl_mutex_release(mh), "release (its delete is stuck in the link)");
+    cr_assert_not(zkl_mutex_is_held(mh));
+    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children(zh, path), 2, "the delete went through a stalled link");
+    cr_assert_not(atomic_load(&w.done), "the waiter got a lock still held on the server");
+    fp_cut(fp);
+    back_at = zkt_now_ms();
+    fp_stall(fp, false);
+
+    cr_assert(zkt_wait_for(flag_set, &w.done, 15000), "the waiter hangs: the node never went");
+    ok(w.st, "the waiter acquires");
+    cr_log_info("waiter got the lock %lld ms after the link came back",
+                (long long)(w.got_at - back_at));
+    ok(zkl_client_drain(h, 10000), "drain");
+    cr_assert_geq(client_stats(h).bg_deletes, 1, "the failed delete was not retried");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "only the waiter's node is left");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(o, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (c') The delete reaches the server but its reply is swallowed, then the
+ * link is cut: the waiter gets the lock at once (the server applied it), and
+ * the holder's client settles its uncertain delete (retried: already gone).
+ */
+Test(proxy_faults, cut_while_release_reply_in_flight, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = proxied_client(fp, 4000, &ct);
+    zkl_client *o = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxrelreply");
+    zkl_mutex *mh, *mo;
+    struct waiter w = {0};
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(o, path, &mo), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, mo, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+
+    fp_drop_replies(fp, true);
+    ok(zkl_mutex_release(mh), "release");
+    cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
+    ok(w.st, "the waiter acquires");
+    cut_clean(fp);
+    ok(zkl_client_drain(h, 10000), "the holder's uncertain delete never settled");
+    cr_assert_geq(client_stats(h).bg_deletes, 1, "a delete without a reply was not retried");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    /* the holder's client is still good for locking */
+    ok(zkl_mutex_acquire(mh, 10000), "lock again");
+    ok(zkl_mutex_release(mh), "release");
+    ok(zkl_client_drain(h, 5000), "drain");
+    ok(zkl_client_drain(o, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mo), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(o), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * (d) A holder (direct) and two waiters queued in order through the proxy,
+ * each in its own session. Their links are cut and refused for a while
+ * (well under the session timeout); if release_during_outage, the holder
+ * lets go meanwhile. The waiters keep their nodes (same participants), and
+ * the first in line gets the lock first; nobody is LOST.
+ */
+static void waiters_keep_their_place(bool release_during_outage)
+{
+    struct timeline t1 = {.mu = PTHREAD_MUTEX_INITIALIZER}, t2 = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = zkt_client(4000);
+    zkl_client *c1 = proxied_client(fp, 4000, &t1);
+    zkl_client *c2 = proxied_client(fp, 4000, &t2);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path(release_during_outage ? "pxplace2" : "pxplace");
+    zkl_mutex *mh, *m1, *m2;
+    struct waiter w1 = {0}, w2 = {0};
+    atomic_int order = 0;
+    char **before, **after;
+    size_t nb, na, i;
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(c1, path, &m1), "create");
+    ok(zkl_mutex_create(c2, path, &m2), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w1, m1, 30000, &order);
+    cr_assert(children_reach(zh, path, 2, 5000), "W1 never queued");
+    waiter_start(&w2, m2, 30000, &order);
+    cr_assert(children_reach(zh, path, 3, 5000), "W2 never queued");
+    before = participants(mh, &nb);
+    cr_assert_eq(nb, 3);
+
+    fp_refuse(fp, true);
+    fp_cut(fp);
+    cr_assert_eq(stats(fp).open, 0);
+    if (release_during_outage) {
+        zkt_sleep_ms(200);
+        ok(zkl_mutex_release(mh), "holder releases while the waiters are away");
+        ok(zkl_client_drain(h, 5000), "drain");
+    }
+    zkt_sleep_ms(1000);
+    cr_assert_geq(tl_count(&t1, ZKL_STATE_SUSPENDED), 1, "W1 did not notice the cut");
+    cr_assert_geq(tl_count(&t2, ZKL_STATE_SUSPENDED), 1, "W2 did not notice the cut");
+    cr_assert_not(atomic_load(&w1.done) || atomic_load(&w2.done), "a lock granted while away");
+    fp_refuse(fp, false);
+    cr_assert(zkt_wait_for(back_again, &t1, 10000), "W1 never reconnected");
+    cr_assert(zkt_wait_for(back_again, &t2, 10000), "W2 never reconnected");
+
+    if (!release_during_outage) {
+        after = participants(mh, &na);
+        cr_assert_eq(na, nb, "the line changed across the disconnect");
+        for (i = 0; i < nb; i++)
+            cr_assert_str_eq(after[i], before[i], "place %zu changed across the disconnect", i);
+        zkl_strings_free(after, na);
+        ok(zkl_mutex_release(mh), "holder releases");
+    }
+    cr_assert(zkt_wait_for(flag_set, &w1.done, 10000), "W1 never got the lock");
+    ok(w1.st, "W1 acquires");
+    cr_assert_eq(w1.rank, 1, "W1 was first in line but got the lock second");
+    cr_assert(w1.node);
+    cr_assert_str_eq(w1.node, before[1], "W1 holds with another node than it queued with");
+    zkt_sleep_ms(200);
+    cr_assert_not(atomic_load(&w2.done), "W2 got the lock while W1 held it");
+    atomic_store(&w1.release_now, 1);
+    cr_assert(zkt_wait_for(flag_set, &w2.done, 10000), "W2 never got the lock");
+    ok(w2.st, "W2 acquires");
+    cr_assert_eq(w2.rank, 2);
+    cr_assert(w2.node);
+    cr_assert_str_eq(w2.node, before[2], "W2 holds with another node than it queued with");
+    cr_assert_eq(tl_count(&t1, ZKL_STATE_LOST), 0, "W1 lost its session");
+    cr_assert_eq(tl_count(&t2, ZKL_STATE_LOST), 0, "W2 lost its session");
+    waiter_finish(&w1);
+    waiter_finish(&w2);
+    ok(w1.release_st, "release");
+    ok(w2.release_st, "release");
+    ok(zkl_client_drain(c1, 5000), "drain");
+    ok(zkl_client_drain(c2, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    zkl_strings_free(before, nb);
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(c1), "close");
+    ok(zkl_client_close(c2), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(proxy_faults, waiters_keep_their_place_across_a_short_disconnect, .timeout = 60)
+{
+    waiters_keep_their_place(false);
+}
+
+Test(proxy_faults, release_during_disconnect_goes_to_the_first_waiter, .timeout = 60)
+{
+    waiters_keep_their_place(true);
+}
+
+/*
+ * (e) Four sessions through a link with 50 ms of latency each way contend
+ * 20 times each: never two holders at once (a shared slot), fencing tokens
+ * strictly increasing, and every acquire finishes.
+ */
+#define SLOW_CLIENTS 4
+#define SLOW_ROUNDS 20
+
+struct slow_shared {
+    atomic_int inside, violations, done, failures;
+    _Atomic int64_t last_token;
+    atomic_int token_regressions;
+};
+
+struct slow_worker {
+    struct slow_shared *sh;
+    zkl_client *c;
+    zkl_mutex *m;
+    zkl_status first_error;
+    pthread_t t;
+};
+
+static void *slow_main(void *arg)
+{
+    struct slow_worker *w = arg;
+    struct slow_shared *sh = w->sh;
+    int i;
+    for (i = 0; i < SLOW_ROUNDS; i++) {
+        int64_t tok = 0;
+        zkl_status st = zkl_mutex_acquire(w->m, 60000);
+        if (st != ZKL_OK) {
+            if (w->first_error == ZKL_OK)
+                w->first_error = st;
+            atomic_fetch_add(&sh->failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->violations, 1);
+        if (zkl_mutex_fencing_token(w->m, &tok) != ZKL_OK || tok <= atomic_load(&sh->last_token))
+            atomic_fetch_add(&sh->token_regressions, 1);
+        atomic_store(&sh->last_token, tok);
+        zkt_sleep_ms(2);
+        atomic_fetch_sub(&sh->inside, 1);
+        st = zkl_mutex_release(w->m);
+        if (st != ZKL_OK && w->first_error == ZKL_OK)
+            w->first_error = st;
+        atomic_fetch_add(&sh->done, 1);
+    }
+    return NULL;
+}
+
+Test(proxy_faults, slow_link_contention_stays_exclusive, .timeout = 180)
+{
+    fp_proxy *fp = proxy();
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxslow");
+    struct slow_shared sh;
+    struct slow_worker w[SLOW_CLIENTS];
+    int64_t t0, rtt_t0;
+    int i;
+    memset(&sh, 0, sizeof sh);
+    memset(w, 0, sizeof w);
+    fp_delay(fp, 50);
+    rtt_t0 = zkt_now_ms();
+    for (i = 0; i < SLOW_CLIENTS; i++) {
+        w[i].sh = &sh;
+        w[i].c = proxied_client(fp, 6000, NULL);
+        ok(zkl_mutex_create(w[i].c, path, &w[i].m), "create");
+    }
+    /* a session's handshake through the link takes at least one round trip */
+    cr_assert_geq(zkt_now_ms() - rtt_t0, SLOW_CLIENTS * 100, "the delay did not apply");
+    t0 = zkt_now_ms();
+    for (i = 0; i < SLOW_CLIENTS; i++)
+        cr_assert_eq(pthread_create(&w[i].t, NULL, slow_main, &w[i]), 0);
+    for (i = 0; i < SLOW_CLIENTS; i++)
+        pthread_join(w[i].t, NULL);
+    cr_log_info("%d acquisitions over a 2 x 50 ms link in %lld ms", SLOW_CLIENTS * SLOW_ROUNDS,
+                (long long)(zkt_now_ms() - t0));
+    for (i = 0; i < SLOW_CLIENTS; i++)
+        cr_assert_eq(w[i].first_error, ZKL_OK, "client %d: %s", i, zkl_strerror(w[i].first_error));
+    cr_assert_eq(atomic_load(&sh.failures), 0);
+    cr_assert_eq(atomic_load(&sh.violations), 0, "two holders at once");
+    cr_assert_eq(atomic_load(&sh.token_regressions), 0, "fencing tokens went backwards");
+    cr_assert_eq(atomic_load(&sh.done), SLOW_CLIENTS * SLOW_ROUNDS);
+    for (i = 0; i < SLOW_CLIENTS; i++)
+        ok(zkl_client_drain(w[i].c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    for (i = 0; i < SLOW_CLIENTS; i++) {
+        ok(zkl_mutex_destroy(w[i].m), "destroy");
+        ok(zkl_client_close(w[i].c), "close");
+    }
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * On a silent link an acquire with a short timeout (or 0, "try once") must not
+ * block until the ZooKeeper client gives the connection up (2/3 of the session
+ * timeout: 4 s here, 6.7 s with the default 10 s session): its calls give up
+ * at max(timeout, 1 s). Found by this proxy; fixed in zkcall.c.
+ */
+Test(proxy_faults, acquire_keeps_its_timeout_on_a_silent_link, .timeout = 60)
+{
+    fp_proxy *fp = proxy();
+    zkl_client *c = proxied_client(fp, 6000, NULL);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxsilent");
+    zkl_mutex *m;
+    int64_t t0, took_500, took_0;
+    zkl_status st_500, st_0;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    fp_stall(fp, true);
+    t0 = zkt_now_ms();
+    st_500 = zkl_mutex_acquire(m, 500);
+    took_500 = zkt_now_ms() - t0;
+    t0 = zkt_now_ms();
+    st_0 = zkl_mutex_acquire(m, 0);
+    took_0 = zkt_now_ms() - t0;
+    fp_stall(fp, false);
+    cr_log_info("silent link: acquire(500) %s after %lld ms, acquire(0) %s after %lld ms",
+                zkl_strerror(st_500), (long long)took_500, zkl_strerror(st_0), (long long)took_0);
+    if (st_500 == ZKL_OK)
+        ok(zkl_mutex_release(m), "release");
+    if (st_0 == ZKL_OK)
+        ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+    cr_assert_eq(st_500, ZKL_ETIMEDOUT);
+    cr_assert_lt(took_500, 2000, "acquire(500) took %lld ms", (long long)took_500);
+    cr_assert_lt(took_0, 2000, "acquire(0) took %lld ms", (long long)took_0);
+}
