@@ -596,3 +596,16 @@ void bu_logging(bool verbose)
 {
     zkl_log_set(verbose ? zkl_log_stderr : NULL, ZKL_LOG_WARN, NULL);
 }
+
+double bench_parse_num(const char *prog, const char *opt, const char *s, double min)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || v < min) {
+        fprintf(stderr, "%s: bad value for %s: '%s'\n", prog, opt, s);
+        exit(2);
+    }
+    return v;
+}

@@ -97,4 +97,7 @@ void bu_server_warmup(const char *connect, double seconds);
  * client's logs (process-wide; call before opening any handle). */
 void bu_logging(bool verbose);
 
+/* A number >= min given for option opt, or exit(2) with a message naming prog. */
+double bench_parse_num(const char *prog, const char *opt, const char *s, double min);
+
 #endif

@@ -540,19 +540,6 @@ static void usage(FILE *f)
             "started here, 0 with --zk). Without --zk a throwaway server is started.\n");
 }
 
-static double parse_num(const char *opt, const char *s, double min)
-{
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "lockbench: bad value for %s: '%s'\n", opt, s);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
@@ -584,10 +571,10 @@ int main(int argc, char **argv)
             }
             selected[i] = any = true;
             break;
-        case 's': opt_seconds = parse_num("--seconds", optarg, 0.001); break;
-        case 'c': opt_clients = (int)parse_num("--clients", optarg, 1); break;
-        case 'p': opt_pairs = (int)parse_num("--pairs", optarg, 1); break;
-        case 'W': warmup = parse_num("--server-warmup", optarg, 0); break;
+        case 's': opt_seconds = bench_parse_num("lockbench", "--seconds", optarg, 0.001); break;
+        case 'c': opt_clients = (int)bench_parse_num("lockbench", "--clients", optarg, 1); break;
+        case 'p': opt_pairs = (int)bench_parse_num("lockbench", "--pairs", optarg, 1); break;
+        case 'W': warmup = bench_parse_num("lockbench", "--server-warmup", optarg, 0); break;
         case 'v': verbose = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

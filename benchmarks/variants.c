@@ -525,19 +525,6 @@ static void usage(FILE *f)
                "throwaway server is started (and warmed up for --server-warmup s, default 3).\n");
 }
 
-static double parse_num(const char *opt, const char *s, double min)
-{
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "lock_variants: bad value for %s: '%s'\n", opt, s);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
@@ -559,7 +546,7 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
         case 'z': zk_connect = optarg; break;
-        case 's': opt_seconds = parse_num("--seconds", optarg, 0.001); break;
+        case 's': opt_seconds = bench_parse_num("lock_variants", "--seconds", optarg, 0.001); break;
         case 'c': {
             char *save = NULL, *tok, *copy = strdup(optarg);
             for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -567,7 +554,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, "lock_variants: at most %d client counts\n", MAX_NS);
                     return 2;
                 }
-                ns[nn++] = (int)parse_num("--clients", tok, 1);
+                ns[nn++] = (int)bench_parse_num("lock_variants", "--clients", tok, 1);
             }
             free(copy);
             break;
@@ -582,7 +569,7 @@ int main(int argc, char **argv)
             }
             selected[i] = any = true;
             break;
-        case 'W': warmup = parse_num("--server-warmup", optarg, 0); break;
+        case 'W': warmup = bench_parse_num("lock_variants", "--server-warmup", optarg, 0); break;
         case 'v': verbose = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
