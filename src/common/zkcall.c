@@ -262,7 +262,7 @@ int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len,
 /* Wait for the listing sent after a write, and hand it over if both worked. */
 static int finish_list(call *kl, int lrc, int rc, zkl__names *kids)
 {
-    if (lrc != ZOK)
+    if (!kl)
         return lrc; /* not sent: abandoned by the caller */
     lrc = call_wait(kl);
     if (rc == ZOK && lrc == ZOK)
@@ -286,8 +286,10 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
         return call_abandon(kc, rc);
     }
     lrc = zoo_aget_children(s->zh, parent, 0, on_strings, kl);
-    if (lrc != ZOK)
+    if (lrc != ZOK) {
         call_abandon(kl, lrc);
+        kl = NULL;
+    }
     rc = call_wait(kc);
     if (rc == ZOK)
         take_created(kc, created, stat);
@@ -327,8 +329,10 @@ int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const
         return call_abandon(km, rc);
     }
     lrc = zoo_aget_children(s->zh, parent, 0, on_strings, kl);
-    if (lrc != ZOK)
+    if (lrc != ZOK) {
         call_abandon(kl, lrc);
+        kl = NULL;
+    }
     rc = call_wait(km);
     if (rc == ZOK)
         take_created(km, created, NULL);
@@ -466,10 +470,13 @@ static void on_async_delete(int rc, const void *data)
 
 void zkl__async_deletes_abandon(zkl__session *s)
 {
-    while (s->deletes) {
-        zkl__async_delete *d = s->deletes;
+    zkl__async_delete *d = s->deletes, *next;
+    s->deletes = NULL;
+    pthread_cond_broadcast(&s->c->cv); /* drain waits on the count */
+    for (; d; d = next) {
         zkl__bgdel *b = calloc(1, sizeof *b);
-        unlink_delete(d);
+        next = d->next;
+        d->c->async_deletes--;
         /* queued by hand: zkl__bg_delete would take c->mu, which we hold */
         if (b && (b->path = strdup(d->path)) != NULL) {
             if (d->c->bg_tail)
@@ -477,6 +484,7 @@ void zkl__async_deletes_abandon(zkl__session *s)
             else
                 d->c->bg_head = b;
             d->c->bg_tail = b;
+            pthread_cond_broadcast(&d->c->cv);
         } else {
             free(b);
         }
