@@ -24,6 +24,9 @@ for f in "$logs"/vg.*.log; do
   fi
 done
 n=$(ls "$logs" | wc -l)
-echo "valgrind: $n processes checked, $([[ $bad == 1 ]] && echo errors found || echo no errors)"
+summary="valgrind: $n processes checked, $([[ $bad == 1 ]] && echo errors found || echo no errors)"
+echo "$summary"
+# scripts/reliability collects these across the run
+[[ -n ${ZKL_VG_SUMMARY:-} ]] && echo "$summary" >>"$ZKL_VG_SUMMARY"
 ((bad)) && exit 99
 exit $rc
