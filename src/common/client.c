@@ -342,7 +342,7 @@ zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline, bool *
 
 /* ---- background deletes ---- */
 
-void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
+void zkl__bg_delete_locked(zkl_client *c, const char *path, const char *prefix)
 {
     zkl__bgdel *d = calloc(1, sizeof *d);
     if (d) {
@@ -359,7 +359,6 @@ void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
         }
         return;
     }
-    pthread_mutex_lock(&c->mu);
     c->bg_deletes++;
     if (c->bg_tail)
         c->bg_tail->next = d;
@@ -367,6 +366,12 @@ void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
         c->bg_head = d;
     c->bg_tail = d;
     pthread_cond_broadcast(&c->cv);
+}
+
+void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
+{
+    pthread_mutex_lock(&c->mu);
+    zkl__bg_delete_locked(c, path, prefix);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -136,6 +136,8 @@ bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
 /* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that
  * prefix. */
 void zkl__bg_delete(struct zkl_client *c, const char *path, const char *prefix);
+/* The same, for a caller that holds c->mu. */
+void zkl__bg_delete_locked(struct zkl_client *c, const char *path, const char *prefix);
 
 /*
  * After a retryable failure: wait out the backoff for try number *attempt

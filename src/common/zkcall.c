@@ -474,20 +474,9 @@ void zkl__async_deletes_abandon(zkl__session *s)
     s->deletes = NULL;
     pthread_cond_broadcast(&s->c->cv); /* drain waits on the count */
     for (; d; d = next) {
-        zkl__bgdel *b = calloc(1, sizeof *b);
         next = d->next;
         d->c->async_deletes--;
-        /* queued by hand: zkl__bg_delete would take c->mu, which we hold */
-        if (b && (b->path = strdup(d->path)) != NULL) {
-            if (d->c->bg_tail)
-                d->c->bg_tail->next = b;
-            else
-                d->c->bg_head = b;
-            d->c->bg_tail = b;
-            pthread_cond_broadcast(&d->c->cv);
-        } else {
-            free(b);
-        }
+        zkl__bg_delete_locked(d->c, d->path, NULL);
         free(d);
     }
 }
