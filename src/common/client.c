@@ -135,6 +135,11 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
         free(s);
         return NULL;
     }
+    /* By default the C client resolves the connect string again every time
+     * it polls its socket (getaddrinfo and a netlink dump, per request and
+     * per event): most of its CPU under load. Resolve on (re)connects only,
+     * as the Java client does. */
+    zoo_set_servers_resolution_delay(zh, -1);
     if (c->auth_digest)
         zoo_add_auth(zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done, NULL);
     return s;
