@@ -6,7 +6,10 @@
  * can be put side by side. Plus a `memory` workload of our own.
  *
  *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
- *             [--pairs N] [--server-warmup S] [--verbose]
+ *             [--pairs N] [--server-warmup S] [--lookahead] [--verbose]
+ *
+ * --lookahead turns on zkl_mutex_set_lookahead for the mutex workloads; the
+ * rows then say lib "zklock-lookahead-<version>".
  *
  * Without --zk a throwaway server is started (scripts/zk-server) and always
  * stopped. stdout: one JSON object per row. stderr: one "lockbench: done ..."
@@ -37,6 +40,8 @@ static const char *zk_connect;
 static double opt_seconds = 10;
 static int opt_clients; /* 0: each workload's own count */
 static int opt_pairs = 2000;
+static bool opt_lookahead;
+static const char *lib = LIB;
 
 enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
 
@@ -291,6 +296,8 @@ static bool setup_worker(struct bench *b, struct worker *w)
         else
             snprintf(path, sizeof path, "%s/lock", b->parent);
         st = zkl_mutex_create(w->c, path, &w->m);
+        if (st == ZKL_OK)
+            st = zkl_mutex_set_lookahead(w->m, opt_lookahead);
         break;
     case K_RWLOCK:
         snprintf(path, sizeof path, "%s/rw", b->parent);
@@ -440,7 +447,7 @@ static int bench(const char *workload, int clients, enum kind kind)
            "\"ops\":%zu,\"ops_per_s\":%.1f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
            "\"release_p50_us\":%lld,\"release_p99_us\":%lld,\"min_client_ops\":%zu,"
            "\"max_client_ops\":%zu,\"zk_requests\":%lld,\"errors\":%d}\n",
-           LIB, workload, clients, secs, acq.n, (double)acq.n / secs,
+           lib, workload, clients, secs, acq.n, (double)acq.n / secs,
            (long long)bu_pct_us(&acq, 0.50), (long long)bu_pct_us(&acq, 0.99),
            (long long)bu_pct_us(&rel, 0.50), (long long)bu_pct_us(&rel, 0.99), min_ops, max_ops,
            (long long)requests, errors);
@@ -517,7 +524,7 @@ static int bench_memory(void)
     bu_cleanup_path(zk_connect, parent);
     printf("{\"lib\":\"%s\",\"workload\":\"memory\",\"locks\":%d,\"rss_kb_before\":%ld,"
            "\"rss_kb_after\":%ld,\"kb_per_lock\":%.2f,\"seconds\":%.3f,\"errors\":%d}\n",
-           LIB, held, rss_client, rss_held, held ? (double)(rss_held - rss_client) / held : 0.0,
+           lib, held, rss_client, rss_held, held ? (double)(rss_held - rss_client) / held : 0.0,
            secs, errors);
     fflush(stdout);
     fprintf(stderr, "lockbench: done workload=memory locks=%d rss_kb=%ld\n", held, bu_rss_kb());
@@ -531,26 +538,24 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
-            "                 [--pairs N] [--server-warmup S] [--verbose]\n"
+            "                 [--pairs N] [--server-warmup S] [--lookahead] [--verbose]\n"
             "Workloads: uncontended contended independent rwlock semaphore floor memory\n"
             "(default: all). --seconds: length of the timed workloads (default 10);\n"
             "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
             "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
             "--server-warmup: seconds of load before measuring (default 3 on a server\n"
-            "started here, 0 with --zk). Without --zk a throwaway server is started.\n");
+            "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
+            "--lookahead: mutexes wait with zkl_mutex_set_lookahead (lib zklock-lookahead).\n");
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
-                                         {"workload", required_argument, NULL, 'w'},
-                                         {"seconds", required_argument, NULL, 's'},
-                                         {"clients", required_argument, NULL, 'c'},
-                                         {"pairs", required_argument, NULL, 'p'},
-                                         {"server-warmup", required_argument, NULL, 'W'},
-                                         {"verbose", no_argument, NULL, 'v'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"zk", required_argument, NULL, 'z'},      {"workload", required_argument, NULL, 'w'},
+        {"seconds", required_argument, NULL, 's'}, {"clients", required_argument, NULL, 'c'},
+        {"pairs", required_argument, NULL, 'p'},   {"server-warmup", required_argument, NULL, 'W'},
+        {"verbose", no_argument, NULL, 'v'},       {"lookahead", no_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
     bool any = false, verbose = false;
     double warmup = -1;
@@ -576,6 +581,10 @@ int main(int argc, char **argv)
         case 'p': opt_pairs = (int)bench_parse_num("lockbench", "--pairs", optarg, 1); break;
         case 'W': warmup = bench_parse_num("lockbench", "--server-warmup", optarg, 0); break;
         case 'v': verbose = true; break;
+        case 'L':
+            opt_lookahead = true;
+            lib = "zklock-lookahead-" ZKLOCK_VERSION;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

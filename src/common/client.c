@@ -93,6 +93,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     }
     c->state_gen++;
     pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -326,23 +327,32 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
     pthread_mutex_unlock(&c->mu);
 }
 
-zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline, bool *deleted_only)
+zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t deadline)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w1->c;
     zkl_status st = ZKL_OK;
     pthread_mutex_lock(&c->mu);
-    *deleted_only = false;
-    while (!w->fired && c->state_gen == gen && !c->closing && !c->canceled) {
+    while (!w1->fired && !(w2 && w2->fired) && c->state_gen == gen && !c->closing && !c->canceled) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
-            if (!w->fired)
+            if (!w1->fired && !(w2 && w2->fired))
                 st = ZKL_ETIMEDOUT;
             break;
         }
     }
-    *deleted_only = w->fired && w->deleted && c->state_gen == gen && !c->sess->expired &&
-                    !c->canceled && w->s == c->sess;
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only)
+{
+    zkl_client *c = w->c;
+    bool fired;
+    pthread_mutex_lock(&c->mu);
+    fired = w->fired;
+    *deleted_only = fired && w->deleted && c->state_gen == gen && !c->sess->expired &&
+                    !c->canceled && w->s == c->sess;
+    pthread_mutex_unlock(&c->mu);
+    return fired;
 }
 
 /* ---- background deletes ---- */
@@ -370,7 +380,7 @@ void zkl__bg_delete_locked(zkl_client *c, const char *path, const char *prefix)
     else
         c->bg_head = d;
     c->bg_tail = d;
-    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
 }
 
 void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
@@ -561,7 +571,7 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&c->mu);
             if (!s) {
                 zkl__log(ZKL_LOG_ERROR, "could not open a new session; retrying");
-                zkl__cond_wait_until(&c->cv, &c->mu, zkl__now_ms() + 500);
+                zkl__cond_wait_until(&c->wcv, &c->mu, zkl__now_ms() + 500);
                 continue;
             }
             old->retired = true;
@@ -582,7 +592,8 @@ static void *worker_main(void *arg)
             if (bg_retry_at < wake)
                 wake = bg_retry_at;
         }
-        zkl__cond_wait_until(&c->cv, &c->mu, wake);
+        /* its own condition: watch events and call ends do not wake it */
+        zkl__cond_wait_until(&c->wcv, &c->mu, wake);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -641,6 +652,7 @@ static void client_free(zkl_client *c)
     zkl__revs_free_all(c);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    pthread_cond_destroy(&c->wcv);
     pthread_mutex_destroy(&c->listen_mu);
     free(c->listeners);
     free(c->connect);
@@ -705,6 +717,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     }
     pthread_mutex_init(&c->mu, NULL);
     zkl__cond_init(&c->cv);
+    zkl__cond_init(&c->wcv);
     {
         zkl_status ast = acl_copy(&c->acl, opts->acl, opts->acl_len);
         if (ast != ZKL_OK) {
@@ -712,6 +725,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
             snprintf(msg, sizeof msg, "%s", zkl_errmsg());
             pthread_mutex_destroy(&c->mu);
             pthread_cond_destroy(&c->cv);
+            pthread_cond_destroy(&c->wcv);
             free(c->connect);
             free(c->auth_digest);
             free(c->node_data);
@@ -785,12 +799,15 @@ zkl_status zkl_client_close(zkl_client *c)
      * a connection-loss completion, comes within the bound. */
     {
         int64_t until = zkl__now_ms() + 2000;
+        c->drainers++;
         while (c->async_deletes > 0)
             if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
                 break;
+        c->drainers--;
     }
     c->closing = true;
     pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->worker, NULL);
     s = c->sess;
@@ -841,12 +858,14 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
         return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
     zkl__flush_deferred(c, false);
     pthread_mutex_lock(&c->mu);
+    c->drainers++;
     while (c->bg_head || c->bg_busy || c->async_deletes) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             st = zkl__fail(ZKL_ETIMEDOUT, "background deletes still pending");
             break;
         }
     }
+    c->drainers--;
     pthread_mutex_unlock(&c->mu);
     return st;
 }

@@ -86,43 +86,46 @@ typedef struct zkl__deferred {
 
 struct zkl_client {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* any state change, watch event, queued work, call end */
+    pthread_cond_t cv;  /* waiters: state change, watch event, cancel, drained */
+    pthread_cond_t wcv; /* the worker's own: work queued for it, state change, closing */
     char *connect;
     zkl_client_options opts;
     char *auth_digest;
     char *node_data;
-    int node_data_len;
     struct ACL_vector acl; /* for every create; ZOO_OPEN_ACL_UNSAFE when empty */
     zkl__session *sess;
     zkl__session *pending; /* being opened: its events count before it is installed */
     uint64_t next_epoch;
     uint64_t state_gen; /* bumped on every connection event */
-    bool connected;
-    bool ever_connected;
     int64_t suspended_at;
-    zkl_conn_state state;
     zkl__event evq[ZKL_EVQ_MAX];
-    int evq_head, evq_len;
     zkl__bgdel *bg_head, *bg_tail;
-    int bg_busy;             /* a delete is being tried by the worker */
-    int async_deletes;       /* released nodes whose delete is still in flight */
     zkl__deferred *deferred; /* deletes held back a moment (zkcall.c) */
-    _Atomic int n_deferred;  /* their number, read without c->mu */
-    int handles;             /* live lock objects made on this client */
-    bool closing;
-    bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     /* counters; requests is atomic as calls are sent without c->mu */
     _Atomic uint64_t requests;
     uint64_t watch_events, sessions, bg_deletes;
     pthread_t worker;
-    int granted_timeout;
     zkl__faults faults;
     /* listeners: their own recursive mutex, held while the worker calls them */
     pthread_mutex_t listen_mu;
     zkl__listener *listeners;
-    int n_listeners, cap_listeners, next_listener_id;
     /* revocation watches (revoke.c), guarded by mu */
     zkl__revwatch *revs;
+    /* the small fields, packed together */
+    int n_listeners, cap_listeners, next_listener_id;
+    zkl_conn_state state;
+    int node_data_len;
+    int evq_head, evq_len;
+    int bg_busy;            /* a delete is being tried by the worker */
+    int async_deletes;      /* released nodes whose delete is still in flight */
+    _Atomic int n_deferred; /* the number of deferred deletes, read without c->mu */
+    int handles;            /* live lock objects made on this client */
+    int granted_timeout;
+    int drainers; /* threads waiting for async deletes to finish (on cv) */
+    bool connected;
+    bool ever_connected;
+    bool closing;
+    bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     bool revs_dirty;
 };
 
@@ -166,11 +169,16 @@ void zkl__async_deletes_abandon(zkl__session *s);
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
 /*
- * Wait until the token fired, the connection state changed since gen, the
- * client closes, or the deadline passes. Returns ZKL_ETIMEDOUT only for the
- * deadline. *deleted_only: it fired for a deletion and nothing else happened.
+ * Wait until a token fired (w2 may be NULL), the connection state changed
+ * since gen, the client closes or is canceled, or the deadline passes.
+ * Returns ZKL_ETIMEDOUT only for the deadline.
  */
-zkl_status zkl__watch_wait(zkl__watch *w, uint64_t gen, int64_t deadline, bool *deleted_only);
+zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t deadline);
+/*
+ * Whether w fired. *deleted_only: it fired for the watched node's deletion,
+ * and the connection state (gen), session and cancel flag are unchanged.
+ */
+bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only);
 
 uint64_t zkl__state_gen(struct zkl_client *c);
 

@@ -380,11 +380,97 @@ static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__a
                : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
 }
 
+/*
+ * A data watch a waiter keeps on one child across listings: a node already
+ * watched is not asked about again (one request per node watched).
+ */
+typedef struct armed {
+    char *name; /* the child's basename */
+    zkl__watch *w;
+} armed;
+
+static void armed_clear(armed *x)
+{
+    if (x->w)
+        zkl__watch_drop(x->w);
+    free(x->name);
+    x->w = NULL;
+    x->name = NULL;
+}
+
+/* Whether x still watches name unfired (kept); otherwise it is cleared. */
+static bool armed_keep(armed *x, const char *name, uint64_t gen)
+{
+    bool deleted;
+    if (x->w && x->name && strcmp(x->name, name) == 0 && !zkl__watch_fired(x->w, gen, &deleted))
+        return true;
+    armed_clear(x);
+    return false;
+}
+
+/*
+ * Arm data watches on the watched child and, if wanted, on the child just
+ * ahead of it, in one round trip; children already watched are kept. Returns
+ * the watched child's rc (ZNONODE: gone already, so list again). A failed
+ * look-ahead only goes without.
+ */
+static int arm_watches(zkl__session *s, const char *parent, armed *prim, const char *pname,
+                       armed *ahead, const char *aname, uint64_t gen)
+{
+    armed *slot[ZKL_WGETS_MAX];
+    const char *names[ZKL_WGETS_MAX];
+    char *paths[ZKL_WGETS_MAX] = {NULL};
+    zkl__watch *ws[ZKL_WGETS_MAX];
+    int rcs[ZKL_WGETS_MAX], n = 0, i, rc = ZOK;
+    if (!armed_keep(prim, pname, gen)) {
+        slot[n] = prim;
+        names[n++] = pname;
+    }
+    if (!aname)
+        armed_clear(ahead);
+    else if (!armed_keep(ahead, aname, gen)) {
+        slot[n] = ahead;
+        names[n++] = aname;
+    }
+    for (i = 0; i < n; i++) {
+        slot[i]->name = strdup(names[i]);
+        slot[i]->w = slot[i]->name ? zkl__watch_new(s) : NULL;
+        paths[i] = zkl__path_join(parent, names[i]);
+        if (!slot[i]->w || !paths[i]) {
+            for (; i >= 0; i--) {
+                free(paths[i]);
+                if (slot[i]->w)
+                    zkl__watch_unregistered(slot[i]->w);
+                armed_clear(slot[i]);
+            }
+            return ZSYSTEMERROR;
+        }
+    }
+    for (i = 0; i < n; i++)
+        ws[i] = slot[i]->w;
+    zkl__zk_wgets(s, n, (const char *const *)paths, ws, rcs);
+    for (i = 0; i < n; i++) {
+        free(paths[i]);
+        if (rcs[i] != ZOK) {
+            /* A reply we gave up on may still set the watch: then the
+             * ZooKeeper side keeps its reference (the session frees it). */
+            if (rcs[i] != ZOPERATIONTIMEOUT)
+                zkl__watch_unregistered(slot[i]->w);
+            armed_clear(slot[i]);
+        }
+        if (slot[i] == prim)
+            rc = rcs[i];
+    }
+    return rc;
+}
+
 static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acquire_args *a,
                                 own_node *o)
 {
     int attempt = 0, rc;
     zkl__names kids = {0};
+    armed prim = {0}, ahead = {0};
+    zkl_status st;
     bool have = o->have_kids;
     if (have) {
         kids = o->kids;
@@ -394,10 +480,11 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
     for (;;) {
         zkl__verdict v;
         enum look look;
-        zkl__watch *w;
         uint64_t gen;
-        zkl_status st = ZKL_OK;
+        bool deleted = false;
+        st = ZKL_OK;
 
+        gen = zkl__state_gen(c);
         if (!have) {
             rc = zkl__zk_children(s, a->path, &kids);
             if (rc == ZNONODE) {
@@ -407,17 +494,20 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             if (zkl__zk_retryable(rc)) {
                 st = wait_timeout_or_loss(c, &attempt, a);
                 if (st != ZKL_OK)
-                    return st;
+                    goto out;
                 continue;
             }
-            if (rc != ZOK)
-                return session_error(rc) ? RESTART : zkl__from_zk(rc, "list", a->path);
+            if (rc != ZOK) {
+                st = session_error(rc) ? RESTART : zkl__from_zk(rc, "list", a->path);
+                goto out;
+            }
         }
         have = false;
         /* A listing read after our session ended may still show our node (CURATOR-604). */
         if (!zkl__epoch_alive(c, s->epoch)) {
             zkl__names_free(&kids);
-            return RESTART;
+            st = RESTART;
+            goto out;
         }
         look = look_at(a, o, &kids, &v);
         if (look != LOOK_WAIT) {
@@ -425,78 +515,108 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             zkl__names_free(&kids);
             if (look == LOOK_RELIST)
                 continue;
-            return look == LOOK_HOLDS  ? ZKL_OK
-                   : look == LOOK_GONE ? RESTART
-                                       : zkl__fail(ZKL_ENOMEM, "out of memory");
+            st = look == LOOK_HOLDS  ? ZKL_OK
+                 : look == LOOK_GONE ? RESTART
+                                     : zkl__fail(ZKL_ENOMEM, "out of memory");
+            goto out;
         }
         if (zkl__now_ms() >= a->deadline) {
             zkl__names_free(&kids);
-            return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+            st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+            goto out;
         }
-        w = zkl__watch_new(s);
-        if (!w) {
+        if (v.grant_if_deleted && !v.watch_parent && prim.w && prim.name &&
+            strcmp(prim.name, kids.v[v.watch]) == 0 && zkl__watch_fired(prim.w, gen, &deleted) &&
+            deleted) {
+            /* The node we wait for went while we listed, after the listing
+             * saw it at the head: the hand-off below, come early. */
             zkl__names_free(&kids);
-            return zkl__fail(ZKL_ENOMEM, "out of memory");
+            goto out;
         }
-        gen = zkl__state_gen(c);
         if (v.watch_parent) {
             /* Watch the child list; the listing that arms it is fresh, so
              * decide on it before sleeping. */
+            armed_clear(&prim);
+            armed_clear(&ahead);
             zkl__names_free(&kids);
-            rc = zkl__zk_wchildren(s, a->path, w, &kids);
+            if (!(prim.w = zkl__watch_new(s))) {
+                st = zkl__fail(ZKL_ENOMEM, "out of memory");
+                goto out;
+            }
+            rc = zkl__zk_wchildren(s, a->path, prim.w, &kids);
             if (rc == ZOK) {
                 look = look_at(a, o, &kids, &v);
                 zkl__names_free(&kids);
                 if (look != LOOK_WAIT) {
-                    zkl__watch_drop(w); /* still armed; the token lives until it fires */
+                    /* still armed; the token lives until it fires */
                     if (look == LOOK_RELIST)
                         continue;
-                    return look == LOOK_HOLDS  ? ZKL_OK
-                           : look == LOOK_GONE ? RESTART
-                                               : zkl__fail(ZKL_ENOMEM, "out of memory");
+                    st = look == LOOK_HOLDS  ? ZKL_OK
+                         : look == LOOK_GONE ? RESTART
+                                             : zkl__fail(ZKL_ENOMEM, "out of memory");
+                    goto out;
                 }
+            } else {
+                if (rc != ZOPERATIONTIMEOUT)
+                    zkl__watch_unregistered(prim.w);
+                armed_clear(&prim);
             }
         } else {
-            char *watch_path = zkl__path_join(a->path, kids.v[v.watch]);
+            /*
+             * Look-ahead: also watch the node just ahead of ours. Its going
+             * usually means ours heads the line, and the listing it prompts
+             * (made while that node holds) lets its deletion hand us the lock
+             * with no listing on the hand-off's path.
+             */
+            const char *aname =
+                a->lookahead && !v.grant_if_deleted && v.watch >= 1 ? kids.v[v.watch - 1] : NULL;
+            rc = arm_watches(s, a->path, &prim, kids.v[v.watch], &ahead, aname, gen);
             zkl__names_free(&kids);
-            rc = watch_path ? zkl__zk_wget(s, watch_path, w) : ZSYSTEMERROR;
-            free(watch_path);
         }
-        if (rc == ZOPERATIONTIMEOUT) {
-            /* gave up waiting for the reply: it may still set the watch, so
-             * the ZooKeeper side keeps its reference (the session frees it) */
-        } else if (rc != ZOK) {
-            zkl__watch_unregistered(w);
-        } else {
-            bool deleted_only;
-            st = zkl__watch_wait(w, gen, a->deadline, &deleted_only);
-            if (deleted_only && v.grant_if_deleted && !v.watch_parent) {
+        if (rc == ZOK && prim.w) {
+            st = zkl__watch_wait(prim.w, ahead.w, gen, a->deadline);
+            if (zkl__watch_fired(prim.w, gen, &deleted) && deleted && v.grant_if_deleted &&
+                !v.watch_parent) {
                 /* Head-of-line hand-off: the node ahead of us was the head
                  * when we listed and it is gone; nothing can have appeared
                  * ahead since, so we hold it without listing again. */
-                zkl__watch_drop(w);
-                return ZKL_OK;
+                st = ZKL_OK;
+                goto out;
             }
+            /* fired tokens are spent; unfired ones are kept for the next round */
+            if (v.watch_parent || zkl__watch_fired(prim.w, gen, &deleted))
+                armed_clear(&prim);
+            if (ahead.w && zkl__watch_fired(ahead.w, gen, &deleted))
+                armed_clear(&ahead);
         }
-        zkl__watch_drop(w);
-        if (zkl__canceled(c))
-            return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
+        if (zkl__canceled(c)) {
+            st = zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
+            goto out;
+        }
         if (rc == ZOK || rc == ZNONODE) {
             attempt = 0;
-            if (st == ZKL_ETIMEDOUT)
-                return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+            if (st == ZKL_ETIMEDOUT) {
+                st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+                goto out;
+            }
             continue;
         }
         if (zkl__zk_retryable(rc)) {
             st = wait_timeout_or_loss(c, &attempt, a);
             if (st != ZKL_OK)
-                return st;
+                goto out;
             continue;
         }
         if (rc == ZSYSTEMERROR)
-            return zkl__fail(ZKL_ENOMEM, "out of memory");
-        return session_error(rc) ? RESTART : zkl__from_zk(rc, "watch", a->path);
+            st = zkl__fail(ZKL_ENOMEM, "out of memory");
+        else
+            st = session_error(rc) ? RESTART : zkl__from_zk(rc, "watch", a->path);
+        goto out;
     }
+out:
+    armed_clear(&prim);
+    armed_clear(&ahead);
+    return st;
 }
 
 static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold);

@@ -80,6 +80,12 @@ typedef struct zkl__acquire_args {
      * deletes in one multi transaction.
      */
     bool token_lazy;
+    /*
+     * Also watch the node ahead of the one we wait for, and list again when
+     * it goes: one more request per acquire in a long line, but the hand-off
+     * to us then needs no listing (lower latency under contention).
+     */
+    bool lookahead;
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;

@@ -51,6 +51,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     a.deadline = zkl__deadline(timeout_ms);
     a.fixed_suffix = fixed_suffix;
     a.token_lazy = true;
+    a.lookahead = sd->lookahead;
     a.revoke_cb = sd->revoke_cb;
     a.revoke_ctx = sd->revoke_ctx;
     st = zkl__lock_acquire(sd->c, &a, &hold);

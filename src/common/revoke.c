@@ -67,7 +67,7 @@ static void rev_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     if (type == ZOO_CHANGED_EVENT && r->registered) {
         r->rearm = true;
         c->revs_dirty = true;
-        pthread_cond_broadcast(&c->cv);
+        pthread_cond_signal(&c->wcv);
     }
     zk_unref_locked(r);
     pthread_mutex_unlock(&c->mu);
@@ -86,7 +86,7 @@ static void rev_data(int rc, const char *value, int len, const struct Stat *stat
             memcmp(value, ZKL_REVOKE_MARKER, (size_t)len) == 0) {
             r->fire = true;
             c->revs_dirty = true;
-            pthread_cond_broadcast(&c->cv);
+            pthread_cond_signal(&c->wcv);
         }
     } else {
         zk_unref_locked(r); /* no watch was left */
@@ -116,7 +116,7 @@ zkl__revwatch *zkl__revwatch_start(zkl_client *c, const char *node, uint64_t epo
     r->next = c->revs;
     c->revs = r;
     c->revs_dirty = true;
-    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
     return r;
 }

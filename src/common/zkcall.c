@@ -381,16 +381,34 @@ int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
 
 int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w)
 {
-    call *k;
     int rc;
-    if (!(k = call_new(s)))
-        return ZSYSTEMERROR;
-    rc = zoo_awget(s->zh, path, zkl__watch_fn, w, on_data, k);
-    if (rc != ZOK)
-        return call_abandon(k, rc);
-    rc = call_wait(k);
-    call_put(k);
+    zkl__zk_wgets(s, 1, &path, &w, &rc);
     return rc;
+}
+
+void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
+                   int *rcs)
+{
+    call *k[ZKL_WGETS_MAX] = {NULL};
+    int i;
+    /* send them all, then wait for each: one round trip for the lot */
+    for (i = 0; i < n && i < ZKL_WGETS_MAX; i++) {
+        if (!(k[i] = call_new(s))) {
+            rcs[i] = ZSYSTEMERROR;
+            continue;
+        }
+        rcs[i] = zoo_awget(s->zh, paths[i], zkl__watch_fn, ws[i], on_data, k[i]);
+        if (rcs[i] != ZOK) {
+            call_abandon(k[i], rcs[i]);
+            k[i] = NULL;
+        }
+    }
+    for (i = 0; i < n && i < ZKL_WGETS_MAX; i++) {
+        if (!k[i])
+            continue;
+        rcs[i] = call_wait(k[i]);
+        call_put(k[i]);
+    }
 }
 
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat)
@@ -450,7 +468,8 @@ static void unlink_delete(zkl__async_delete *d)
     if (d->next)
         d->next->prev = d->prev;
     d->c->async_deletes--;
-    pthread_cond_broadcast(&d->c->cv);
+    if (d->c->drainers > 0) /* not the lock waiters: nothing for them here */
+        pthread_cond_broadcast(&d->c->cv);
 }
 
 /* On the completion thread: record the outcome; no ZooKeeper call here. */
@@ -540,7 +559,7 @@ void zkl__defer_delete(zkl__session *s, const char *path)
         ;
     *pp = d;
     atomic_fetch_add(&c->n_deferred, 1);
-    pthread_cond_broadcast(&c->cv); /* the worker's timer */
+    pthread_cond_signal(&c->wcv); /* the worker's timer */
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -62,6 +62,10 @@ int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__nam
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
 /* getData with a data watch w (Curator's choice: no watch is left if the node is gone). */
 int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w);
+/* n (at most ZKL_WGETS_MAX) such calls sent back to back; rcs[i] is each one's rc. */
+#define ZKL_WGETS_MAX 2
+void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
+                   int *rcs);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
 int zkl__zk_delete(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);

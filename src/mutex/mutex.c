@@ -150,6 +150,15 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
     return ZKL_OK;
 }
 
+zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, bool on)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: mutex is NULL");
+    m->side.lookahead = on;
+    return ZKL_OK;
+}
+
 static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
 {
     zkl_mutex *m = ctx;

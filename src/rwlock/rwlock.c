@@ -26,9 +26,10 @@ static zkl__verdict write_decide(const zkl__driver *d, char *const *sorted, size
     zkl__verdict v = zkl__decide_standard(sorted, n, self, 1);
     (void)d;
     (void)ctx;
-    /* A downgrading holder adds a read node at its old sequence, ahead of
-     * us: a writer must always look again before it holds. */
-    v.grant_if_deleted = false;
+    /* A downgrading writer adds a read node at its old sequence, ahead of
+     * us: behind a writer we must look again before we hold. Behind a reader
+     * at the head nothing can appear (no writer is left ahead to downgrade). */
+    v.grant_if_deleted = v.grant_if_deleted && strstr(sorted[v.watch], READ_NAME) != NULL;
     return v;
 }
 
@@ -87,6 +88,10 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
     }
     zkl__side_init(&l->read, c, l->path, &zkl__read_driver);
     zkl__side_init(&l->write, c, l->path, &zkl__write_driver);
+    /* Hand-offs between writers and readers need no listing on their path;
+     * the look-ahead's request keeps a pair below Curator's count. */
+    l->read.lookahead = true;
+    l->write.lookahead = true;
     zkl__client_ref(c);
     *out = l;
     return ZKL_OK;

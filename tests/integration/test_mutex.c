@@ -235,6 +235,7 @@ Test(mutex, participants_in_queue_order)
 
 struct shared {
     const char *path;
+    bool lookahead;
     atomic_int inside;
     atomic_int violations;
     atomic_int done;
@@ -249,6 +250,7 @@ static void *contender(void *arg)
     zkl_mutex *m;
     int i;
     ok(zkl_mutex_create(c, sh->path, &m), "create");
+    ok(zkl_mutex_set_lookahead(m, sh->lookahead), "lookahead");
     for (i = 0; i < ROUNDS; i++) {
         int64_t tok;
         long long prev;
@@ -268,7 +270,7 @@ static void *contender(void *arg)
     return NULL;
 }
 
-Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
+static void contend(bool lookahead)
 {
     struct shared sh = {0};
     pthread_t t[THREADS];
@@ -276,6 +278,7 @@ Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
     char *path = zkt_path("contention");
     int i;
     sh.path = path;
+    sh.lookahead = lookahead;
     for (i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, contender, &sh);
     for (i = 0; i < THREADS; i++)
@@ -286,6 +289,130 @@ Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
     zookeeper_close(zh);
     free(path);
+}
+
+Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
+{
+    contend(false);
+}
+
+/* The look-ahead hands the lock over without a listing: exclusion must hold all the same. */
+Test(mutex, eight_sessions_with_lookahead_never_two_holders, .timeout = 300)
+{
+    contend(true);
+}
+
+/* ---- look-ahead: what it may and may not conclude ---- */
+
+/* Acquires on its own thread, holds until told, releases there (holds are per thread). */
+struct waiter {
+    zkl_mutex *m;
+    int timeout_ms;
+    zkl_status st, release_st;
+    atomic_int done, let_go;
+    pthread_t t;
+};
+
+static void *wait_for(void *arg)
+{
+    struct waiter *w = arg;
+    w->st = zkl_mutex_acquire(w->m, w->timeout_ms);
+    atomic_store(&w->done, 1);
+    if (w->st != ZKL_OK)
+        return NULL;
+    while (!atomic_load(&w->let_go))
+        zkt_sleep_ms(5);
+    w->release_st = zkl_mutex_release(w->m);
+    return NULL;
+}
+
+static void waiter_start(struct waiter *w, zkl_mutex *m, int timeout_ms)
+{
+    w->m = m;
+    w->timeout_ms = timeout_ms;
+    pthread_create(&w->t, NULL, wait_for, w);
+}
+
+static void waiter_until_done(struct waiter *w)
+{
+    while (!atomic_load(&w->done))
+        zkt_sleep_ms(5);
+}
+
+static void waiter_release(struct waiter *w)
+{
+    atomic_store(&w->let_go, 1);
+    pthread_join(w->t, NULL);
+    ok(w->release_st, "release on the holder's thread");
+}
+
+static uint64_t requests_of(zkl_client *c)
+{
+    zkl_client_stats st;
+    ok(zkl_client_stats_get(c, &st), "stats");
+    return st.requests;
+}
+
+/*
+ * A holds; X (gives up soon), B and C queue behind, C with the look-ahead
+ * (watching B, and X ahead of it). X's going is no reason for C to hold; A's
+ * going makes B the head, and C, having listed again while B holds, takes
+ * the lock on B's release with no further request.
+ */
+Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
+{
+    zkl_client *ca = zkt_client(0), *cx = zkt_client(0), *cb = zkt_client(0), *cc = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("lookahead");
+    zkl_mutex *ma, *mx, *mb, *mc;
+    struct waiter x = {0}, b = {0}, w = {0};
+    uint64_t before;
+    ok(zkl_mutex_create(ca, path, &ma), "create a");
+    ok(zkl_mutex_create(cx, path, &mx), "create x");
+    ok(zkl_mutex_create(cb, path, &mb), "create b");
+    ok(zkl_mutex_create(cc, path, &mc), "create c");
+    ok(zkl_mutex_set_lookahead(mc, true), "lookahead");
+    ok(zkl_mutex_acquire(ma, 5000), "a acquires");
+    waiter_start(&x, mx, 1500);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    waiter_start(&b, mb, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    waiter_start(&w, mc, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 4), 4);
+
+    pthread_join(x.t, NULL);
+    cr_assert_eq(x.st, ZKL_ETIMEDOUT);
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&b.done), "b must wait: a holds");
+    cr_assert_not(atomic_load(&w.done), "c must wait: the node ahead of its own left, a holds");
+
+    ok(zkl_mutex_release(ma), "a releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after a");
+    zkt_sleep_ms(500); /* c lists again on a's going, while b holds */
+    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
+    before = requests_of(cc);
+    waiter_release(&b);
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after b");
+    cr_assert_eq(requests_of(cc), before, "the hand-off to c needed no listing");
+    waiter_release(&w);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(mx), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_mutex_destroy(mc), "destroy");
+    ok(zkl_client_close(ca), "close");
+    ok(zkl_client_close(cx), "close");
+    ok(zkl_client_close(cb), "close");
+    ok(zkl_client_close(cc), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+Test(mutex, set_lookahead_null_is_refused)
+{
+    cr_assert_eq(zkl_mutex_set_lookahead(NULL, true), ZKL_EINVAL);
 }
 
 /* Threads of one process sharing one zkl_mutex object contend through ZooKeeper. */

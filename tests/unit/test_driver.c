@@ -131,6 +131,22 @@ Test(driver, writer_needs_first_place)
     }
 }
 
+Test(driver, writer_handoff_without_listing_only_behind_a_reader)
+{
+    /* behind a reader at the head: nothing can come ahead, its going grants */
+    char *r[] = {R0, W1};
+    char *w[] = {W1, W3};
+    cr_assert(rw(&zkl__write_driver, r, 2, W1, NULL).grant_if_deleted);
+    /* behind a writer at the head: it may downgrade (a read node at its
+     * sequence), so we must list again */
+    cr_assert_not(rw(&zkl__write_driver, w, 2, W3, NULL).grant_if_deleted);
+    {
+        char *deep[] = {R0, R2, W3};
+        cr_assert_not(rw(&zkl__write_driver, deep, 3, W3, NULL).grant_if_deleted,
+                      "a reader not at the head: others ahead may still hold");
+    }
+}
+
 Test(driver, downgrade_read_node_skips_own_writer)
 {
     /* W1 and its downgrade read node R1D share a sequence; tie order is arbitrary */
