@@ -13,7 +13,11 @@
  * wait forever behind its own read node).
  *
  * Readers watch only the nearest writer ahead of them, so readers queued
- * behind a later writer do not wake when an earlier writer leaves.
+ * behind a later writer do not wake when an earlier writer leaves. Waiters
+ * also watch the node just ahead of the one they wait for and list the line
+ * again when it goes (zkl_mutex_set_lookahead's look-ahead, always on here):
+ * a hand-off then needs no listing, at one more request per waiting acquire
+ * (still fewer per pair than Curator).
  */
 #ifndef ZKLOCK_RWLOCK_H
 #define ZKLOCK_RWLOCK_H

@@ -8,6 +8,10 @@
  * Curator processes share one lease count. As in Curator, max_leases lives in
  * each process: every user of a path must pass the same number.
  *
+ * Waiters for the internal mutex use the look-ahead (see
+ * zkl_mutex_set_lookahead): its hand-offs are the semaphore's critical path,
+ * and a lease still costs fewer requests than Curator's nine.
+ *
  * A lease is an object the caller owns; it may be returned from any thread.
  * A lease is tied to its session: once that is lost, zkl_lease_is_valid() is
  * false and returning it gives ZKL_ELOST.
