@@ -25,7 +25,7 @@
 
 zkl__verdict zkl__decide_standard(char *const *sorted, size_t n, size_t self, int max_leases)
 {
-    zkl__verdict v = {false, -1, false, false};
+    zkl__verdict v = {false, -1, false, false, false};
     (void)sorted;
     (void)n;
     if (max_leases < 1)
@@ -569,7 +569,9 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
              * with no listing on the hand-off's path.
              */
             const char *aname =
-                a->lookahead && !v.grant_if_deleted && v.watch >= 1 ? kids.v[v.watch - 1] : NULL;
+                a->lookahead && !v.grant_if_deleted && !v.no_lookahead && v.watch >= 1
+                    ? kids.v[v.watch - 1]
+                    : NULL;
             rc = arm_watches(s, a->path, &prim, kids.v[v.watch], &ahead, aname, gen);
             zkl__names_free(&kids);
         }

@@ -29,6 +29,11 @@ typedef struct zkl__verdict {
      * which takes its writer's old sequence, so a writer must never use it.
      */
     bool grant_if_deleted;
+    /*
+     * A fresh listing could never make the watched node's deletion grant
+     * (a writer behind a writer): no look-ahead, it would only cost requests.
+     */
+    bool no_lookahead;
 } zkl__verdict;
 
 typedef struct zkl__driver {

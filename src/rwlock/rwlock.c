@@ -29,7 +29,10 @@ static zkl__verdict write_decide(const zkl__driver *d, char *const *sorted, size
     /* A downgrading writer adds a read node at its old sequence, ahead of
      * us: behind a writer we must look again before we hold. Behind a reader
      * at the head nothing can appear (no writer is left ahead to downgrade). */
-    v.grant_if_deleted = v.grant_if_deleted && strstr(sorted[v.watch], READ_NAME) != NULL;
+    if (!v.holds && !strstr(sorted[v.watch], READ_NAME)) {
+        v.grant_if_deleted = false;
+        v.no_lookahead = true; /* behind a writer nothing is gained by it */
+    }
     return v;
 }
 
@@ -38,7 +41,7 @@ zkl__verdict zkl__read_decide(const zkl__driver *d, char *const *sorted, size_t 
                               const void *ctx)
 {
     const char *own_writer = ctx;
-    zkl__verdict v = {true, -1, false, false};
+    zkl__verdict v = {true, -1, false, false, false};
     size_t i, writers = 0;
     (void)d;
     (void)n;

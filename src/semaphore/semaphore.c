@@ -27,7 +27,7 @@ static const char *const lease_markers[] = {"lease-", NULL};
 static zkl__verdict lease_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
                                  const void *ctx)
 {
-    zkl__verdict v = {false, -1, false, false};
+    zkl__verdict v = {false, -1, false, false, false};
     (void)d;
     (void)sorted;
     (void)self;

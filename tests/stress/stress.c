@@ -62,7 +62,7 @@ static void path_for(char *buf, size_t n, const char *what)
 
 struct shared {
     char path[256];
-    atomic_int inside, violations, errors;
+    atomic_int inside, violations, errors, next;
 };
 
 static void *contender(void *arg)
@@ -71,7 +71,9 @@ static void *contender(void *arg)
     zkl_client *c = open_client(10000);
     zkl_mutex *m = NULL;
     int i;
-    if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK) {
+    /* half the contenders wait with the look-ahead */
+    if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK ||
+        zkl_mutex_set_lookahead(m, atomic_fetch_add(&sh->next, 1) % 2 == 1) != ZKL_OK) {
         atomic_fetch_add(&sh->errors, 1);
         if (c)
             zkl_client_close(c);

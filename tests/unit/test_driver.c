@@ -90,7 +90,7 @@ static zkl__verdict rw(const zkl__driver *d, char **names, size_t n, const char 
         if (strcmp(names[i], self) == 0)
             return d->decide(d, names, n, i, ctx);
     cr_assert_fail("self not in list");
-    return (zkl__verdict){false, -1, false, false};
+    return (zkl__verdict){false, -1, false, false, false};
 }
 
 Test(driver, readers_share)
@@ -140,6 +140,9 @@ Test(driver, writer_handoff_without_listing_only_behind_a_reader)
     /* behind a writer at the head: it may downgrade (a read node at its
      * sequence), so we must list again */
     cr_assert_not(rw(&zkl__write_driver, w, 2, W3, NULL).grant_if_deleted);
+    cr_assert(rw(&zkl__write_driver, w, 2, W3, NULL).no_lookahead,
+              "behind a writer a look-ahead could never pay");
+    cr_assert_not(rw(&zkl__write_driver, r, 2, W1, NULL).no_lookahead);
     {
         char *deep[] = {R0, R2, W3};
         cr_assert_not(rw(&zkl__write_driver, deep, 3, W3, NULL).grant_if_deleted,
