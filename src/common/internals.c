@@ -369,6 +369,14 @@ static enum look look_at(const zkl__acquire_args *a, const own_node *o, zkl__nam
     return LOOK_WAIT;
 }
 
+/* The outcome of a listing that settled it (not LOOK_WAIT or LOOK_RELIST). */
+static zkl_status look_status(enum look look)
+{
+    return look == LOOK_HOLDS  ? ZKL_OK
+           : look == LOOK_GONE ? RESTART
+                               : zkl__fail(ZKL_ENOMEM, "out of memory");
+}
+
 static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__acquire_args *a)
 {
     if (zkl__backoff(c, attempt, a->deadline))
@@ -396,6 +404,29 @@ static void armed_clear(armed *x)
     free(x->name);
     x->w = NULL;
     x->name = NULL;
+}
+
+/* A watch request that failed: a reply we gave up on may still set the
+ * watch, and then the ZooKeeper side keeps its reference (the session
+ * frees it). */
+static void armed_failed(armed *x, int rc)
+{
+    if (rc != ZOPERATIONTIMEOUT)
+        zkl__watch_unregistered(x->w);
+    armed_clear(x);
+}
+
+/*
+ * Head-of-line hand-off: the listing v saw the watched node at the head
+ * (grant_if_deleted), and prim, watching that node (name, if given), has
+ * fired for its deletion since. Nothing can have appeared ahead of us.
+ */
+static bool handed_over(const armed *prim, const char *name, const zkl__verdict *v, uint64_t gen)
+{
+    bool deleted;
+    return v->grant_if_deleted && !v->watch_parent && prim->w &&
+           (!name || (prim->name && strcmp(prim->name, name) == 0)) &&
+           zkl__watch_fired(prim->w, gen, &deleted) && deleted;
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -451,13 +482,8 @@ static int arm_watches(zkl__session *s, const char *parent, armed *prim, const c
     zkl__zk_wgets(s, n, (const char *const *)paths, ws, rcs);
     for (i = 0; i < n; i++) {
         free(paths[i]);
-        if (rcs[i] != ZOK) {
-            /* A reply we gave up on may still set the watch: then the
-             * ZooKeeper side keeps its reference (the session frees it). */
-            if (rcs[i] != ZOPERATIONTIMEOUT)
-                zkl__watch_unregistered(slot[i]->w);
-            armed_clear(slot[i]);
-        }
+        if (rcs[i] != ZOK)
+            armed_failed(slot[i], rcs[i]);
         if (slot[i] == prim)
             rc = rcs[i];
     }
@@ -481,7 +507,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         zkl__verdict v;
         enum look look;
         uint64_t gen;
-        bool deleted = false;
+        bool deleted;
         st = ZKL_OK;
 
         gen = zkl__state_gen(c);
@@ -515,9 +541,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             zkl__names_free(&kids);
             if (look == LOOK_RELIST)
                 continue;
-            st = look == LOOK_HOLDS  ? ZKL_OK
-                 : look == LOOK_GONE ? RESTART
-                                     : zkl__fail(ZKL_ENOMEM, "out of memory");
+            st = look_status(look);
             goto out;
         }
         if (zkl__now_ms() >= a->deadline) {
@@ -525,9 +549,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
             goto out;
         }
-        if (v.grant_if_deleted && !v.watch_parent && prim.w && prim.name &&
-            strcmp(prim.name, kids.v[v.watch]) == 0 && zkl__watch_fired(prim.w, gen, &deleted) &&
-            deleted) {
+        if (handed_over(&prim, kids.v[v.watch], &v, gen)) {
             /* The node we wait for went while we listed, after the listing
              * saw it at the head: the hand-off below, come early. */
             zkl__names_free(&kids);
@@ -551,15 +573,11 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
                     /* still armed; the token lives until it fires */
                     if (look == LOOK_RELIST)
                         continue;
-                    st = look == LOOK_HOLDS  ? ZKL_OK
-                         : look == LOOK_GONE ? RESTART
-                                             : zkl__fail(ZKL_ENOMEM, "out of memory");
+                    st = look_status(look);
                     goto out;
                 }
             } else {
-                if (rc != ZOPERATIONTIMEOUT)
-                    zkl__watch_unregistered(prim.w);
-                armed_clear(&prim);
+                armed_failed(&prim, rc);
             }
         } else {
             /*
@@ -577,11 +595,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         }
         if (rc == ZOK && prim.w) {
             st = zkl__watch_wait(prim.w, ahead.w, gen, a->deadline);
-            if (zkl__watch_fired(prim.w, gen, &deleted) && deleted && v.grant_if_deleted &&
-                !v.watch_parent) {
-                /* Head-of-line hand-off: the node ahead of us was the head
-                 * when we listed and it is gone; nothing can have appeared
-                 * ahead since, so we hold it without listing again. */
+            if (handed_over(&prim, NULL, &v, gen)) { /* we hold it without listing again */
                 st = ZKL_OK;
                 goto out;
             }
