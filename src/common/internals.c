@@ -549,7 +549,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
             goto out;
         }
-        if (handed_over(&prim, kids.v[v.watch], &v, gen)) {
+        if (!v.watch_parent && handed_over(&prim, kids.v[v.watch], &v, gen)) {
             /* The node we wait for went while we listed, after the listing
              * saw it at the head: the hand-off below, come early. */
             zkl__names_free(&kids);
