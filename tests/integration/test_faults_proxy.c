@@ -407,9 +407,7 @@ static fp_proxy *proxy(void)
 /* The lock path as an empty container (not reaped before it has had a child). */
 static void make_parent(zhandle_t *zh, const char *path)
 {
-    int rc = zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0);
-    cr_assert(rc == ZOK || rc == ZNODEEXISTS, "/zkltest: %s", zerror(rc));
-    rc = zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0);
+    int rc = zkt_make_path(zh, path, ZOO_CONTAINER);
     cr_assert_eq(rc, ZOK, "%s: %s", path, zerror(rc));
 }
 

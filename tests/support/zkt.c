@@ -68,6 +68,17 @@ zkl_client *zkt_client(int session_timeout_ms)
     return zkt_client_cb(session_timeout_ms, NULL, NULL);
 }
 
+int zkt_make_path(zhandle_t *zh, const char *path, int mode)
+{
+    int rc = ZNONODE, tries;
+    for (tries = 0; tries < 5 && rc == ZNONODE; tries++) {
+        rc = zoo_create(zh, "/zkltest", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        cr_assert(rc == ZOK || rc == ZNODEEXISTS, "/zkltest: %s", zerror(rc));
+        rc = zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, mode, NULL, 0);
+    }
+    return rc;
+}
+
 char *zkt_path(const char *what)
 {
     static atomic_int counter;

@@ -21,6 +21,14 @@ zkl_client *zkt_client_cb(int session_timeout_ms, zkl_state_fn fn, void *ud);
 /* A unique lock path "/zkltest/<what>-<pid>-<counter>-<random>" (malloc'd). */
 char *zkt_path(const char *what);
 
+/*
+ * Create path (from zkt_path) with the given mode, and /zkltest above it if
+ * need be. /zkltest may be a container the library made, which the server's
+ * reaper removes once empty, even between the two creates: then both are
+ * made again. Returns the zoo_create rc of path.
+ */
+int zkt_make_path(zhandle_t *zh, const char *path, int mode);
+
 /* A raw, connected ZooKeeper handle for checks from outside zklock. */
 zhandle_t *zkt_raw(void);
 /* Number of children of path (0 if it does not exist). */
