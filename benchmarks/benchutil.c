@@ -559,9 +559,13 @@ static void *warm_worker(void *arg)
     return NULL;
 }
 
+/* Four sessions contend on one lock (creates, listings, watches, deletes) and
+ * two more each take a lock of their own (the multi that carries a release's
+ * delete with the next create), so that the server's JIT has compiled every
+ * path a workload takes before the first library is measured. */
 void bu_server_warmup(const char *connect, double seconds)
 {
-    enum { N = 4 };
+    enum { CONTENDING = 4, N = 6 };
     struct warm w[N];
     pthread_t t[N];
     char path[256], lock[300];
@@ -569,12 +573,12 @@ void bu_server_warmup(const char *connect, double seconds)
     if (seconds <= 0)
         return;
     bu_fresh_path(path, sizeof path, "warmup");
-    snprintf(lock, sizeof lock, "%s/lock", path);
     memset(w, 0, sizeof w);
     for (i = 0; i < N; i++) {
         zkl_client_options o;
         zkl_client_options_init(&o);
         o.session_timeout_ms = 15000;
+        snprintf(lock, sizeof lock, "%s/lock-%d", path, i < CONTENDING ? 0 : i);
         if (zkl_client_open(connect, &o, &w[i].c) != ZKL_OK ||
             zkl_mutex_create(w[i].c, lock, &w[i].m) != ZKL_OK)
             break;

@@ -88,8 +88,9 @@ int bu_server_start(char *connect, size_t n);
 void bu_server_stop(void);
 
 /*
- * Warm up a freshly started server's JIT: 4 sessions contending on one
- * zkl_mutex for the given seconds. Nothing is printed; the tree is removed.
+ * Warm up a freshly started server's JIT for the given seconds: 4 sessions
+ * contending on one zkl_mutex and 2 taking uncontended ones. Nothing is
+ * printed; the tree is removed.
  */
 void bu_server_warmup(const char *connect, double seconds);
 
