@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# benchmarks/check_report.sh: the report of scripts/bench, fed rows of our
+# own (no server, no peers): the ratios against Curator and the best valid
+# peer, the median over rounds, and the refusal of bad --rounds values.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benchmarks/report.sh
+. "$root/benchmarks/report.sh"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-report.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # check WHAT HAYSTACK REGEX
+    if ! grep -Eq -- "$3" <<<"$2"; then
+        echo "check_report: $1: no line matches /$3/ in:" >&2
+        printf '%s\n' "$2" >&2
+        fail=1
+    fi
+}
+
+# row LIB WORKLOAD CLIENTS OPS_PER_S ERRORS
+row() {
+    printf '{"lib":"%s","workload":"%s","clients":%s,"seconds":10.0,"ops":%s,"ops_per_s":%s,' \
+        "$1" "$2" "$3" "${4%.*}0" "$4"
+    printf '"acquire_p50_us":1,"acquire_p99_us":2,"release_p50_us":1,"release_p99_us":2,'
+    printf '"min_client_ops":1,"max_client_ops":1,"zk_requests":%s,"errors":%s}\n' "${4%.*}0" "$5"
+}
+
+# Three rounds. The fastest peer of round 1 failed (errors > 0): it must not
+# count as the best peer.
+mkdir -p "$tmp/r1" "$tmp/r2" "$tmp/r3"
+{
+    row zklock-0.1.0 contended 16 300 0
+    row zklock-0.1.0 uncontended 1 900 0
+    row zklock-0.1.0 floor 1 600 0
+} >"$tmp/r1/zklock.jsonl"
+{
+    row curator-5.4.0 contended 16 100 0
+    row curator-5.4.0 uncontended 1 300 0
+    row go-zookeeper contended 16 900 3
+    row go-zookeeper uncontended 1 450 0
+} >"$tmp/r1/peer-x.jsonl"
+{
+    row zklock-0.1.0 contended 16 400 0
+    row zklock-0.1.0 uncontended 1 800 0
+    row zklock-0.1.0 floor 1 400 0
+    row curator-5.4.0 contended 16 200 0
+    row curator-5.4.0 uncontended 1 400 0
+    row go-zookeeper contended 16 160 0
+} >"$tmp/r2/all.jsonl"
+{
+    row zklock-0.1.0 contended 16 500 0
+    row curator-5.4.0 contended 16 100 0
+} >"$tmp/r3/all.jsonl"
+
+one=$(ratios "$tmp/r1/zklock.jsonl" "$tmp/r1/peer-x.jsonl")
+# contended: 300 / Curator 100 = 3.00; go's row is invalid, so Curator is best
+check "round 1 contended" "$one" '^\| contended +\| +16 \| zklock +\| +300\.0 \| +100\.0 \| +3\.00 \| curator-5\.4\.0 100\.0 +\| +3\.00 \|'
+# uncontended: 900 / 300 = 3.00, best go 450: 2.00, floor 600: 1.50
+check "round 1 uncontended" "$one" '^\| uncontended +\| +1 \| zklock +\| +900\.0 \| +300\.0 \| +3\.00 \| go-zookeeper 450\.0 +\| +2\.00 \| +1\.50 \|'
+
+by=$(ratios_by_round "$tmp/r1" "$tmp/r2" "$tmp/r3")
+# contended x Curator: 3.00 2.00 5.00, median 3.00; x best: 3.00 2.00 5.00
+check "rounds contended" "$by" '^\| contended +\| +16 \| zklock +\| +3\.00 2\.00 5\.00 \| +3\.00 \| +3\.00 2\.00 5\.00 \| +3\.00 \|'
+# uncontended in two rounds: x Curator 3.00 2.00 (median 2.50), x floor 1.50 2.00 (1.75)
+check "rounds uncontended" "$by" '^\| uncontended +\| +1 \| zklock +\| +3\.00 2\.00 \| +2\.50 \| +2\.00 2\.00 \| +2\.00 \| +1\.50 2\.00 \| +1\.75 \|'
+
+# Bad --rounds values are refused before anything is installed or built.
+for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do
+    rc=0
+    # shellcheck disable=SC2086 # the words are the arguments
+    msg=$("$root/scripts/bench" $args 2>&1) || rc=$?
+    if ((rc != 2)) || [[ "$msg" != bench:*rounds* ]]; then
+        echo "check_report: 'scripts/bench $args' gave exit $rc: $msg" >&2
+        fail=1
+    fi
+done
+
+((fail == 0)) && echo "check_report: all passed"
+exit "$fail"
