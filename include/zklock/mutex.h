@@ -58,16 +58,19 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms);
 
 /*
  * Release one level of the calling thread's hold; the last level deletes the
- * lock node. It returns once the delete is sent, without waiting for the
- * server's reply (that saves a round trip per hold): the lock stays exclusive,
- * because others get it only once the server has applied the delete, and this
- * client's next request is ordered after it. Another client that looks at once
- * may still see the node for a moment (zkl_client_drain waits for it). If
- * nobody else was in line when this hold was granted, the delete is held back
- * up to 1 ms so that it rides with this client's next request (a following
- * acquire sends it and its create as one transaction: one disk sync, two
- * requests per acquire/release pair). A delete that fails is retried in the
- * background; the node goes either way, deleted or with its session.
+ * lock node. It does not wait for the server's reply (that saves a round trip
+ * per hold): the lock stays exclusive, because others get it only once the
+ * server has applied the delete, and this client's later requests are ordered
+ * after it. The delete is held back briefly so that it rides with this
+ * client's next request: a following acquire sends it and its create as one
+ * transaction, one request and one disk sync for both. The window is 1 ms if
+ * nobody else was in line when this hold was granted, and 0.1 ms if others
+ * were (they all wait it out, so it is only long enough for a caller that
+ * re-acquires at once); after it the client's worker thread sends the delete.
+ * Another client that looks at once may still see the node for a moment
+ * (zkl_client_drain sends held-back deletes and waits for their replies). A
+ * delete that fails is retried in the background; the node goes either way,
+ * deleted or with its session.
  * Errors: ZKL_ENOTOWNER (this thread holds nothing: the lock is unchanged),
  * ZKL_ELOST (the hold had been lost with its session; it is now released).
  */

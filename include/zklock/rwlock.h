@@ -46,7 +46,7 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l);
  * try once, ZKL_WAIT_FOREVER). Errors as zkl_mutex_acquire.
  */
 zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms);
-/* Releases return once the delete is sent, as zkl_mutex_release. */
+/* Releases do not wait for the delete's reply, as zkl_mutex_release. */
 zkl_status zkl_rwlock_read_release(zkl_rwlock *l);
 
 /*

@@ -55,7 +55,7 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
 
 /*
  * Return a lease (from any thread) and free it; its node is deleted (the call
- * returns once the delete is sent, as zkl_mutex_release; in the background if
+ * does not wait for the reply, as zkl_mutex_release; in the background if
  * need be). ZKL_ELOST if its session had been lost (the lease is
  * freed all the same). NULL gives ZKL_EINVAL.
  */

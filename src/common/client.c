@@ -524,7 +524,7 @@ static void *worker_main(void *arg)
     int64_t bg_retry_at = 0;
     pthread_mutex_lock(&c->mu);
     while (!c->closing) {
-        int64_t now = zkl__now_ms(), wake = now + 1000;
+        int64_t now = zkl__now_ms(), wake = now + 1000, wake_us = INT64_MAX;
         if (c->evq_len > 0) {
             zkl__event ev = c->evq[c->evq_head];
             c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
@@ -541,15 +541,17 @@ static void *worker_main(void *arg)
             continue;
         }
         if (c->deferred) { /* held-back deletes whose moment is up */
-            int64_t due = c->deferred->due;
-            if (due <= now) {
+            const zkl__deferred *d;
+            int64_t now_us = zkl__now_us();
+            for (d = c->deferred; d; d = d->next)
+                if (d->due_us < wake_us)
+                    wake_us = d->due_us;
+            if (wake_us <= now_us) {
                 pthread_mutex_unlock(&c->mu);
                 zkl__flush_deferred(c, true);
                 pthread_mutex_lock(&c->mu);
                 continue;
             }
-            if (due < wake)
-                wake = due;
         }
         /* A session that never connected has nothing to lose: the ZooKeeper
          * client keeps trying, and it is fresh when it gets through. */
@@ -599,7 +601,7 @@ static void *worker_main(void *arg)
                 wake = bg_retry_at;
         }
         /* its own condition: watch events and call ends do not wake it */
-        zkl__cond_wait_until(&c->wcv, &c->mu, wake);
+        zkl__cond_wait_until_us(&c->wcv, &c->mu, wake_us < wake * 1000 ? wake_us : wake * 1000);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;

@@ -50,6 +50,7 @@ typedef struct zkl__faults {
     int create_send_lost;  /* fail the next N creates with connection loss before sending */
     char next_uuid[37];    /* use this UUID for the next protected create */
     int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
+    int defer_us;          /* > 0: hold a contended release's delete back this long */
 } zkl__faults;
 
 typedef struct zkl__bgdel {
@@ -79,7 +80,7 @@ typedef struct zkl__revwatch zkl__revwatch;
 /* A release's delete held back a moment (zkcall.c: zkl__defer_delete). */
 typedef struct zkl__deferred {
     struct zkl__session *s; /* with a reference, until sent */
-    int64_t due;
+    int64_t due_us;         /* zkl__now_us() by which the worker sends it */
     struct zkl__deferred *next;
     char path[];
 } zkl__deferred;

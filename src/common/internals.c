@@ -322,7 +322,6 @@ out:
     return st;
 }
 
-/* Delete our node now if we can, else in the background. */
 /* Test hook: the next foreground delete "loses its connection". */
 static bool take_delete_fault(zkl_client *c)
 {
@@ -335,6 +334,19 @@ static bool take_delete_fault(zkl_client *c)
     return fault;
 }
 
+/* How long a release holds its delete back (a test may set the contended window). */
+static int defer_window_us(zkl_client *c, bool alone)
+{
+    int us;
+    if (alone)
+        return ZKL_DEFER_ALONE_US;
+    pthread_mutex_lock(&c->mu);
+    us = c->faults.defer_us > 0 ? c->faults.defer_us : ZKL_DEFER_CONTENDED_US;
+    pthread_mutex_unlock(&c->mu);
+    return us;
+}
+
+/* Delete our node now if we can, else in the background. */
 static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
 {
     int rc = ZCONNECTIONLOSS;
@@ -705,15 +717,16 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
          * is ordered after it. A delete that fails goes to the background. */
         if (!s || take_delete_fault(c))
             zkl__bg_delete(c, hold->node, NULL);
-        else if (hold->alone)
-            /* Nobody else was in line when we got it: hold the delete back a
-             * moment, so that our next request (typically the next acquire's
-             * create) reaches the server in the same batch and both commit
-             * with one disk sync. Anyone who queued meanwhile waits at most
-             * ZKL_DEFER_MS longer. */
-            zkl__defer_delete(s, hold->node);
-        else if (zkl__zk_delete_async(s, hold->node) != ZOK)
-            delete_guaranteed(c, s, hold->node);
+        else
+            /* Hold the delete back a moment, so that our next request
+             * (typically the next acquire's create) carries it: one request
+             * and one disk sync for both. Sent apart, the server syncs them
+             * one after the other, and the next holder's delete queues
+             * behind the second sync. If we were alone when we got it, only
+             * whoever queued since can be kept waiting, and for longer; with
+             * others in line, every one of them waits the window, so it is
+             * short: a caller that re-acquires at once fits in it. */
+            zkl__defer_delete(s, hold->node, defer_window_us(c, hold->alone));
         if (s)
             zkl__session_put(s);
         free(hold->node);

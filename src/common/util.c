@@ -61,6 +61,13 @@ int64_t zkl__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t zkl__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int64_t zkl__deadline(int timeout_ms)
 {
     return timeout_ms < 0 ? INT64_MAX : zkl__now_ms() + timeout_ms;
@@ -77,14 +84,20 @@ int zkl__cond_init(pthread_cond_t *cv)
     return rc;
 }
 
-int zkl__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+int zkl__cond_wait_until_us(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_us)
 {
     struct timespec ts;
-    if (deadline_ms == INT64_MAX)
+    if (deadline_us == INT64_MAX)
         return pthread_cond_wait(cv, mu);
-    ts.tv_sec = deadline_ms / 1000;
-    ts.tv_nsec = (deadline_ms % 1000) * 1000000;
+    ts.tv_sec = deadline_us / 1000000;
+    ts.tv_nsec = (deadline_us % 1000000) * 1000;
     return pthread_cond_timedwait(cv, mu, &ts);
+}
+
+int zkl__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+    return zkl__cond_wait_until_us(cv, mu,
+                                   deadline_ms == INT64_MAX ? INT64_MAX : deadline_ms * 1000);
 }
 
 uint64_t zkl__thread_id(void)

@@ -22,12 +22,15 @@ void zkl__local_address(char *out, size_t len);
 
 /* Monotonic milliseconds. */
 int64_t zkl__now_ms(void);
+int64_t zkl__now_us(void);
 
 /* A deadline from a timeout in ms (negative: none, INT64_MAX). */
 int64_t zkl__deadline(int timeout_ms);
 
 /* pthread_cond_timedwait until an absolute zkl__now_ms() deadline (CLOCK_MONOTONIC cond). */
 int zkl__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
+/* The same to an absolute zkl__now_us() deadline. */
+int zkl__cond_wait_until_us(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_us);
 
 /* Initialise a condition variable on CLOCK_MONOTONIC. */
 int zkl__cond_init(pthread_cond_t *cv);

@@ -539,7 +539,7 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
     return wait_void(k, zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, k));
 }
 
-void zkl__defer_delete(zkl__session *s, const char *path)
+void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
 {
     zkl_client *c = s->c;
     size_t n = strlen(path);
@@ -551,7 +551,7 @@ void zkl__defer_delete(zkl__session *s, const char *path)
     }
     memcpy(d->path, path, n + 1);
     d->s = s;
-    d->due = zkl__now_ms() + ZKL_DEFER_MS;
+    d->due_us = zkl__now_us() + window_us;
     d->next = NULL;
     pthread_mutex_lock(&c->mu);
     s->refs++;
@@ -604,10 +604,10 @@ void zkl__deferred_done(zkl__deferred *list, bool applied)
 void zkl__flush_deferred(zkl_client *c, bool due_only)
 {
     zkl__deferred *take = NULL, **tail = &take, **pp, *d;
-    int64_t now = zkl__now_ms();
+    int64_t now = zkl__now_us();
     pthread_mutex_lock(&c->mu);
     for (pp = &c->deferred; (d = *pp) != NULL;) {
-        if (due_only && d->due > now) {
+        if (due_only && d->due_us > now) {
             pp = &d->next;
             continue;
         }

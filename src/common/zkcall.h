@@ -78,13 +78,15 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 int zkl__zk_delete_async(zkl__session *s, const char *path);
 
 /* How long a release of an uncontended hold may hold its delete back. */
-#define ZKL_DEFER_MS 1
+#define ZKL_DEFER_ALONE_US 1000
+/* ... and of a hold with others in line, whom every microsecond keeps waiting. */
+#define ZKL_DEFER_CONTENDED_US 100
 
 /*
  * Queue path's delete to go out with this client's next request on s, or
- * after ZKL_DEFER_MS at the latest (the worker sends it then).
+ * after window_us at the latest (the worker sends it then).
  */
-void zkl__defer_delete(zkl__session *s, const char *path);
+void zkl__defer_delete(zkl__session *s, const char *path, int window_us);
 
 /*
  * Send held-back deletes now: all of them, or (due_only) those whose time is

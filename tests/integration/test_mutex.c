@@ -415,6 +415,160 @@ Test(mutex, set_lookahead_null_is_refused)
     cr_assert_eq(zkl_mutex_set_lookahead(NULL, true), ZKL_EINVAL);
 }
 
+/* ---- a release's delete held back for the next request ---- */
+
+/*
+ * X holds; A and then B queue. X's release gives A the lock with B in line
+ * (a contended hold). Returns with A holding on its waiter thread.
+ */
+static void line_behind_x(zhandle_t *zh, const char *path, zkl_mutex *mx, struct waiter *a,
+                          zkl_mutex *ma, struct waiter *b, zkl_mutex *mb)
+{
+    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
+    waiter_start(a, ma, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    waiter_start(b, mb, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    ok(zkl_mutex_release(mx), "x releases");
+    waiter_until_done(a);
+    ok(a->st, "a acquires after x");
+}
+
+/* A's thread when told: release, then acquire again at once; requests counted. */
+struct relock {
+    struct waiter w;
+    zkl_client *c;
+    uint64_t before, after;
+    zkl_status release_st, acquire_st;
+    atomic_int reacquired;
+};
+
+static void *relock_main(void *arg)
+{
+    struct relock *r = arg;
+    zkl_client_stats st;
+    r->w.st = zkl_mutex_acquire(r->w.m, r->w.timeout_ms);
+    atomic_store(&r->w.done, 1);
+    if (r->w.st != ZKL_OK)
+        return NULL;
+    while (!atomic_load(&r->w.let_go))
+        zkt_sleep_ms(5);
+    zkl_client_stats_get(r->c, &st);
+    r->before = st.requests;
+    r->release_st = zkl_mutex_release(r->w.m);
+    r->acquire_st = zkl_mutex_acquire(r->w.m, 30000);
+    zkl_client_stats_get(r->c, &st);
+    r->after = st.requests;
+    atomic_store(&r->reacquired, 1);
+    if (r->acquire_st == ZKL_OK)
+        r->w.release_st = zkl_mutex_release(r->w.m);
+    return NULL;
+}
+
+/*
+ * A contended release followed at once by an acquire: the delete goes in one
+ * request with the new create (a window of 5 s here, so that the test does
+ * not depend on timing). B, next in line, gets the lock as soon as that
+ * request is applied, not when the window ends.
+ */
+Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
+{
+    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cb = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("relock");
+    zkl_mutex *mx, *ma, *mb;
+    struct relock r = {0};
+    struct waiter b = {0};
+    int64_t t0;
+    ok(zkl_mutex_create(cx, path, &mx), "create x");
+    ok(zkl_mutex_create(ca, path, &ma), "create a");
+    ok(zkl_mutex_create(cb, path, &mb), "create b");
+    zkt_defer_window(ca, 5 * 1000 * 1000);
+    r.c = ca;
+    r.w.m = ma;
+    r.w.timeout_ms = 30000;
+    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
+    pthread_create(&r.w.t, NULL, relock_main, &r);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    waiter_start(&b, mb, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    ok(zkl_mutex_release(mx), "x releases");
+    waiter_until_done(&r.w);
+    ok(r.w.st, "a acquires after x, with b in line");
+
+    t0 = zkt_now_ms();
+    atomic_store(&r.w.let_go, 1); /* a: release, acquire again (behind b) */
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after a");
+    cr_assert_lt(zkt_now_ms() - t0, 4000, "b waited for the window, not for a's next request");
+    waiter_release(&b);
+    while (!atomic_load(&r.reacquired))
+        zkt_sleep_ms(5);
+    pthread_join(r.w.t, NULL);
+    ok(r.release_st, "a releases");
+    ok(r.acquire_st, "a acquires again after b");
+    ok(r.w.release_st, "a releases again");
+    /* delete+create as one multi, the listing, the watch on b (then the head,
+     * so its going needs no listing); sent apart it would be four */
+    cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
+                 (unsigned long long)(r.after - r.before));
+    ok(zkl_client_drain(ca, 5000), "drain sends a's last delete, still held back");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
+    ok(zkl_mutex_destroy(mx), "destroy");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(cx), "close");
+    ok(zkl_client_close(ca), "close");
+    ok(zkl_client_close(cb), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * A contended release with no request after it: the client's worker sends
+ * the delete when the window ends (300 ms here, to be measurable; 0.1 ms by
+ * default), and not before.
+ */
+Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
+{
+    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cb = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("window");
+    zkl_mutex *mx, *ma, *mb;
+    struct waiter a = {0}, b = {0};
+    int64_t t0, waited;
+    int round;
+    ok(zkl_mutex_create(cx, path, &mx), "create x");
+    ok(zkl_mutex_create(ca, path, &ma), "create a");
+    ok(zkl_mutex_create(cb, path, &mb), "create b");
+    for (round = 0; round < 2; round++) {
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        zkt_defer_window(ca, round == 0 ? 300 * 1000 : 0);
+        line_behind_x(zh, path, mx, &a, ma, &b, mb);
+        t0 = zkt_now_ms();
+        waiter_release(&a);
+        waiter_until_done(&b);
+        waited = zkt_now_ms() - t0;
+        ok(b.st, "b acquires after a");
+        if (round == 0)
+            cr_assert(waited >= 250 && waited < 3000, "300 ms window: b waited %lld ms",
+                      (long long)waited);
+        else
+            cr_assert_lt(waited, 2000, "default window: b waited %lld ms", (long long)waited);
+        waiter_release(&b);
+        cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
+    }
+    ok(zkl_mutex_destroy(mx), "destroy");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(cx), "close");
+    ok(zkl_client_close(ca), "close");
+    ok(zkl_client_close(cb), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
 /* Threads of one process sharing one zkl_mutex object contend through ZooKeeper. */
 struct same_obj {
     zkl_mutex *m;
