@@ -8,8 +8,8 @@
  *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
  *             [--pairs N] [--server-warmup S] [--lookahead] [--verbose]
  *
- * --lookahead turns on zkl_mutex_set_lookahead for the mutex workloads; the
- * rows then say lib "zklock-lookahead-<version>".
+ * --lookahead sets ZKL_LOOKAHEAD_ON for the mutex workloads (the default is
+ * ZKL_LOOKAHEAD_AUTO); the rows then say lib "zklock-lookahead-<version>".
  *
  * Without --zk a throwaway server is started (scripts/zk-server) and always
  * stopped. stdout: one JSON object per row. stderr: one "lockbench: done ..."
@@ -296,8 +296,8 @@ static bool setup_worker(struct bench *b, struct worker *w)
         else
             snprintf(path, sizeof path, "%s/lock", b->parent);
         st = zkl_mutex_create(w->c, path, &w->m);
-        if (st == ZKL_OK)
-            st = zkl_mutex_set_lookahead(w->m, opt_lookahead);
+        if (st == ZKL_OK && opt_lookahead)
+            st = zkl_mutex_set_lookahead(w->m, ZKL_LOOKAHEAD_ON);
         break;
     case K_RWLOCK:
         snprintf(path, sizeof path, "%s/rw", b->parent);
@@ -545,7 +545,7 @@ static void usage(FILE *f)
             "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
             "--server-warmup: seconds of load before measuring (default 3 on a server\n"
             "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
-            "--lookahead: mutexes wait with zkl_mutex_set_lookahead (lib zklock-lookahead).\n");
+            "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n");
 }
 
 int main(int argc, char **argv)

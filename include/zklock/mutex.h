@@ -109,16 +109,30 @@ zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n);
 zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userdata);
 
 /*
- * Look-ahead waiting (off by default): a waiter also watches the node two
- * places ahead of its own and lists the line again when that one goes, that
- * is, while the node just ahead holds. That node's release then hands the
- * lock over with no listing on the hand-off's path. Costs one more request
- * per contended acquire (6 per pair against Curator's 5) and one more watch
- * notification per hand-off; pays where hand-off latency matters more than
- * server load. Call before acquiring, as with zkl_mutex_make_revocable.
- * Errors: ZKL_EINVAL.
+ * Look-ahead waiting: a waiter also watches the node two places ahead of its
+ * own and lists the line again when that one goes, that is, while the node
+ * just ahead holds. That node's release then hands the lock over with no
+ * listing on the hand-off's path. It costs one more request per contended
+ * acquire and one more watch notification per hand-off.
+ *   ZKL_LOOKAHEAD_AUTO (the default): only in an acquire whose create carried
+ *     this client's held-back delete (see zkl_mutex_release), which saved the
+ *     request the look-ahead spends. A loop of release and acquire at once
+ *     costs 5 requests per contended pair, as Curator's, with no listing on
+ *     the hand-off's path; other callers wait without it, also at 5.
+ *   ZKL_LOOKAHEAD_ON: always (6 requests per contended pair where the
+ *     release is not carried); pays where hand-off latency matters more than
+ *     server load.
+ *   ZKL_LOOKAHEAD_OFF: never (4 requests per contended pair in a loop).
+ * Call before acquiring, as with zkl_mutex_make_revocable.
+ * Errors: ZKL_EINVAL (m NULL, or mode not one of these).
  */
-zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, bool on);
+typedef enum zkl_lookahead {
+    ZKL_LOOKAHEAD_OFF = 0,
+    ZKL_LOOKAHEAD_ON = 1,
+    ZKL_LOOKAHEAD_AUTO = 2,
+} zkl_lookahead;
+
+zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode);
 
 /*
  * Lost-lock notice: fn(m, state, userdata) runs on the client's worker thread

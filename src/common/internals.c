@@ -87,7 +87,8 @@ typedef struct own_node {
     int64_t czxid;
     zkl__names kids; /* first listing, if it came with the create */
     bool have_kids;
-    bool alone; /* the listing that granted the lock held only our node */
+    bool alone;   /* the listing that granted the lock held only our node */
+    bool carried; /* the create carried held-back deletes: one request saved */
 } own_node;
 
 static void own_node_free(own_node *o)
@@ -263,6 +264,7 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
                     o->name = zkl__path_basename(o->node);
                     o->czxid = 0; /* fetched if asked for (zkl__hold_token) */
                     o->have_kids = list_rc == ZOK;
+                    o->carried = true;
                     goto out;
                 }
                 if (rc != ZNONODE && !zkl__zk_retryable(rc) && !session_error(rc))
@@ -598,10 +600,11 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
              * (made while that node holds) lets its deletion hand us the lock
              * with no listing on the hand-off's path.
              */
-            const char *aname =
-                a->lookahead && !v.grant_if_deleted && !v.no_lookahead && v.watch >= 1
-                    ? kids.v[v.watch - 1]
-                    : NULL;
+            bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
+                      (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && o->carried);
+            const char *aname = la && !v.grant_if_deleted && !v.no_lookahead && v.watch >= 1
+                                    ? kids.v[v.watch - 1]
+                                    : NULL;
             rc = arm_watches(s, a->path, &prim, kids.v[v.watch], &ahead, aname, gen);
             zkl__names_free(&kids);
         }

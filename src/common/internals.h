@@ -17,6 +17,13 @@
 
 #include "client_internal.h"
 
+/* When a waiter looks ahead (zkl__acquire_args.lookahead). */
+typedef enum zkl__lookahead {
+    ZKL__LOOKAHEAD_OFF,
+    ZKL__LOOKAHEAD_ON,
+    ZKL__LOOKAHEAD_IF_CARRIED,
+} zkl__lookahead;
+
 /* What a driver decides from the sorted children. */
 typedef struct zkl__verdict {
     bool holds;        /* our node holds the lock */
@@ -88,9 +95,11 @@ typedef struct zkl__acquire_args {
     /*
      * Also watch the node ahead of the one we wait for, and list again when
      * it goes: one more request per acquire in a long line, but the hand-off
-     * to us then needs no listing (lower latency under contention).
+     * to us then needs no listing (lower latency under contention). ON:
+     * always; IF_CARRIED: only if our create carried held-back deletes,
+     * which saved the request that the look-ahead spends.
      */
-    bool lookahead;
+    zkl__lookahead lookahead;
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;

@@ -21,7 +21,7 @@ typedef struct zkl__side {
     int data_len;
     void (*revoke_cb)(void *ctx); /* revocable holds (Curator's makeRevocable) */
     void *revoke_ctx;
-    bool lookahead; /* see zkl__acquire_args */
+    zkl__lookahead lookahead; /* see zkl__acquire_args */
 } zkl__side;
 
 void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d);

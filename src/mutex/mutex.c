@@ -52,6 +52,7 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
     zkl__side_init(&m->side, c, m->path, &zkl__mutex_driver);
+    m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
     zkl__client_ref(c);
     *out = m;
     return ZKL_OK;
@@ -150,12 +151,17 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
     return ZKL_OK;
 }
 
-zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, bool on)
+zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
 {
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: mutex is NULL");
-    m->side.lookahead = on;
+    switch (mode) {
+    case ZKL_LOOKAHEAD_OFF: m->side.lookahead = ZKL__LOOKAHEAD_OFF; break;
+    case ZKL_LOOKAHEAD_ON: m->side.lookahead = ZKL__LOOKAHEAD_ON; break;
+    case ZKL_LOOKAHEAD_AUTO: m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED; break;
+    default: return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: unknown mode %d", (int)mode);
+    }
     return ZKL_OK;
 }
 

@@ -93,8 +93,8 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
     zkl__side_init(&l->write, c, l->path, &zkl__write_driver);
     /* Hand-offs between writers and readers need no listing on their path;
      * the look-ahead's request keeps a pair below Curator's count. */
-    l->read.lookahead = true;
-    l->write.lookahead = true;
+    l->read.lookahead = ZKL__LOOKAHEAD_ON;
+    l->write.lookahead = ZKL__LOOKAHEAD_ON;
     zkl__client_ref(c);
     *out = l;
     return ZKL_OK;

@@ -132,7 +132,7 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
         a.token_lazy = true; /* nobody asks for the internal lock's token */
         /* Its hand-offs are the semaphore's critical path; the look-ahead's
          * request still leaves a lease below Curator's nine. */
-        a.lookahead = true;
+        a.lookahead = ZKL__LOOKAHEAD_ON;
         st = zkl__lock_acquire(s->c, &a, &inner);
         if (st != ZKL_OK)
             return st;

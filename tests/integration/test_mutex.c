@@ -235,7 +235,7 @@ Test(mutex, participants_in_queue_order)
 
 struct shared {
     const char *path;
-    bool lookahead;
+    zkl_lookahead lookahead;
     atomic_int inside;
     atomic_int violations;
     atomic_int done;
@@ -270,7 +270,7 @@ static void *contender(void *arg)
     return NULL;
 }
 
-static void contend(bool lookahead)
+static void contend(zkl_lookahead lookahead)
 {
     struct shared sh = {0};
     pthread_t t[THREADS];
@@ -293,13 +293,13 @@ static void contend(bool lookahead)
 
 Test(mutex, eight_sessions_never_two_holders, .timeout = 300)
 {
-    contend(false);
+    contend(ZKL_LOOKAHEAD_AUTO); /* the default */
 }
 
 /* The look-ahead hands the lock over without a listing: exclusion must hold all the same. */
 Test(mutex, eight_sessions_with_lookahead_never_two_holders, .timeout = 300)
 {
-    contend(true);
+    contend(ZKL_LOOKAHEAD_ON);
 }
 
 /* ---- look-ahead: what it may and may not conclude ---- */
@@ -371,7 +371,7 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     ok(zkl_mutex_create(cx, path, &mx), "create x");
     ok(zkl_mutex_create(cb, path, &mb), "create b");
     ok(zkl_mutex_create(cc, path, &mc), "create c");
-    ok(zkl_mutex_set_lookahead(mc, true), "lookahead");
+    ok(zkl_mutex_set_lookahead(mc, ZKL_LOOKAHEAD_ON), "lookahead");
     ok(zkl_mutex_acquire(ma, 5000), "a acquires");
     waiter_start(&x, mx, 1500);
     cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
@@ -410,9 +410,18 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     free(path);
 }
 
-Test(mutex, set_lookahead_null_is_refused)
+Test(mutex, set_lookahead_refuses_null_and_unknown_modes)
 {
-    cr_assert_eq(zkl_mutex_set_lookahead(NULL, true), ZKL_EINVAL);
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m;
+    cr_assert_eq(zkl_mutex_set_lookahead(NULL, ZKL_LOOKAHEAD_ON), ZKL_EINVAL);
+    ok(zkl_mutex_create(c, "/zkltest/modes", &m), "create");
+    cr_assert_eq(zkl_mutex_set_lookahead(m, (zkl_lookahead)3), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "unknown mode 3"), "message: %s", zkl_errmsg());
+    ok(zkl_mutex_set_lookahead(m, ZKL_LOOKAHEAD_OFF), "off");
+    ok(zkl_mutex_set_lookahead(m, ZKL_LOOKAHEAD_AUTO), "auto");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
 }
 
 /* ---- a release's delete held back for the next request ---- */
@@ -565,6 +574,91 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
     ok(zkl_client_close(cx), "close");
     ok(zkl_client_close(ca), "close");
     ok(zkl_client_close(cb), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * ZKL_LOOKAHEAD_AUTO, the default, looks ahead only in an acquire whose
+ * create carried the client's held-back delete. (a) A first acquire, third
+ * in line, watches only the node just ahead: the head's going costs it
+ * nothing. (b) Released and acquired again at once, third in line again, it
+ * looks ahead: it lists while the node ahead of it holds, and that node's
+ * release hands it the lock with no request.
+ */
+Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
+{
+    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cd = zkt_client(0), *ce = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("autolook");
+    zkl_mutex *mx, *ma, *md, *me;
+    struct relock r = {0};
+    struct waiter d = {0}, e = {0};
+    uint64_t before;
+    ok(zkl_mutex_create(cx, path, &mx), "create x");
+    ok(zkl_mutex_create(ca, path, &ma), "create a");
+    ok(zkl_mutex_create(cd, path, &md), "create d");
+    ok(zkl_mutex_create(ce, path, &me), "create e");
+    zkt_defer_window(ca, 5 * 1000 * 1000);
+
+    /* (a) line: x holds, d, then a (third) */
+    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
+    waiter_start(&d, md, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    r.c = ca;
+    r.w.m = ma;
+    r.w.timeout_ms = 30000;
+    pthread_create(&r.w.t, NULL, relock_main, &r);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    zkt_sleep_ms(300); /* a has listed and armed its watch */
+    before = requests_of(ca);
+    ok(zkl_mutex_release(mx), "x releases");
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after x");
+    zkt_sleep_ms(300);
+    cr_assert_eq(requests_of(ca), before, "a first acquire does not look ahead");
+    cr_assert_not(atomic_load(&r.w.done), "a waits: d holds");
+
+    /* (b) e queues behind a; d's release gives a the lock with e in line */
+    waiter_start(&e, me, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    waiter_release(&d);
+    waiter_until_done(&r.w);
+    ok(r.w.st, "a acquires after d, e in line");
+    memset(&d, 0, sizeof d);
+    waiter_start(&d, md, 30000);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3); /* a, e, d */
+    atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, d, a */
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after a");
+    zkt_sleep_ms(300);
+    waiter_release(&e); /* d holds; a, which watches e too, lists again */
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after e");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&r.reacquired), "a waits: d holds");
+    before = requests_of(ca);
+    waiter_release(&d);
+    while (!atomic_load(&r.reacquired))
+        zkt_sleep_ms(5);
+    pthread_join(r.w.t, NULL);
+    ok(r.release_st, "a releases");
+    ok(r.acquire_st, "a acquires again after d");
+    ok(r.w.release_st, "a releases again");
+    cr_assert_eq(requests_of(ca), before, "d's release handed a the lock with no request");
+    /* the multi, the listing, two watches, the listing on e's going */
+    cr_assert_eq(r.after - r.before, 5, "requests for a's release and acquire: %llu",
+                 (unsigned long long)(r.after - r.before));
+    ok(zkl_client_drain(ca, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
+    ok(zkl_mutex_destroy(mx), "destroy");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_mutex_destroy(md), "destroy");
+    ok(zkl_mutex_destroy(me), "destroy");
+    ok(zkl_client_close(cx), "close");
+    ok(zkl_client_close(ca), "close");
+    ok(zkl_client_close(cd), "close");
+    ok(zkl_client_close(ce), "close");
     zookeeper_close(zh);
     free(path);
 }

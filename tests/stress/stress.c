@@ -71,9 +71,9 @@ static void *contender(void *arg)
     zkl_client *c = open_client(10000);
     zkl_mutex *m = NULL;
     int i;
-    /* half the contenders wait with the look-ahead */
+    /* the contenders take turns among the look-ahead modes */
     if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK ||
-        zkl_mutex_set_lookahead(m, atomic_fetch_add(&sh->next, 1) % 2 == 1) != ZKL_OK) {
+        zkl_mutex_set_lookahead(m, (zkl_lookahead)(atomic_fetch_add(&sh->next, 1) % 3)) != ZKL_OK) {
         atomic_fetch_add(&sh->errors, 1);
         if (c)
             zkl_client_close(c);
