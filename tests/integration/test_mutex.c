@@ -426,21 +426,37 @@ Test(mutex, set_lookahead_refuses_null_and_unknown_modes)
 
 /* ---- a release's delete held back for the next request ---- */
 
-/*
- * X holds; A and then B queue. X's release gives A the lock with B in line
- * (a contended hold). Returns with A holding on its waiter thread.
- */
-static void line_behind_x(zhandle_t *zh, const char *path, zkl_mutex *mx, struct waiter *a,
-                          zkl_mutex *ma, struct waiter *b, zkl_mutex *mb)
+/* n sessions, each with a zkl_mutex on one path (zkt_path(what)). */
+struct party {
+    int n;
+    zkl_client *c[4];
+    zkl_mutex *m[4];
+    zhandle_t *zh;
+    char *path;
+};
+
+static void party_open(struct party *p, int n, const char *what)
 {
-    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
-    waiter_start(a, ma, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
-    waiter_start(b, mb, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
-    ok(zkl_mutex_release(mx), "x releases");
-    waiter_until_done(a);
-    ok(a->st, "a acquires after x");
+    int i;
+    p->n = n;
+    p->zh = zkt_raw();
+    p->path = zkt_path(what);
+    for (i = 0; i < n; i++) {
+        p->c[i] = zkt_client(0);
+        ok(zkl_mutex_create(p->c[i], p->path, &p->m[i]), "create");
+    }
+}
+
+static void party_close(struct party *p)
+{
+    int i;
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 0), 0, "znodes left behind");
+    for (i = 0; i < p->n; i++) {
+        ok(zkl_mutex_destroy(p->m[i]), "destroy");
+        ok(zkl_client_close(p->c[i]), "close");
+    }
+    zookeeper_close(p->zh);
+    free(p->path);
 }
 
 /* A's thread when told: release, then acquire again at once; requests counted. */
@@ -474,6 +490,44 @@ static void *relock_main(void *arg)
     return NULL;
 }
 
+static void relock_start(struct relock *r, zkl_client *c, zkl_mutex *m)
+{
+    r->c = c;
+    r->w.m = m;
+    r->w.timeout_ms = 30000;
+    pthread_create(&r->w.t, NULL, relock_main, r);
+}
+
+static void relock_join(struct relock *r)
+{
+    while (!atomic_load(&r->reacquired))
+        zkt_sleep_ms(5);
+    pthread_join(r->w.t, NULL);
+    ok(r->release_st, "release");
+    ok(r->acquire_st, "acquire again");
+    ok(r->w.release_st, "release again");
+}
+
+/*
+ * p->m[0] (x) holds; a (waiter a, or relock r) and then b queue. x's release
+ * gives a the lock with b in line (a contended hold); returns once a holds.
+ */
+static void line_behind_x(struct party *p, struct waiter *a, struct relock *r, struct waiter *b)
+{
+    ok(zkl_mutex_acquire(p->m[0], 5000), "x acquires");
+    if (r)
+        relock_start(r, p->c[1], p->m[1]);
+    else
+        waiter_start(a, p->m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 2), 2);
+    waiter_start(b, p->m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 3), 3);
+    ok(zkl_mutex_release(p->m[0]), "x releases");
+    a = r ? &r->w : a;
+    waiter_until_done(a);
+    ok(a->st, "a acquires after x, b in line");
+}
+
 /*
  * A contended release followed at once by an acquire: the delete goes in one
  * request with the new create (a window of 5 s here, so that the test does
@@ -482,55 +536,26 @@ static void *relock_main(void *arg)
  */
 Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
 {
-    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cb = zkt_client(0);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("relock");
-    zkl_mutex *mx, *ma, *mb;
+    struct party p;
     struct relock r = {0};
     struct waiter b = {0};
     int64_t t0;
-    ok(zkl_mutex_create(cx, path, &mx), "create x");
-    ok(zkl_mutex_create(ca, path, &ma), "create a");
-    ok(zkl_mutex_create(cb, path, &mb), "create b");
-    zkt_defer_window(ca, 5 * 1000 * 1000);
-    r.c = ca;
-    r.w.m = ma;
-    r.w.timeout_ms = 30000;
-    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
-    pthread_create(&r.w.t, NULL, relock_main, &r);
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
-    waiter_start(&b, mb, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
-    ok(zkl_mutex_release(mx), "x releases");
-    waiter_until_done(&r.w);
-    ok(r.w.st, "a acquires after x, with b in line");
-
+    party_open(&p, 3, "relock");
+    zkt_defer_window(p.c[1], 5 * 1000 * 1000);
+    line_behind_x(&p, NULL, &r, &b);
     t0 = zkt_now_ms();
     atomic_store(&r.w.let_go, 1); /* a: release, acquire again (behind b) */
     waiter_until_done(&b);
     ok(b.st, "b acquires after a");
     cr_assert_lt(zkt_now_ms() - t0, 4000, "b waited for the window, not for a's next request");
     waiter_release(&b);
-    while (!atomic_load(&r.reacquired))
-        zkt_sleep_ms(5);
-    pthread_join(r.w.t, NULL);
-    ok(r.release_st, "a releases");
-    ok(r.acquire_st, "a acquires again after b");
-    ok(r.w.release_st, "a releases again");
+    relock_join(&r);
     /* delete+create as one multi, the listing, the watch on b (then the head,
      * so its going needs no listing); sent apart it would be four */
     cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
-    ok(zkl_client_drain(ca, 5000), "drain sends a's last delete, still held back");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
-    ok(zkl_mutex_destroy(mx), "destroy");
-    ok(zkl_mutex_destroy(ma), "destroy");
-    ok(zkl_mutex_destroy(mb), "destroy");
-    ok(zkl_client_close(cx), "close");
-    ok(zkl_client_close(ca), "close");
-    ok(zkl_client_close(cb), "close");
-    zookeeper_close(zh);
-    free(path);
+    ok(zkl_client_drain(p.c[1], 5000), "drain sends a's last delete, still held back");
+    party_close(&p);
 }
 
 /*
@@ -540,21 +565,16 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
  */
 Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
 {
-    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cb = zkt_client(0);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("window");
-    zkl_mutex *mx, *ma, *mb;
-    struct waiter a = {0}, b = {0};
+    struct party p;
+    struct waiter a, b;
     int64_t t0, waited;
     int round;
-    ok(zkl_mutex_create(cx, path, &mx), "create x");
-    ok(zkl_mutex_create(ca, path, &ma), "create a");
-    ok(zkl_mutex_create(cb, path, &mb), "create b");
+    party_open(&p, 3, "window");
     for (round = 0; round < 2; round++) {
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
-        zkt_defer_window(ca, round == 0 ? 300 * 1000 : 0);
-        line_behind_x(zh, path, mx, &a, ma, &b, mb);
+        zkt_defer_window(p.c[1], round == 0 ? 300 * 1000 : 0);
+        line_behind_x(&p, &a, NULL, &b);
         t0 = zkt_now_ms();
         waiter_release(&a);
         waiter_until_done(&b);
@@ -566,16 +586,9 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
         else
             cr_assert_lt(waited, 2000, "default window: b waited %lld ms", (long long)waited);
         waiter_release(&b);
-        cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
+        cr_assert_eq(zkt_children_settle(p.zh, p.path, 0), 0, "znodes left behind");
     }
-    ok(zkl_mutex_destroy(mx), "destroy");
-    ok(zkl_mutex_destroy(ma), "destroy");
-    ok(zkl_mutex_destroy(mb), "destroy");
-    ok(zkl_client_close(cx), "close");
-    ok(zkl_client_close(ca), "close");
-    ok(zkl_client_close(cb), "close");
-    zookeeper_close(zh);
-    free(path);
+    party_close(&p);
 }
 
 /*
@@ -588,46 +601,37 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
  */
 Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
 {
-    zkl_client *cx = zkt_client(0), *ca = zkt_client(0), *cd = zkt_client(0), *ce = zkt_client(0);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("autolook");
-    zkl_mutex *mx, *ma, *md, *me;
+    struct party p;
     struct relock r = {0};
     struct waiter d = {0}, e = {0};
     uint64_t before;
-    ok(zkl_mutex_create(cx, path, &mx), "create x");
-    ok(zkl_mutex_create(ca, path, &ma), "create a");
-    ok(zkl_mutex_create(cd, path, &md), "create d");
-    ok(zkl_mutex_create(ce, path, &me), "create e");
-    zkt_defer_window(ca, 5 * 1000 * 1000);
+    party_open(&p, 4, "autolook"); /* x, a, d, e */
+    zkt_defer_window(p.c[1], 5 * 1000 * 1000);
 
     /* (a) line: x holds, d, then a (third) */
-    ok(zkl_mutex_acquire(mx, 5000), "x acquires");
-    waiter_start(&d, md, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
-    r.c = ca;
-    r.w.m = ma;
-    r.w.timeout_ms = 30000;
-    pthread_create(&r.w.t, NULL, relock_main, &r);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    waiter_start(&d, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    relock_start(&r, p.c[1], p.m[1]);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
     zkt_sleep_ms(300); /* a has listed and armed its watch */
-    before = requests_of(ca);
-    ok(zkl_mutex_release(mx), "x releases");
+    before = requests_of(p.c[1]);
+    ok(zkl_mutex_release(p.m[0]), "x releases");
     waiter_until_done(&d);
     ok(d.st, "d acquires after x");
     zkt_sleep_ms(300);
-    cr_assert_eq(requests_of(ca), before, "a first acquire does not look ahead");
+    cr_assert_eq(requests_of(p.c[1]), before, "a first acquire does not look ahead");
     cr_assert_not(atomic_load(&r.w.done), "a waits: d holds");
 
     /* (b) e queues behind a; d's release gives a the lock with e in line */
-    waiter_start(&e, me, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
+    waiter_start(&e, p.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
     waiter_release(&d);
     waiter_until_done(&r.w);
     ok(r.w.st, "a acquires after d, e in line");
     memset(&d, 0, sizeof d);
-    waiter_start(&d, md, 30000);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3); /* a, e, d */
+    waiter_start(&d, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, d */
     atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, d, a */
     waiter_until_done(&e);
     ok(e.st, "e acquires after a");
@@ -637,30 +641,15 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     ok(d.st, "d acquires after e");
     zkt_sleep_ms(300);
     cr_assert_not(atomic_load(&r.reacquired), "a waits: d holds");
-    before = requests_of(ca);
+    before = requests_of(p.c[1]);
     waiter_release(&d);
-    while (!atomic_load(&r.reacquired))
-        zkt_sleep_ms(5);
-    pthread_join(r.w.t, NULL);
-    ok(r.release_st, "a releases");
-    ok(r.acquire_st, "a acquires again after d");
-    ok(r.w.release_st, "a releases again");
-    cr_assert_eq(requests_of(ca), before, "d's release handed a the lock with no request");
+    relock_join(&r);
+    cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");
     /* the multi, the listing, two watches, the listing on e's going */
     cr_assert_eq(r.after - r.before, 5, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
-    ok(zkl_client_drain(ca, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
-    ok(zkl_mutex_destroy(mx), "destroy");
-    ok(zkl_mutex_destroy(ma), "destroy");
-    ok(zkl_mutex_destroy(md), "destroy");
-    ok(zkl_mutex_destroy(me), "destroy");
-    ok(zkl_client_close(cx), "close");
-    ok(zkl_client_close(ca), "close");
-    ok(zkl_client_close(cd), "close");
-    ok(zkl_client_close(ce), "close");
-    zookeeper_close(zh);
-    free(path);
+    ok(zkl_client_drain(p.c[1], 5000), "drain");
+    party_close(&p);
 }
 
 /* Threads of one process sharing one zkl_mutex object contend through ZooKeeper. */
