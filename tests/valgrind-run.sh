@@ -13,6 +13,7 @@ valgrind --trace-children=yes \
   --trace-children-skip='*/java,*/bash,*/sh,*/curator-peer,*/zk-server,*/env,*/sleep,*/true' \
   --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --show-leak-kinds=definite,indirect --track-fds=no --error-exitcode=99 \
+  --suppressions="$(dirname "$0")/valgrind.supp" \
   --log-file="$logs/vg.%p.log" "$@"
 rc=$?
 bad=0
