@@ -54,18 +54,16 @@ void zkl__local_address(char *out, size_t len)
     freeifaddrs(list);
 }
 
-int64_t zkl__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t zkl__now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t zkl__now_ms(void)
+{
+    return zkl__now_us() / 1000;
 }
 
 int64_t zkl__deadline(int timeout_ms)

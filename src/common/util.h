@@ -20,7 +20,7 @@ zkl_status zkl__uuid4(char out[37]);
  */
 void zkl__local_address(char *out, size_t len);
 
-/* Monotonic milliseconds. */
+/* Monotonic milliseconds, and microseconds (the same clock). */
 int64_t zkl__now_ms(void);
 int64_t zkl__now_us(void);
 
