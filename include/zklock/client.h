@@ -61,6 +61,10 @@ typedef struct zkl_acl {
     const char *id;
 } zkl_acl;
 
+/* Most node_data zkl_client_open takes: a server's default jute.maxbuffer
+ * (1 MiB) bounds a whole create request, path and ACL included. */
+#define ZKL_NODE_DATA_MAX (1024 * 1024 - 4096)
+
 typedef struct zkl_client_options {
     int session_timeout_ms; /* asked of the server; default 10000 */
     int connect_timeout_ms; /* zkl_client_open waits this long; default 15000 */
@@ -70,7 +74,8 @@ typedef struct zkl_client_options {
     zkl_state_fn on_state;  /* optional connection-state callback */
     void *state_userdata;
     const char *auth_digest; /* optional "user:password" sent as digest auth */
-    /* Data of lock nodes; NULL means Curator's default, the local IP as text. */
+    /* Data of lock nodes (copied; at most ZKL_NODE_DATA_MAX bytes); NULL means
+     * Curator's default, the local IPv4 address as text. */
     const void *node_data;
     size_t node_data_len;
     /*

@@ -14,11 +14,12 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "connstr.h"
 #include "log.h"
+#include "path.h"
 #include "status_internal.h"
 #include "tsan.h"
 #include "util.h"
-#include "path.h"
 #include "zkcall.h"
 
 const char *zkl_conn_state_name(zkl_conn_state st)
@@ -683,6 +684,8 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     *out = NULL;
     if (!connect || !*connect)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: empty connect string");
+    if (zkl__connect_check(connect) != ZKL_OK)
+        return ZKL_EINVAL;
     if (!opts) {
         zkl_client_options_init(&defaults);
         opts = &defaults;
@@ -693,6 +696,11 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
                                      "settings must be positive; use zkl_client_options_init)");
     if (opts->node_data_len > 0 && !opts->node_data)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len without node_data");
+    /* A bigger create packet than the server takes (jute.maxbuffer) is not
+     * refused but drops the connection: every acquire would only retry. */
+    if (opts->node_data_len > ZKL_NODE_DATA_MAX)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len %zu is above %d bytes",
+                         opts->node_data_len, ZKL_NODE_DATA_MAX);
     if (opts->auth_digest && !strchr(opts->auth_digest, ':'))
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: auth_digest must be \"user:password\"");
 
@@ -752,10 +760,12 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     c->next_epoch = 1;
     s = session_new(c, 1); /* installs itself as c->sess */
     if (!s) {
-        int e = errno;
+        /* zookeeper_init's errno says little ("Success" for ",") */
         client_free(c);
-        return zkl__fail(ZKL_EINVAL, "zkl_client_open: bad connect string '%.200s' (%s)", connect,
-                         strerror(e));
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: bad connect string '%.200s' (want "
+                         "host:port[,host:port...][/chroot])",
+                         connect);
     }
 
     deadline = zkl__now_ms() + opts->connect_timeout_ms;

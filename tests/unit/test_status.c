@@ -3,6 +3,7 @@
  * with a detail, never a crash. No server needed.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "zklock/zklock.h"
 
@@ -19,6 +20,9 @@ Test(status, every_code_has_text)
 
 Test(status, state_names)
 {
+    cr_assert_str_eq(zkl_conn_state_name(ZKL_STATE_CONNECTED), "CONNECTED");
+    cr_assert_str_eq(zkl_conn_state_name(ZKL_STATE_SUSPENDED), "SUSPENDED");
+    cr_assert_str_eq(zkl_conn_state_name(ZKL_STATE_RECONNECTED), "RECONNECTED");
     cr_assert_str_eq(zkl_conn_state_name(ZKL_STATE_LOST), "LOST");
     cr_assert_str_eq(zkl_conn_state_name((zkl_conn_state)99), "UNKNOWN");
 }
@@ -66,6 +70,10 @@ Test(status, open_rejects_bad_arguments)
     zkl_client_options_init(&o);
     o.node_data_len = 3;
     cr_assert_eq(zkl_client_open("127.0.0.1:1", &o, &c), ZKL_EINVAL);
+    o.node_data = "abc";
+    o.node_data_len = ZKL_NODE_DATA_MAX + 1;
+    cr_assert_eq(zkl_client_open("127.0.0.1:1", &o, &c), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "node_data_len"), "%s", zkl_errmsg());
 }
 
 Test(status, log_hook_can_be_set_and_cleared)
