@@ -1,10 +1,13 @@
 /*
  * test_client.c - the client against a real server: open, close, states,
- * unreachable servers, session replacement after expiry.
+ * unreachable servers, session replacement after expiry, the data of lock
+ * nodes.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zkt.h"
 
@@ -106,5 +109,64 @@ Test(client, canceled_client_ends_waits_and_refuses_new_ones, .timeout = 30)
     cr_assert_eq(zkl_client_close(a), ZKL_OK);
     cr_assert_eq(zkl_client_close(b), ZKL_OK);
     zookeeper_close(raw);
+    free(path);
+}
+
+/* The data of a lock node as the server has it (len -1: no node). */
+static int node_data_of(zkl_mutex *m, char *buf, int cap)
+{
+    zhandle_t *zh = zkt_raw();
+    char *node = NULL;
+    int len = cap;
+    cr_assert_eq(zkl_mutex_node(m, &node), ZKL_OK, "%s", zkl_errmsg());
+    if (zoo_get(zh, node, 0, buf, &len, NULL) != ZOK)
+        len = -1;
+    free(node);
+    zookeeper_close(zh);
+    return len;
+}
+
+/* node_data goes into every lock node as given (bytes, not text), empty data
+ * too; without it the node holds the local address, as Curator's do. */
+Test(client, lock_nodes_carry_the_node_data)
+{
+    static const char data[] = "worker-7\0bin";
+    const struct {
+        const void *data;
+        size_t len;
+    } cases[] = {{data, sizeof data - 1}, {"", 0}};
+    char buf[64], *path = zkt_path("nodedata");
+    zkl_mutex *m;
+    zkl_client *c;
+    size_t i;
+    int len;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zkl_client_options o;
+        zkl_client_options_init(&o);
+        o.node_data = cases[i].data;
+        o.node_data_len = cases[i].len;
+        cr_assert_eq(zkl_client_open(zkt_servers(), &o, &c), ZKL_OK, "%s", zkl_errmsg());
+        cr_assert_eq(zkl_mutex_create(c, path, &m), ZKL_OK, "%s", zkl_errmsg());
+        cr_assert_eq(zkl_mutex_acquire(m, 10000), ZKL_OK, "%s", zkl_errmsg());
+        len = node_data_of(m, buf, (int)sizeof buf);
+        cr_assert_eq(len, (int)cases[i].len, "case %zu: %d bytes on the node", i, len);
+        cr_assert(len == 0 || memcmp(buf, cases[i].data, (size_t)len) == 0, "case %zu", i);
+        cr_assert_eq(zkl_mutex_release(m), ZKL_OK);
+        cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK);
+        cr_assert_eq(zkl_client_close(c), ZKL_OK);
+    }
+    c = zkt_client(0);
+    cr_assert_eq(zkl_mutex_create(c, path, &m), ZKL_OK, "%s", zkl_errmsg());
+    cr_assert_eq(zkl_mutex_acquire(m, 10000), ZKL_OK, "%s", zkl_errmsg());
+    len = node_data_of(m, buf, (int)sizeof buf - 1);
+    cr_assert_gt(len, 0, "the default data is the local address");
+    buf[len] = '\0';
+    {
+        struct in_addr a;
+        cr_assert_eq(inet_pton(AF_INET, buf, &a), 1, "not an IPv4 address: '%s'", buf);
+    }
+    cr_assert_eq(zkl_mutex_release(m), ZKL_OK);
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
     free(path);
 }

@@ -1,10 +1,11 @@
 /*
  * test_multilock.c - all or none: a set with one member held elsewhere times
  * out holding nothing and leaving no znode; a free set is taken and released
- * in full.
+ * in full; read members; no new member while the set is held.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zkt.h"
 
@@ -70,4 +71,51 @@ Test(multilock, all_or_none, .timeout = 60)
     free(p1);
     free(p2);
     free(p3);
+}
+
+/* Read members share with other readers and keep writers out until the set
+ * is released; a held set takes no new member. Five members: more than the
+ * set's first allocation. */
+Test(multilock, read_members_and_no_changes_while_held, .timeout = 60)
+{
+    enum { N = 5 };
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    char *p[N], *px = zkt_path("mlx");
+    zkl_rwlock *rw[N], *other;
+    zkl_mutex *extra;
+    zkl_multilock *ml;
+    int i;
+    ok(zkl_multilock_create(&ml), "create set");
+    for (i = 0; i < N; i++) {
+        p[i] = zkt_path("mlr");
+        ok(zkl_rwlock_create(a, p[i], &rw[i]), "create");
+        ok(zkl_multilock_add_read(ml, rw[i]), "add");
+    }
+    ok(zkl_mutex_create(a, px, &extra), "create");
+    ok(zkl_multilock_acquire(ml, 5000), "the set");
+    for (i = 0; i < N; i++)
+        cr_assert(zkl_rwlock_read_is_held(rw[i]), "member %d", i);
+    cr_assert_eq(zkl_multilock_add_mutex(ml, extra), ZKL_EBUSY);
+    cr_assert(strstr(zkl_errmsg(), "acquired"), "%s", zkl_errmsg());
+
+    ok(zkl_rwlock_create(b, p[N - 1], &other), "create");
+    ok(zkl_rwlock_read_acquire(other, 5000), "another reader shares a member");
+    ok(zkl_rwlock_read_release(other), "release");
+    cr_assert_eq(zkl_rwlock_write_acquire(other, 300), ZKL_ETIMEDOUT,
+                 "a writer waits for the set's readers");
+    ok(zkl_multilock_release(ml), "release the set");
+    ok(zkl_rwlock_write_acquire(other, 5000), "the writer gets in after it");
+    ok(zkl_rwlock_write_release(other), "release");
+    ok(zkl_multilock_add_mutex(ml, extra), "a released set takes members again");
+
+    ok(zkl_multilock_destroy(ml), "destroy set");
+    for (i = 0; i < N; i++) {
+        ok(zkl_rwlock_destroy(rw[i]), "destroy");
+        free(p[i]);
+    }
+    ok(zkl_rwlock_destroy(other), "destroy");
+    ok(zkl_mutex_destroy(extra), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    free(px);
 }

@@ -1,7 +1,7 @@
 /*
  * test_rwlock.c - zkl_rwlock against a real server: readers share, writers
- * exclude, downgrade leaves no window, upgrade is refused at once, and a mixed
- * contention run never breaks the rules.
+ * exclude, downgrade leaves no window, upgrade is refused at once, a mixed
+ * contention run never breaks the rules, and destroy refuses while held.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -222,5 +222,25 @@ Test(rwlock, mixed_contention_keeps_the_rules, .timeout = 300)
     cr_assert_geq(atomic_load(&sh.max_readers), 2, "readers never shared");
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
     zookeeper_close(zh);
+    free(path);
+}
+
+/* A lock object with holds on either side is not destroyed under them. */
+Test(rwlock, destroy_refuses_while_held)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("rwdestroy");
+    zkl_rwlock *l;
+    ok(zkl_rwlock_create(c, path, &l), "create");
+    ok(zkl_rwlock_read_acquire(l, 5000), "read");
+    cr_assert_eq(zkl_rwlock_destroy(l), ZKL_EBUSY);
+    cr_assert(strstr(zkl_errmsg(), "1 hold"), "%s", zkl_errmsg());
+    ok(zkl_rwlock_read_release(l), "read release");
+    ok(zkl_rwlock_write_acquire(l, 5000), "write");
+    cr_assert_eq(zkl_rwlock_destroy(l), ZKL_EBUSY);
+    cr_assert(zkl_rwlock_write_is_held(l), "a refused destroy leaves the hold");
+    ok(zkl_rwlock_write_release(l), "write release");
+    ok(zkl_rwlock_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
     free(path);
 }

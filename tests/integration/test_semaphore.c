@@ -1,8 +1,8 @@
 /*
  * test_semaphore.c - zkl_semaphore and zkl_semaphore_mutex against a real
  * server: the lease count is never exceeded and is reached, leases go back
- * from any thread, all-or-none for several leases, Curator's layout, and
- * expiry frees leases.
+ * from any thread, all-or-none for several leases, Curator's layout, expiry
+ * frees leases, and bad arguments are refused.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -223,5 +223,31 @@ Test(semaphore, semaphore_mutex)
     ok(zkl_semaphore_mutex_destroy(mb), "destroy");
     ok(zkl_client_close(a), "close");
     ok(zkl_client_close(b), "close");
+    free(path);
+}
+
+/* Bad arguments are refused with a message, and refuse nothing after them. */
+Test(semaphore, refuses_bad_arguments)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("sembad");
+    zkl_semaphore *s = (zkl_semaphore *)0x1;
+    zkl_lease *l = NULL, *two[3];
+    cr_assert_eq(zkl_semaphore_create(c, path, 2, NULL), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "out is NULL"), "%s", zkl_errmsg());
+    cr_assert_eq(zkl_semaphore_create(c, path, 0, &s), ZKL_EINVAL);
+    cr_assert_null(s);
+    cr_assert_eq(zkl_semaphore_create(c, "relative", 2, &s), ZKL_EBADPATH);
+    ok(zkl_semaphore_create(c, path, 2, &s), "create");
+    cr_assert_eq(zkl_semaphore_acquire(s, -5, &l), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "negative"), "%s", zkl_errmsg());
+    cr_assert_eq(zkl_semaphore_acquire(s, 1000, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 3, 1000, two), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "3 leases"), "%s", zkl_errmsg());
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 0, 1000, two), ZKL_EINVAL);
+    ok(zkl_semaphore_acquire(s, -1, &l), "a timeout of -1 waits as long as it takes");
+    ok(zkl_lease_return(l), "return");
+    ok(zkl_semaphore_destroy(s), "destroy");
+    ok(zkl_client_close(c), "close");
     free(path);
 }

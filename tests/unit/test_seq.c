@@ -64,6 +64,7 @@ Test(seq, of_protected_names)
     cr_assert_eq(v, 12);
     cr_assert_eq(zkl__seq_of("x-010000065e5d0004-0000000000", MUTEX, &v), ZKL_EINVAL);
     cr_assert_eq(zkl__seq_of("lock-", MUTEX, &v), ZKL_EINVAL);
+    cr_assert_eq(zkl__seq_of(NULL, MUTEX, &v), ZKL_EINVAL);
 }
 
 Test(seq, sort_key_after_last_marker)
