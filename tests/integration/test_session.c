@@ -1,8 +1,9 @@
 /*
  * test_session.c - sessions and their edges against a real server: a stalled
  * server (SIGSTOP) makes a holder SUSPENDED and then LOST, the log stays
- * quiet by default, vanished container parents, digest auth, chroot, and a
- * release whose delete fails being finished in the background.
+ * quiet by default, vanished container parents, digest auth, chroot, a
+ * release whose delete fails being finished in the background, and an acquire
+ * given up on a stalled server leaving no node.
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -220,5 +221,45 @@ Test(session, failed_release_delete_finishes_in_background)
     ok(zkl_client_close(c), "close");
     ok(zkl_client_close(other), "close");
     zookeeper_close(zh);
+    free(path);
+}
+
+/* An acquire that gives up while the server is stalled leaves no node behind:
+ * the stalled server still applies the create it has queued once it runs
+ * again, and the client must find that node by its prefix and delete it.
+ * Another session holds the lock meanwhile, so the parent (a container) is
+ * not empty and stays. */
+Test(session, acquire_given_up_on_a_stalled_server_leaves_no_node, .fini = thaw, .timeout = 90)
+{
+    zkl_client *c = zkt_client(20000), *b = zkt_client(0); /* c outlives the stall */
+    char *path = zkt_path("stallgiveup"), **nodes;
+    zkl_mutex *m, *mb;
+    zkl_status st;
+    size_t n;
+    int64_t t0, took;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_create(b, path, &mb), "create");
+    ok(zkl_mutex_acquire(mb, 5000), "b holds");
+    zkt_server_freeze();
+    t0 = zkt_now_ms();
+    st = zkl_mutex_acquire(m, 700);
+    took = zkt_now_ms() - t0;
+    zkt_server_thaw();
+    cr_assert(st == ZKL_ETIMEDOUT || st == ZKL_ECONNLOSS, "acquire on a stalled server: %s (%s)",
+              zkl_strerror(st), zkl_errmsg());
+    cr_assert_lt(took, 3000, "a 700 ms acquire took %lld ms", (long long)took);
+    cr_assert_not(zkl_mutex_is_held(m));
+    ok(zkl_client_drain(c, 15000), "the uncertain create is cleaned up");
+    /* listed through c's session, so after the create the server had queued */
+    ok(zkl_mutex_participants(m, &nodes, &n), "participants");
+    zkl_strings_free(nodes, n);
+    cr_assert_eq(n, 1, "%zu node(s) where only b's should be", n);
+    ok(zkl_mutex_release(mb), "b lets go");
+    ok(zkl_mutex_acquire(m, 10000), "lock again");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(b), "close");
     free(path);
 }
