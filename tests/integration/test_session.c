@@ -89,6 +89,22 @@ Test(session, stalled_server_suspends_then_loses, .fini = thaw, .timeout = 90)
     cr_assert_lt(t.at[s] - frozen_at, 2500, "SUSPENDED late: %lld ms",
                  (long long)(t.at[s] - frozen_at));
     cr_assert_not(zkl_mutex_is_held(m), "a hold must not outlive LOST");
+    {
+        /* no session to be had: a timed acquire says so in its time */
+        char *other = zkt_path("stall2");
+        zkl_mutex *m2;
+        int64_t t0;
+        zkl_status st;
+        ok(zkl_mutex_create(c, other, &m2), "create");
+        t0 = zkt_now_ms();
+        st = zkl_mutex_acquire(m2, 300);
+        cr_assert_eq(st, ZKL_ETIMEDOUT, "acquire with no session: %s (%s)", zkl_strerror(st),
+                     zkl_errmsg());
+        cr_assert_lt(zkt_now_ms() - t0, 3000, "a 300 ms acquire took %lld ms",
+                     (long long)(zkt_now_ms() - t0));
+        ok(zkl_mutex_destroy(m2), "destroy");
+        free(other);
+    }
     zkt_server_thaw();
     cr_assert(zkt_wait_for(saw_reconnect_after_lost, &t, 20000), "no new session after the thaw");
     cr_assert_eq(zkl_mutex_release(m), ZKL_ELOST);
@@ -249,6 +265,14 @@ Test(session, acquire_given_up_on_a_stalled_server_leaves_no_node, .fini = thaw,
               zkl_strerror(st), zkl_errmsg());
     cr_assert_lt(took, 3000, "a 700 ms acquire took %lld ms", (long long)took);
     cr_assert_not(zkl_mutex_is_held(m));
+    zkt_server_freeze();
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_client_drain(c, 300), ZKL_ETIMEDOUT,
+                 "the cleanup cannot finish while stalled");
+    took = zkt_now_ms() - t0;
+    zkt_server_thaw();
+    cr_assert(strstr(zkl_errmsg(), "pending"), "%s", zkl_errmsg());
+    cr_assert_lt(took, 3000, "a 300 ms drain took %lld ms", (long long)took);
     ok(zkl_client_drain(c, 15000), "the uncertain create is cleaned up");
     /* listed through c's session, so after the create the server had queued */
     ok(zkl_mutex_participants(m, &nodes, &n), "participants");
