@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,81 @@ Test(session, log_goes_to_the_callback, .init = cr_redirect_stderr)
     cr_assert_gt(atomic_load(&log_lines), 0, "the callback got nothing");
     fflush(stderr);
     cr_assert_stderr_eq_str("");
+}
+
+struct captured {
+    pthread_mutex_t mu;
+    int n[5];          /* lines per level */
+    char adopted[256]; /* zklock's own line about the adoption, if any */
+};
+
+static void capture_log(zkl_log_level level, const char *msg, void *ud)
+{
+    struct captured *cap = ud;
+    pthread_mutex_lock(&cap->mu);
+    if (level >= ZKL_LOG_ERROR && level <= ZKL_LOG_DEBUG)
+        cap->n[level]++;
+    if (strstr(msg, "adopted"))
+        snprintf(cap->adopted, sizeof cap->adopted, "%s", msg);
+    pthread_mutex_unlock(&cap->mu);
+}
+
+/* The ZooKeeper client's lines come at their own level, zklock's own lines
+ * come through the same callback, and a level filters both. */
+Test(session, log_levels_reach_the_callback, .init = cr_redirect_stderr)
+{
+    struct captured cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zhandle_t *zh;
+    char *path = zkt_path("loglevels");
+    zkl_mutex *m;
+
+    zkl_log_set(capture_log, ZKL_LOG_DEBUG, &cap);
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 300;
+    cr_assert_eq(zkl_client_open("127.0.0.1:1", &o, &c), ZKL_ECONNECT);
+    cr_assert_gt(cap.n[ZKL_LOG_ERROR], 0, "a refused connection is an ERROR line");
+
+    c = zkt_client(0);
+    zh = zkt_raw();
+    /* the parent first: else the fault is spent on a create that finds none */
+    cr_assert_eq(zkt_make_path(zh, path, 0), ZOK);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_create_reply_lost(c, 1);
+    ok(zkl_mutex_acquire(m, 10000), "acquire through a lost reply");
+    cr_assert(strstr(cap.adopted, path), "no line about the adoption: '%s'", cap.adopted);
+    ok(zkl_mutex_release(m), "release");
+
+    cap.adopted[0] = '\0';
+    zkl_log_set(capture_log, ZKL_LOG_WARN, &cap);
+    zkt_fault_create_reply_lost(c, 1);
+    ok(zkl_mutex_acquire(m, 10000), "acquire through a lost reply");
+    cr_assert_str_eq(cap.adopted, "", "an INFO line got through a WARN level");
+    ok(zkl_mutex_release(m), "release");
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("", "a callback was set: nothing goes to stderr");
+}
+
+/* zkl_log_stderr writes "zklock LEVEL: message" lines. */
+Test(session, stderr_log_sink, .init = cr_redirect_stderr)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    char line[64] = "";
+    zkl_log_set(zkl_log_stderr, ZKL_LOG_ERROR, NULL);
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 300;
+    cr_assert_eq(zkl_client_open("127.0.0.1:1", &o, &c), ZKL_ECONNECT);
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    fflush(stderr);
+    cr_assert(fgets(line, sizeof line, cr_get_redirected_stderr()), "nothing on stderr");
+    cr_assert_eq(strncmp(line, "zklock ERROR: ", 14), 0, "'%s'", line);
 }
 
 Test(session, vanished_parent_is_recreated)
