@@ -2,7 +2,8 @@
  * test_acl.c - lock nodes created with a caller-given ACL: creator-all for a
  * digest identity plus world read. A client without that identity can
  * neither take part, nor delete a holder's node (steal the lock), nor revoke
- * it; one with the identity can.
+ * it; one with the identity can. A path where the client may not create
+ * fails at once.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -101,4 +102,41 @@ Test(acl, bad_acl_options_are_refused)
     o.acl = NULL;
     o.acl_len = 2;
     cr_assert_eq(zkl_client_open(zkt_servers(), &o, &c), ZKL_EINVAL);
+}
+
+/* A lock path at or under a node this client may not create children in
+ * fails at once with ZKL_ENOAUTH, naming the path: no retries, no wait for
+ * the timeout, no node. */
+Test(acl, no_create_permission_fails_at_once, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *top = zkt_path("readonly"), deep[300];
+    struct ACL read_only[] = {{ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector ro = {1, read_only};
+    zkl_client *c = zkt_client(0);
+    const char *paths[2];
+    int i;
+    cr_assert_eq(zkt_make_path(zh, top, 0), ZOK);
+    cr_assert_eq(zoo_set_acl(zh, top, -1, &ro), ZOK);
+    snprintf(deep, sizeof deep, "%s/sub/lock", top);
+    paths[0] = top;  /* the lock node itself is refused */
+    paths[1] = deep; /* a parent on the way is refused */
+    for (i = 0; i < 2; i++) {
+        zkl_mutex *m;
+        zkl_status st;
+        int64_t t0 = zkt_now_ms();
+        ok(zkl_mutex_create(c, paths[i], &m), "create");
+        st = zkl_mutex_acquire(m, 20000);
+        cr_assert_eq(st, ZKL_ENOAUTH, "%s: %s (%s)", paths[i], zkl_strerror(st), zkl_errmsg());
+        cr_assert(strstr(zkl_errmsg(), top), "the message names the path: %s", zkl_errmsg());
+        cr_assert_lt(zkt_now_ms() - t0, 5000, "%s: refused only after %lld ms", paths[i],
+                     (long long)(zkt_now_ms() - t0));
+        cr_assert_not(zkl_mutex_is_held(m));
+        ok(zkl_mutex_destroy(m), "destroy");
+    }
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children(zh, top), 0, "nothing was created under the read-only node");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(top);
 }

@@ -5,6 +5,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include <zookeeper/zookeeper.h>
+
+#include "status_internal.h"
 #include "zklock/zklock.h"
 
 Test(status, every_code_has_text)
@@ -16,6 +19,30 @@ Test(status, every_code_has_text)
         cr_assert_str_neq(s, "unknown status", "code %d", st);
     }
     cr_assert_str_eq(zkl_strerror((zkl_status)-999), "unknown status");
+}
+
+/* What each ZooKeeper error becomes, with the call, the path and the
+ * client's own words in the message. */
+Test(status, zookeeper_codes_map_to_statuses)
+{
+    static const struct {
+        int rc;
+        zkl_status st;
+    } map[] = {
+        {ZCONNECTIONLOSS, ZKL_ECONNLOSS}, {ZOPERATIONTIMEOUT, ZKL_ECONNLOSS},
+        {ZSESSIONEXPIRED, ZKL_ELOST},     {ZINVALIDSTATE, ZKL_ELOST},
+        {ZSESSIONMOVED, ZKL_ELOST},       {ZNOAUTH, ZKL_ENOAUTH},
+        {ZAUTHFAILED, ZKL_EAUTH},         {ZCLOSING, ZKL_ECLOSED},
+        {ZBADARGUMENTS, ZKL_EBADPATH},    {ZSYSTEMERROR, ZKL_ESYS},
+        {ZNODEEXISTS, ZKL_EZK},           {ZBADVERSION, ZKL_EZK},
+    };
+    size_t i;
+    for (i = 0; i < sizeof map / sizeof map[0]; i++) {
+        cr_assert_eq(zkl__from_zk(map[i].rc, "list", "/a/b"), map[i].st, "rc %d", map[i].rc);
+        cr_assert(strstr(zkl_errmsg(), "list /a/b"), "%s", zkl_errmsg());
+        cr_assert(strstr(zkl_errmsg(), zerror(map[i].rc)), "%s", zkl_errmsg());
+    }
+    cr_assert_eq(zkl__from_zk(ZOK, "list", NULL), ZKL_OK);
 }
 
 Test(status, state_names)
