@@ -97,8 +97,10 @@ void zkl_client_options_init(zkl_client_options *opts);
  * wait until the session is connected or connect_timeout_ms has passed.
  * opts may be NULL for the defaults; its strings are copied.
  * On success *out is a new client the caller owns (zkl_client_close).
- * Errors: ZKL_EINVAL (NULL or malformed arguments), ZKL_ECONNECT (no server
- * answered in time), ZKL_EAUTH, ZKL_ENOMEM, ZKL_ESYS.
+ * Errors: ZKL_EINVAL (NULL or malformed arguments, including a connect
+ * string the ZooKeeper client cannot parse or with a port above 65535, and
+ * node_data above ZKL_NODE_DATA_MAX), ZKL_ECONNECT (no server answered in
+ * time), ZKL_EAUTH, ZKL_ENOMEM, ZKL_ESYS.
  */
 zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, zkl_client **out);
 
