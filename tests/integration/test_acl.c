@@ -3,9 +3,10 @@
  * digest identity plus world read. A client without that identity can
  * neither take part, nor delete a holder's node (steal the lock), nor revoke
  * it; one with the identity can. A path where the client may not create
- * fails at once.
+ * fails at once; a delete refused for good is logged, not retried forever.
  */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,4 +140,45 @@ Test(acl, no_create_permission_fails_at_once, .timeout = 60)
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
     free(top);
+}
+
+static atomic_int gave_up;
+static void count_give_up(zkl_log_level level, const char *msg, void *ud)
+{
+    (void)ud;
+    if (level == ZKL_LOG_ERROR && strstr(msg, "giving up deleting"))
+        atomic_fetch_add(&gave_up, 1);
+}
+
+/* A release whose delete the server refuses for good (someone took DELETE
+ * off the parent's ACL) is not retried forever: it is logged as an ERROR and
+ * dropped, and drain returns. The node then lives as long as its session, so
+ * closing the client removes it. */
+Test(acl, delete_refused_for_good_is_logged_not_retried, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("nodelete");
+    struct ACL no_delete[] = {
+        {ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_ADMIN, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector nd = {1, no_delete};
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m;
+    int64_t t0;
+    cr_assert_eq(zkt_make_path(zh, path, 0), ZOK);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    cr_assert_eq(zoo_set_acl(zh, path, -1, &nd), ZOK);
+    zkl_log_set(count_give_up, ZKL_LOG_ERROR, NULL);
+    ok(zkl_mutex_release(m), "release returns before the delete's reply");
+    t0 = zkt_now_ms();
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_lt(zkt_now_ms() - t0, 5000, "drain took %lld ms", (long long)(zkt_now_ms() - t0));
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    cr_assert_eq(atomic_load(&gave_up), 1, "one ERROR line for the refused delete");
+    cr_assert_eq(zkt_children(zh, path), 1, "the node stays with its session");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "closing the session removes it");
+    zookeeper_close(zh);
+    free(path);
 }
