@@ -114,8 +114,11 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
 {
     zkl__session *s = calloc(1, sizeof *s);
     zhandle_t *zh;
-    if (!s)
+    int e;
+    if (!s) {
+        errno = ENOMEM;
         return NULL;
+    }
     s->c = c;
     s->epoch = epoch;
     s->refs = 1; /* the client's */
@@ -127,6 +130,7 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
     ZKL_HANDOFF(s);
     zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
                          zkl__zk_log_trampoline);
+    e = errno;
     pthread_mutex_lock(&c->mu);
     c->pending = NULL;
     s->zh = zh;
@@ -135,6 +139,7 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
     pthread_mutex_unlock(&c->mu);
     if (!zh) {
         free(s);
+        errno = e; /* what zkl_client_open reports */
         return NULL;
     }
     /* By default the C client resolves the connect string again every time
@@ -760,8 +765,12 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     c->next_epoch = 1;
     s = session_new(c, 1); /* installs itself as c->sess */
     if (!s) {
-        /* zookeeper_init's errno says little ("Success" for ",") */
+        /* Past running out of memory, zookeeper_init's errno says little
+         * ("Success" for ","): the string is what it could not take. */
+        bool nomem = errno == ENOMEM;
         client_free(c);
+        if (nomem)
+            return zkl__fail(ZKL_ENOMEM, "out of memory opening a session");
         return zkl__fail(ZKL_EINVAL,
                          "zkl_client_open: bad connect string '%.200s' (want "
                          "host:port[,host:port...][/chroot])",

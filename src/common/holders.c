@@ -54,15 +54,20 @@ int zkl__holders_reenter(zkl__holders *h, zkl_client *c)
 zkl_status zkl__holders_add(zkl__holders *h, zkl__hold *hold)
 {
     zkl__holder *e = calloc(1, sizeof *e);
+    int hash_oom = 0; /* set by HASH_ADD (holders.h) */
     if (!e)
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     e->tid = zkl__thread_id();
     e->count = 1;
     e->hold = *hold;
-    hold->node = NULL;
     pthread_mutex_lock(&h->mu);
     HASH_ADD(hh, h->table, tid, sizeof e->tid, e);
     pthread_mutex_unlock(&h->mu);
+    if (hash_oom) { /* not recorded: the caller still has the hold to release */
+        free(e);
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    hold->node = NULL;
     return ZKL_OK;
 }
 
@@ -99,6 +104,18 @@ zkl_status zkl__holders_get(zkl__holders *h, zkl__hold *out)
            : zkl__fail(ZKL_ENOTOWNER, "the calling thread does not hold this lock");
     pthread_mutex_unlock(&h->mu);
     return st;
+}
+
+bool zkl__holders_has(zkl__holders *h, uint64_t *epoch)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (e && epoch)
+        *epoch = e->hold.epoch;
+    pthread_mutex_unlock(&h->mu);
+    return e != NULL;
 }
 
 bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch)

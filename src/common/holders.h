@@ -8,6 +8,12 @@
 #define ZKL_HOLDERS_H
 
 #include <pthread.h>
+
+/* uthash exits the process when it cannot allocate; a library must not. With
+ * this, an add that runs out of memory leaves the table as it was and sets
+ * hash_oom, a variable of the function that adds. */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(elt) (hash_oom = 1)
 #include <uthash.h>
 
 #include "internals.h"
@@ -46,6 +52,10 @@ zkl_status zkl__holders_leave(zkl__holders *h, zkl__hold *last);
 
 /* A copy of the calling thread's hold (ZKL_ENOTOWNER if none). */
 zkl_status zkl__holders_get(zkl__holders *h, zkl__hold *out);
+
+/* Whether the calling thread has an entry, and (if epoch) its session epoch.
+ * Allocates nothing, so that out of memory never reads as "not held". */
+bool zkl__holders_has(zkl__holders *h, uint64_t *epoch);
 
 /* True if any thread holds through session epoch. */
 bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch);

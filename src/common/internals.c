@@ -303,6 +303,11 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
                 goto give_up;
             continue;
         }
+        if (rc == ZSYSTEMERROR) {
+            /* no memory for the reply's results: the node may well exist */
+            st = zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", a->path);
+            goto give_up_with;
+        }
         st = session_error(rc) ? RESTART : zkl__from_zk(rc, "create", want);
         if (session_error(rc))
             goto give_up_with;

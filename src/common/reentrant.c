@@ -78,22 +78,13 @@ zkl_status zkl__side_release(zkl__side *sd)
 
 bool zkl__side_has_entry(zkl__side *sd)
 {
-    zkl__hold h;
-    if (zkl__holders_get(&sd->holders, &h) != ZKL_OK)
-        return false;
-    free(h.node);
-    return true;
+    return zkl__holders_has(&sd->holders, NULL);
 }
 
 bool zkl__side_is_held(zkl__side *sd)
 {
-    zkl__hold h;
-    bool held;
-    if (zkl__holders_get(&sd->holders, &h) != ZKL_OK)
-        return false;
-    held = zkl__epoch_alive(sd->c, h.epoch);
-    free(h.node);
-    return held;
+    uint64_t epoch;
+    return zkl__holders_has(&sd->holders, &epoch) && zkl__epoch_alive(sd->c, epoch);
 }
 
 zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h)

@@ -128,7 +128,12 @@ zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
     st = zkl__check_timeout(timeout_ms, "zkl_rwlock_read_acquire");
     if (st != ZKL_OK)
         return st;
-    if (zkl__side_has_entry(&l->read) || zkl__side_current(&l->write, &w) != ZKL_OK)
+    if (zkl__side_has_entry(&l->read))
+        return zkl__side_acquire(&l->read, timeout_ms, NULL, NULL);
+    st = zkl__side_current(&l->write, &w);
+    if (st == ZKL_ENOMEM) /* not "no write hold": a plain read would queue behind our own writer */
+        return st;
+    if (st != ZKL_OK) /* no write hold, or one lost with its session (its node is gone) */
         return zkl__side_acquire(&l->read, timeout_ms, NULL, NULL);
     /* Downgrade path (Curator 5.5, CURATOR-621): a plain ephemeral read node
      * named after our write node's sequence, so it takes the writer's place
