@@ -16,6 +16,12 @@ rm -rf "$out"
 mkdir -p "$out"
 cd "$out"
 
+# row NAME LINES LINES_RUN BRANCHES BRANCHES_TAKEN: one line of the table
+row() {
+    awk -v f="$1" -v l="$2" -v lc="$3" -v b="$4" -v bc="$5" \
+        'BEGIN {printf "%-32s %8d %7.1f%% %10d %9.1f%%\n", f, l, l ? 100 * lc / l : 100, b, b ? 100 * bc / b : 100}'
+}
+
 total_l=0 total_lc=0 total_b=0 total_bc=0
 printf '%-32s %8s %8s %10s %10s\n' file lines run% branches taken% >summary.txt
 : >uncovered.txt
@@ -24,7 +30,7 @@ while IFS= read -r gcda; do
     src=$root/${rel%.gcda}
     [[ -f "$src" ]] || continue
     # -o names the object file: CMake calls it x.c.o, so its counters are x.c.gcda
-    report=$(gcov -b -c -o "${gcda%.gcda}.o" "$src" 2>/dev/null)
+    gcov -b -c -o "${gcda%.gcda}.o" "$src" >/dev/null 2>&1 || continue
     # gcov names its output after the source's base name: keep one per path
     gc=$(basename "$src").gcov
     [[ -f "$gc" ]] || continue
@@ -38,12 +44,9 @@ while IFS= read -r gcda; do
         /^branch/ {b++; if ($3 == "taken" && $4 + 0 > 0) bc++}
         END {print l + 0, lc + 0, b + 0, bc + 0}' "$gc")
     awk -v f="${rel%.gcda}" -F: '/^ *#####:/ {sub(/^ +/, "", $3); line=$0; sub(/^[^:]*:[^:]*:/, "", line); print f ":" $2 + 0 ": " line}' "$gc" >>uncovered.txt
-    printf '%-32s %8d %7.1f%% %10d %9.1f%%\n' "${rel%.gcda}" "$l" "$(echo "$lc $l" | awk '{print $2 ? 100 * $1 / $2 : 100}')" \
-        "$b" "$(echo "$bc $b" | awk '{print $2 ? 100 * $1 / $2 : 100}')" >>summary.txt
+    row "${rel%.gcda}" "$l" "$lc" "$b" "$bc" >>summary.txt
     total_l=$((total_l + l)) total_lc=$((total_lc + lc)) total_b=$((total_b + b)) total_bc=$((total_bc + bc))
-    : "$report"
 done < <(find "$obj" -name '*.gcda' | sort)
-printf '%-32s %8d %7.1f%% %10d %9.1f%%\n' total "$total_l" "$(echo "$total_lc $total_l" | awk '{print $2 ? 100 * $1 / $2 : 100}')" \
-    "$total_b" "$(echo "$total_bc $total_b" | awk '{print $2 ? 100 * $1 / $2 : 100}')" >>summary.txt
+row total "$total_l" "$total_lc" "$total_b" "$total_bc" >>summary.txt
 cat summary.txt
 echo "coverage: $(wc -l <uncovered.txt) lines never run, listed in $out/uncovered.txt"

@@ -682,6 +682,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     int64_t deadline;
     zkl__session *s;
     int rc;
+    zkl_status st;
 
     zkl__clear_err();
     if (!out)
@@ -689,8 +690,9 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     *out = NULL;
     if (!connect || !*connect)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: empty connect string");
-    if (zkl__connect_check(connect) != ZKL_OK)
-        return ZKL_EINVAL;
+    st = zkl__connect_check(connect);
+    if (st != ZKL_OK)
+        return st;
     if (!opts) {
         zkl_client_options_init(&defaults);
         opts = &defaults;

@@ -54,7 +54,6 @@ int zkl__holders_reenter(zkl__holders *h, zkl_client *c)
 zkl_status zkl__holders_add(zkl__holders *h, zkl__hold *hold)
 {
     zkl__holder *e = calloc(1, sizeof *e);
-    int hash_oom = 0; /* set by HASH_ADD (holders.h) */
     if (!e)
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     e->tid = zkl__thread_id();
@@ -63,7 +62,7 @@ zkl_status zkl__holders_add(zkl__holders *h, zkl__hold *hold)
     pthread_mutex_lock(&h->mu);
     HASH_ADD(hh, h->table, tid, sizeof e->tid, e);
     pthread_mutex_unlock(&h->mu);
-    if (hash_oom) { /* not recorded: the caller still has the hold to release */
+    if (!e->hh.tbl) { /* not added (holders.h): the caller still has the hold to release */
         free(e);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }

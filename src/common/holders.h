@@ -10,10 +10,9 @@
 #include <pthread.h>
 
 /* uthash exits the process when it cannot allocate; a library must not. With
- * this, an add that runs out of memory leaves the table as it was and sets
- * hash_oom, a variable of the function that adds. */
+ * this, an add that runs out of memory leaves the table as it was, and the
+ * element's hh.tbl NULL. */
 #define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(elt) (hash_oom = 1)
 #include <uthash.h>
 
 #include "internals.h"

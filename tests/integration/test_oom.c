@@ -197,17 +197,22 @@ out:
     return atomic_load(&seen);
 }
 
+/* Nodes under path once settled (a path that is gone has none). */
+static int nodes_under(zhandle_t *zh, const char *path)
+{
+    int n = zkt_children_settle(zh, path, 0);
+    return n > 0 ? n : 0;
+}
+
 /* Nodes left under a recipe's path (the semaphore's under its two parents). */
 static int left_behind(zhandle_t *zh, const char *path, enum kind k)
 {
-    char sub[300];
-    int n;
+    char leases[300], locks[300];
     if (k != SEMAPHORE)
-        return zkt_children_settle(zh, path, 0);
-    snprintf(sub, sizeof sub, "%s/leases", path);
-    n = zkt_children_settle(zh, sub, 0);
-    snprintf(sub, sizeof sub, "%s/locks", path);
-    return (n > 0 ? n : 0) + (zkt_children_settle(zh, sub, 0) > 0 ? 1 : 0);
+        return nodes_under(zh, path);
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    snprintf(locks, sizeof locks, "%s/locks", path);
+    return nodes_under(zh, leases) + nodes_under(zh, locks);
 }
 
 static void fail_each_allocation(enum kind k, const char *what)
