@@ -50,7 +50,9 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m);
  * holds it already the count goes up and nothing is sent. On any failure no node of this attempt is
  * left behind (its delete is retried in the background if need be).
  * Errors: ZKL_ETIMEDOUT, ZKL_ELOST (this thread's existing hold was lost),
- * ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL.
+ * ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL, ZKL_ENOMEM (also when a
+ * revocable hold's watch could not be set up: no hold is handed out that
+ * cannot be revoked as asked).
  * If the session is lost while waiting, the wait goes on in the new session
  * with a new node (the place in line is lost, as with Curator).
  */

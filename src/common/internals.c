@@ -679,21 +679,24 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
         st = create_node(c, s, a, &o);
         if (st == ZKL_OK) {
             st = wait_for_lock(c, s, a, &o);
+            hold->rev = NULL;
+            if (st == ZKL_OK && a->revoke_cb &&
+                !(hold->rev =
+                      zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx)))
+                /* a hold that cannot be revoked as asked is not handed out */
+                st = zkl__fail(ZKL_ENOMEM, "out of memory");
             if (st == ZKL_OK) {
                 hold->node = o.node;
                 hold->czxid = o.czxid;
                 hold->epoch = s->epoch;
                 hold->alone = o.alone;
-                hold->rev = NULL;
-                if (a->revoke_cb)
-                    hold->rev =
-                        zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx);
                 o.node = NULL;
                 own_node_free(&o);
                 zkl__session_put(s);
                 return ZKL_OK;
             }
-            /* Timeout, error or lost session: our node must go, whatever happens. */
+            /* Timeout, error, no memory or lost session: our node must go,
+             * whatever happens. */
             delete_guaranteed(c, st == RESTART ? NULL : s, o.node);
             own_node_free(&o);
         }

@@ -83,7 +83,7 @@ static void short_or_ok(zkl_status st, const char *what, long n)
     cr_assert_neq(zkl_errmsg()[0], '\0', "allocation %ld failing: %s gave no message", n, what);
 }
 
-enum kind { MUTEX, RWLOCK, SEMAPHORE };
+enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE };
 
 /* A mutex acquired twice (the second acquire carries the first release's
  * delete), with its token. */
@@ -164,6 +164,116 @@ static void semaphore_cycle(zkl_client *c, const char *path, long n)
     cr_assert_eq(zkl_semaphore_destroy(s), ZKL_OK, "%s", zkl_errmsg());
 }
 
+/* Members under path: a mutex, a rwlock's read side, a semaphore mutex. */
+static void multilock_cycle(zkl_client *c, const char *path, long n)
+{
+    char mp[300], rp[300], sp[300];
+    zkl_multilock *ml = NULL;
+    zkl_mutex *m = NULL;
+    zkl_rwlock *l = NULL;
+    zkl_semaphore_mutex *sm = NULL;
+    zkl_status st;
+    snprintf(mp, sizeof mp, "%s/m", path);
+    snprintf(rp, sizeof rp, "%s/r", path);
+    snprintf(sp, sizeof sp, "%s/s", path);
+    st = zkl_multilock_create(&ml);
+    short_or_ok(st, "zkl_multilock_create", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_mutex_create(c, mp, &m), "zkl_mutex_create", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_rwlock_create(c, rp, &l), "zkl_rwlock_create", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_semaphore_mutex_create(c, sp, &sm), "zkl_semaphore_mutex_create", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_multilock_add_mutex(ml, m), "zkl_multilock_add_mutex", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_multilock_add_read(ml, l), "zkl_multilock_add_read", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_multilock_add_semaphore_mutex(ml, sm),
+                    "zkl_multilock_add_semaphore_mutex", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_multilock_acquire(ml, 10000), "zkl_multilock_acquire", n);
+    if (st == ZKL_OK) {
+        /* all or none: every member is held */
+        cr_assert(zkl_mutex_is_held(m) && zkl_rwlock_read_is_held(l));
+        short_or_ok(zkl_multilock_release(ml), "zkl_multilock_release", n);
+    }
+    /* all or none: a failed acquire holds nothing, a failed release nothing either */
+    cr_assert(!m || !zkl_mutex_is_held(m), "allocation %ld failing: a member is still held", n);
+    cr_assert(!l || !zkl_rwlock_read_is_held(l), "allocation %ld failing: a member is still held",
+              n);
+    if (ml)
+        cr_assert_eq(zkl_multilock_destroy(ml), ZKL_OK, "%s", zkl_errmsg());
+    if (sm)
+        cr_assert_eq(zkl_semaphore_mutex_destroy(sm), ZKL_OK, "%s", zkl_errmsg());
+    if (l)
+        cr_assert_eq(zkl_rwlock_destroy(l), ZKL_OK, "%s", zkl_errmsg());
+    if (m)
+        cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+}
+
+static atomic_int revoke_calls;
+
+static void on_revoke(void *lock, void *ud)
+{
+    (void)ud;
+    (void)lock; /* the owning thread releases: a mutex hold is its thread's */
+    atomic_fetch_add(&revoke_calls, 1);
+}
+
+static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    (void)st;
+    (void)ud;
+}
+
+/* A revocable mutex with a hold-state callback: its node, the participants,
+ * zkl_inspect, and a revoke of its own node, which the callback hears. */
+static void revoke_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *m = NULL;
+    zkl_participant *pv = NULL;
+    char **v = NULL, *node = NULL;
+    size_t k = 0;
+    zkl_status st;
+    int i;
+    atomic_store(&revoke_calls, 0);
+    st = zkl_mutex_create(c, path, &m);
+    short_or_ok(st, "zkl_mutex_create", n);
+    if (st != ZKL_OK)
+        return;
+    short_or_ok(st = zkl_mutex_make_revocable(m, on_revoke, NULL), "zkl_mutex_make_revocable", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_mutex_on_state(m, on_hold_state, NULL), "zkl_mutex_on_state", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_mutex_acquire(m, 10000), "zkl_mutex_acquire", n);
+    if (st == ZKL_OK) {
+        short_or_ok(st = zkl_mutex_participants(m, &v, &k), "zkl_mutex_participants", n);
+        if (st == ZKL_OK) {
+            cr_assert_eq(k, 1);
+            zkl_strings_free(v, k);
+        }
+        short_or_ok(st = zkl_inspect(c, path, &pv, &k), "zkl_inspect", n);
+        if (st == ZKL_OK) {
+            cr_assert(k == 1 && pv[0].holds);
+            zkl_participants_free(pv, k);
+        }
+        short_or_ok(st = zkl_mutex_node(m, &node), "zkl_mutex_node", n);
+        if (st == ZKL_OK)
+            short_or_ok(st = zkl_revoke(c, node), "zkl_revoke", n);
+        /* a hold handed out is revocable: the callback comes */
+        for (i = 0; st == ZKL_OK && i < 250 && !atomic_load(&revoke_calls); i++)
+            zkt_sleep_ms(20);
+        cr_assert(st != ZKL_OK || atomic_load(&revoke_calls) == 1,
+                  "allocation %ld failing: the revoke was not delivered", n);
+        free(node);
+    }
+    if (zkl_mutex_is_held(m))
+        short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+}
+
 /*
  * One client: open, one recipe's cycle, drain, close. Returns how many
  * allocations zklock made meanwhile.
@@ -186,8 +296,12 @@ static long scenario(const char *path, enum kind k, long fail_at)
         mutex_cycle(c, path, fail_at);
     else if (k == RWLOCK)
         rwlock_cycle(c, path, fail_at);
-    else
+    else if (k == SEMAPHORE)
         semaphore_cycle(c, path, fail_at);
+    else if (k == MULTILOCK)
+        multilock_cycle(c, path, fail_at);
+    else
+        revoke_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
      * find nothing to wait for, or time out only if the server is gone */
     short_or_ok(zkl_client_drain(c, 10000), "zkl_client_drain", fail_at);
@@ -204,15 +318,22 @@ static int nodes_under(zhandle_t *zh, const char *path)
     return n > 0 ? n : 0;
 }
 
+static int nodes_under2(zhandle_t *zh, const char *path, const char *a, const char *b)
+{
+    char pa[300], pb[300];
+    snprintf(pa, sizeof pa, "%s/%s", path, a);
+    snprintf(pb, sizeof pb, "%s/%s", path, b);
+    return nodes_under(zh, pa) + nodes_under(zh, pb);
+}
+
 /* Nodes left under a recipe's path (the semaphore's under its two parents). */
 static int left_behind(zhandle_t *zh, const char *path, enum kind k)
 {
-    char leases[300], locks[300];
-    if (k != SEMAPHORE)
-        return nodes_under(zh, path);
-    snprintf(leases, sizeof leases, "%s/leases", path);
-    snprintf(locks, sizeof locks, "%s/locks", path);
-    return nodes_under(zh, leases) + nodes_under(zh, locks);
+    if (k == SEMAPHORE)
+        return nodes_under2(zh, path, "leases", "locks");
+    if (k == MULTILOCK) /* under each member's path */
+        return nodes_under2(zh, path, "m", "r") + nodes_under2(zh, path, "s/leases", "s/locks");
+    return nodes_under(zh, path);
 }
 
 static void fail_each_allocation(enum kind k, const char *what)
@@ -249,4 +370,14 @@ Test(oom, every_allocation_of_a_rwlock_cycle_may_fail, .timeout = 600)
 Test(oom, every_allocation_of_a_semaphore_cycle_may_fail, .timeout = 600)
 {
     fail_each_allocation(SEMAPHORE, "oom-semaphore");
+}
+
+Test(oom, every_allocation_of_a_multilock_cycle_may_fail, .timeout = 600)
+{
+    fail_each_allocation(MULTILOCK, "oom-multilock");
+}
+
+Test(oom, every_allocation_of_a_revocation_and_inspection_cycle_may_fail, .timeout = 600)
+{
+    fail_each_allocation(REVOKE, "oom-revoke");
 }
