@@ -83,7 +83,7 @@ static void short_or_ok(zkl_status st, const char *what, long n)
     cr_assert_neq(zkl_errmsg()[0], '\0', "allocation %ld failing: %s gave no message", n, what);
 }
 
-enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE };
+enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE, RESESSION };
 
 /* A mutex acquired twice (the second acquire carries the first release's
  * delete), with its token. */
@@ -274,6 +274,39 @@ static void revoke_cycle(zkl_client *c, const char *path, long n)
     cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
 }
 
+/* A hold lost with its session (expired on the server), then a new session
+ * for the next acquire. */
+static void resession_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *m = NULL;
+    zkl_status st;
+    long armed;
+    int i;
+    st = zkl_mutex_create(c, path, &m);
+    short_or_ok(st, "zkl_mutex_create", n);
+    if (st != ZKL_OK)
+        return;
+    st = zkl_mutex_acquire(m, 10000);
+    short_or_ok(st, "zkl_mutex_acquire", n);
+    if (st == ZKL_OK) {
+        armed = atomic_exchange(&countdown, 0); /* the helper's own calls may not fail */
+        zkt_expire(c);
+        atomic_store(&countdown, armed);
+        for (i = 0; i < 500 && zkl_mutex_is_held(m); i++)
+            zkt_sleep_ms(20);
+        cr_assert(!zkl_mutex_is_held(m), "allocation %ld failing: a lost hold still held", n);
+        st = zkl_mutex_release(m);
+        cr_assert(st == ZKL_ELOST, "allocation %ld failing: releasing a lost hold gave %s", n,
+                  zkl_strerror(st));
+    }
+    /* whether or not the first acquire got through, the session may be gone */
+    st = zkl_mutex_acquire(m, 10000);
+    short_or_ok(st, "zkl_mutex_acquire (new session)", n);
+    if (st == ZKL_OK)
+        short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+}
+
 /*
  * One client: open, one recipe's cycle, drain, close. Returns how many
  * allocations zklock made meanwhile.
@@ -300,8 +333,10 @@ static long scenario(const char *path, enum kind k, long fail_at)
         semaphore_cycle(c, path, fail_at);
     else if (k == MULTILOCK)
         multilock_cycle(c, path, fail_at);
-    else
+    else if (k == REVOKE)
         revoke_cycle(c, path, fail_at);
+    else
+        resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
      * find nothing to wait for, or time out only if the server is gone */
     short_or_ok(zkl_client_drain(c, 10000), "zkl_client_drain", fail_at);
@@ -375,6 +410,11 @@ Test(oom, every_allocation_of_a_semaphore_cycle_may_fail, .timeout = 600)
 Test(oom, every_allocation_of_a_multilock_cycle_may_fail, .timeout = 600)
 {
     fail_each_allocation(MULTILOCK, "oom-multilock");
+}
+
+Test(oom, every_allocation_around_a_session_expiry_may_fail, .timeout = 600)
+{
+    fail_each_allocation(RESESSION, "oom-resession");
 }
 
 Test(oom, every_allocation_of_a_revocation_and_inspection_cycle_may_fail, .timeout = 600)
