@@ -11,6 +11,12 @@
  * each with a node of its own. A hold is tied to the session it was taken in:
  * once that session is lost, zkl_mutex_is_held() is false and the hold must
  * be released by the caller (which then returns ZKL_ELOST).
+ *
+ * The nodes under a lock path belong to the lock. One deleted by someone else
+ * breaks exclusion if it was the holder's or that of the waiter next in line
+ * (that waiter takes the lock when the node ahead of it goes, without listing
+ * again); any other waiter finds its node gone, logs a warning and queues
+ * again (README: "How it behaves when things break").
  */
 #ifndef ZKLOCK_MUTEX_H
 #define ZKLOCK_MUTEX_H

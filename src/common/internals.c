@@ -560,6 +560,11 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             zkl__names_free(&kids);
             if (look == LOOK_RELIST)
                 continue;
+            if (look == LOOK_GONE) /* the session looked alive just now */
+                zkl__log(ZKL_LOG_WARN,
+                         "%s/%s is gone while the session lives (deleted by someone else, or "
+                         "the session is ending): queuing again",
+                         a->path, o->name);
             st = look_status(look);
             goto out;
         }
@@ -704,10 +709,13 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
         if (st != RESTART)
             return st;
         if (a->no_restart)
-            return zkl__fail(ZKL_ELOST, "session lost while waiting for %s", a->path);
+            return zkl__fail(ZKL_ELOST,
+                             "lost our place in line for %s (session lost, or node deleted)",
+                             a->path);
         if (zkl__now_ms() >= a->deadline)
-            return zkl__fail(ZKL_ETIMEDOUT, "session lost while waiting for %s", a->path);
-        zkl__log(ZKL_LOG_INFO, "session lost while waiting for %s: trying again", a->path);
+            return zkl__fail(ZKL_ETIMEDOUT, "lost our place in line for %s, and out of time",
+                             a->path);
+        zkl__log(ZKL_LOG_INFO, "lost our place in line for %s: trying again", a->path);
     }
 }
 

@@ -229,3 +229,78 @@ Test(faults, prefix_of_another_session_is_not_adopted)
     zookeeper_close(zh);
     free(path);
 }
+
+static atomic_int gone_warnings;
+
+static void count_gone(zkl_log_level level, const char *msg, void *ud)
+{
+    (void)ud;
+    if (level == ZKL_LOG_WARN && strstr(msg, "is gone while the session lives"))
+        atomic_fetch_add(&gone_warnings, 1);
+}
+
+/*
+ * A waiter's node deleted by someone else (here: an operator's raw delete)
+ * while it waits behind two others. It must neither hold the lock early nor
+ * wait forever: it finds its node gone at its next listing, says so in the
+ * log, and queues again with a new node. (Deleting a holder's node, or that
+ * of the waiter next in line, breaks the lock, as with Curator: mutex.h.)
+ */
+Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
+{
+    zkl_client *c[3] = {zkt_client(0), zkt_client(0), zkt_client(0)};
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("nodedeleted"), **v, victim[512];
+    zkl_mutex *m[3];
+    struct waiter w1 = {0}, w2 = {0};
+    pthread_t t1, t2;
+    size_t n;
+    int i;
+    for (i = 0; i < 3; i++)
+        ok(zkl_mutex_create(c[i], path, &m[i]), "create");
+    ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
+    w1.m = m[1];
+    pthread_create(&t1, NULL, wait_for_lock, &w1);
+    zkt_sleep_ms(300);
+    w2.m = m[2];
+    pthread_create(&t2, NULL, wait_for_lock, &w2);
+    zkt_sleep_ms(300);
+    ok(zkl_mutex_participants(m[0], &v, &n), "participants");
+    cr_assert_eq(n, 3);
+    snprintf(victim, sizeof victim, "%s", v[2]); /* the last in line: w2's */
+    zkl_strings_free(v, n);
+    atomic_store(&gone_warnings, 0);
+    zkl_log_set(count_gone, ZKL_LOG_WARN, NULL);
+    cr_assert_eq(zoo_delete(zh, victim, -1), ZOK);
+
+    ok(zkl_mutex_release(m[0]), "holder releases");
+    cr_assert(zkt_wait_for(flag_set, &w1.got, 10000), "the first waiter never got the lock");
+    ok(w1.st, "first waiter");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&w2.got), "the waiter without a node got the lock while it was held");
+
+    /* it watches the node just ahead; once that goes, it lists and finds its own gone */
+    atomic_store(&w1.release_now, 1);
+    pthread_join(t1, NULL);
+    ok(w1.release_st, "first waiter releases");
+    cr_assert(zkt_wait_for(flag_set, &w2.got, 10000), "the requeued waiter never got the lock");
+    cr_assert_geq(atomic_load(&gone_warnings), 1, "no word of the deleted node");
+    ok(w2.st, "requeued waiter");
+    cr_assert(w2.held);
+    ok(zkl_mutex_participants(m[0], &v, &n), "participants");
+    cr_assert_eq(n, 1);
+    cr_assert_str_neq(v[0], victim, "it must hold with a new node");
+    zkl_strings_free(v, n);
+    atomic_store(&w2.release_now, 1);
+    pthread_join(t2, NULL);
+    ok(w2.release_st, "requeued waiter releases");
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    ok(zkl_client_drain(c[2], 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    for (i = 0; i < 3; i++) {
+        ok(zkl_mutex_destroy(m[i]), "destroy");
+        ok(zkl_client_close(c[i]), "close");
+    }
+    zookeeper_close(zh);
+    free(path);
+}
