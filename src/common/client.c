@@ -443,9 +443,13 @@ static bool worker_bg_step(zkl_client *c, int *failures)
 {
     zkl__bgdel *d = c->bg_head;
     zkl__session *s = c->sess;
+    bool fault;
     int rc;
     if (!d || !c->connected || s->expired)
         return false;
+    fault = c->faults.bg_delete_lost > 0;
+    if (fault)
+        c->faults.bg_delete_lost--;
     c->bg_head = d->next;
     if (!c->bg_head)
         c->bg_tail = NULL;
@@ -453,7 +457,7 @@ static bool worker_bg_step(zkl_client *c, int *failures)
     c->bg_busy = 1;
     s->refs++;
     pthread_mutex_unlock(&c->mu);
-    rc = bg_try(s, d);
+    rc = fault ? ZCONNECTIONLOSS : bg_try(s, d);
     zkl__session_put(s);
     pthread_mutex_lock(&c->mu);
     c->bg_busy = 0;

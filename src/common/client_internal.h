@@ -50,6 +50,7 @@ typedef struct zkl__faults {
     int create_send_lost;  /* fail the next N creates with connection loss before sending */
     char next_uuid[37];    /* use this UUID for the next protected create */
     int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
+    int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a contended release's delete back this long */
 } zkl__faults;
 

@@ -316,6 +316,39 @@ Test(session, failed_release_delete_finishes_in_background)
     free(path);
 }
 
+/* A background delete that keeps meeting connection loss is tried again,
+ * with a growing pause (50 ms doubling), until it lands; drain waits for it,
+ * and the contender behind gets the lock only then. */
+Test(session, background_delete_is_retried_until_it_lands)
+{
+    zkl_client *c = zkt_client(0), *other = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("bgretry");
+    zkl_mutex *m, *m2;
+    int64_t t0, took;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_create(other, path, &m2), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    zkt_fault_delete_lost(c, 1);
+    zkt_fault_bg_delete_lost(c, 3);
+    t0 = zkt_now_ms();
+    ok(zkl_mutex_release(m), "release (delete fails in the foreground)");
+    cr_assert_eq(zkl_mutex_acquire(m2, 0), ZKL_ETIMEDOUT, "the node must stay until deleted");
+    ok(zkl_client_drain(c, 5000), "drain");
+    took = zkt_now_ms() - t0;
+    /* three failed tries: pauses of 100, 200 and 400 ms before the fourth */
+    cr_assert_geq(took, 600, "the retries came without a pause (%lld ms)", (long long)took);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the node must be gone after drain");
+    ok(zkl_mutex_acquire(m2, 5000), "another session acquires");
+    ok(zkl_mutex_release(m2), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(other), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
 /* An acquire that gives up while the server is stalled leaves no node behind:
  * the stalled server still applies the create it has queued once it runs
  * again, and the client must find that node by its prefix and delete it.

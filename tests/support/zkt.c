@@ -181,6 +181,13 @@ void zkt_fault_delete_lost(zkl_client *c, int n)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_bg_delete_lost(zkl_client *c, int n)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.bg_delete_lost = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_defer_window(zkl_client *c, int us)
 {
     pthread_mutex_lock(&c->mu);

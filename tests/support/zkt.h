@@ -49,6 +49,7 @@ void zkt_fault_create_reply_lost(zkl_client *c, int n);
 void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
 void zkt_fault_delete_lost(zkl_client *c, int n);
+void zkt_fault_bg_delete_lost(zkl_client *c, int n);
 /* Hold a contended release's delete back us microseconds (0: the default). */
 void zkt_defer_window(zkl_client *c, int us);
 
