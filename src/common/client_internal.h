@@ -137,6 +137,8 @@ void zkl__session_put(zkl__session *s);
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
+/* "" while connected, else a note for a timeout's message saying it is not. */
+const char *zkl__conn_note(struct zkl_client *c);
 
 /* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that
  * prefix. */

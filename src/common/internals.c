@@ -316,14 +316,16 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
 give_up:
     st = zkl__canceled(c) ? zkl__fail(ZKL_ECANCELED, "canceled creating the lock node")
          : zkl__now_ms() >= a->deadline
-             ? zkl__fail(ZKL_ETIMEDOUT, "timed out creating the lock node under %s", a->path)
+             ? zkl__fail(ZKL_ETIMEDOUT, "timed out creating the lock node under %s%s", a->path,
+                         zkl__conn_note(c))
              : zkl__fail(ZKL_ECONNLOSS, "connection lost creating the lock node under %s", a->path);
 give_up_with:
     /* An earlier try may have reached the server: have the worker remove it. */
     zkl__bg_delete(c, a->path, prefix);
     goto out;
 out_timeout:
-    st = zkl__fail(ZKL_ETIMEDOUT, "timed out creating the parents of %s", a->path);
+    st = zkl__fail(ZKL_ETIMEDOUT, "timed out creating the parents of %s%s", a->path,
+                   zkl__conn_note(c));
 out:
     free(want);
     return st;
@@ -403,7 +405,7 @@ static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__a
     if (zkl__canceled(c))
         return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
     return zkl__now_ms() >= a->deadline
-               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path)
+               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path, zkl__conn_note(c))
                : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
 }
 
@@ -570,7 +572,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         }
         if (zkl__now_ms() >= a->deadline) {
             zkl__names_free(&kids);
-            st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+            st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path, zkl__conn_note(c));
             goto out;
         }
         if (!v.watch_parent && handed_over(&prim, kids.v[v.watch], &v, gen)) {
@@ -637,7 +639,8 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         if (rc == ZOK || rc == ZNONODE) {
             attempt = 0;
             if (st == ZKL_ETIMEDOUT) {
-                st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s", a->path);
+                st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path,
+                               zkl__conn_note(c));
                 goto out;
             }
             continue;

@@ -129,3 +129,60 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fin
     ok(zkl_client_close(c2), "close");
     free(path);
 }
+
+static atomic_int states_lost;
+static void count_lost(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    (void)c;
+    (void)ud;
+    if (st == ZKL_STATE_LOST)
+        atomic_fetch_add(&states_lost, 1);
+}
+
+static int lost_seen(void *arg)
+{
+    (void)arg;
+    return atomic_load(&states_lost) > 0;
+}
+
+/*
+ * The server stays down longer than a session timeout: the client declares
+ * its session LOST (Curator's rule) and cannot open the next one. An acquire
+ * meanwhile returns ZKL_ETIMEDOUT in its own time, saying it is not connected;
+ * once the server is back the client opens a new session by itself and the
+ * same lock object works again.
+ */
+Test(restart, no_session_while_the_server_is_down_then_a_new_one, .timeout = 120,
+     .fini = restart_server)
+{
+    zkl_client *c = zkt_client_cb(2000, count_lost, NULL);
+    char *path = zkt_path("downlong");
+    zkl_mutex *m;
+    zkl_client_stats stats;
+    int64_t id = zkl_client_session_id(c), t0, took;
+    zkl_status st;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    atomic_store(&states_lost, 0);
+    zk_server("stop-one --term 1");
+    cr_assert(zkt_wait_for(lost_seen, NULL, 15000), "the session was never declared lost");
+    t0 = zkt_now_ms();
+    st = zkl_mutex_acquire(m, 300);
+    took = zkt_now_ms() - t0;
+    cr_assert_eq(st, ZKL_ETIMEDOUT, "acquire with no server: %s (%s)", zkl_strerror(st),
+                 zkl_errmsg());
+    cr_assert_lt(took, 1500, "an acquire with no session took %lld ms", (long long)took);
+    cr_assert(strstr(zkl_errmsg(), "not connected"), "the message must say why: %s", zkl_errmsg());
+    cr_assert(!zkl_mutex_is_held(m));
+    zk_server("start-one 1");
+    ok(zkl_mutex_acquire(m, 20000), "acquire in the new session");
+    cr_assert_neq(zkl_client_session_id(c), id, "a new session");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_stats_get(c, &stats), "stats");
+    cr_assert_geq(stats.sessions, 2);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
