@@ -85,16 +85,33 @@ static void short_or_ok(zkl_status st, const char *what, long n)
 
 enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE, RESESSION };
 
+/* A mutex on path, or NULL if making it failed (as it may). */
+static zkl_mutex *mutex_made(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *m = NULL;
+    zkl_status st = zkl_mutex_create(c, path, &m);
+    short_or_ok(st, "zkl_mutex_create", n);
+    return st == ZKL_OK ? m : NULL;
+}
+
+/* Release what a failure left held, then destroy. */
+static void mutex_done(zkl_mutex *m, long n)
+{
+    if (!m)
+        return;
+    if (zkl_mutex_is_held(m))
+        short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+}
+
 /* A mutex acquired twice (the second acquire carries the first release's
  * delete), with its token. */
 static void mutex_cycle(zkl_client *c, const char *path, long n)
 {
-    zkl_mutex *m = NULL;
-    zkl_status st;
+    zkl_mutex *m = mutex_made(c, path, n);
+    zkl_status st = m ? ZKL_OK : ZKL_ENOMEM;
     int64_t token;
     int i;
-    st = zkl_mutex_create(c, path, &m);
-    short_or_ok(st, "zkl_mutex_create", n);
     for (i = 0; st == ZKL_OK && i < 2; i++) {
         st = zkl_mutex_acquire(m, 10000);
         short_or_ok(st, "zkl_mutex_acquire", n);
@@ -104,11 +121,7 @@ static void mutex_cycle(zkl_client *c, const char *path, long n)
         st = zkl_mutex_release(m);
         short_or_ok(st, "zkl_mutex_release", n);
     }
-    if (m) {
-        if (zkl_mutex_is_held(m))
-            short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
-        cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
-    }
+    mutex_done(m, n);
 }
 
 /* Read, write with its token, downgrade (a read taken while writing). */
@@ -178,8 +191,8 @@ static void multilock_cycle(zkl_client *c, const char *path, long n)
     snprintf(sp, sizeof sp, "%s/s", path);
     st = zkl_multilock_create(&ml);
     short_or_ok(st, "zkl_multilock_create", n);
-    if (st == ZKL_OK)
-        short_or_ok(st = zkl_mutex_create(c, mp, &m), "zkl_mutex_create", n);
+    if (st == ZKL_OK && !(m = mutex_made(c, mp, n)))
+        st = ZKL_ENOMEM;
     if (st == ZKL_OK)
         short_or_ok(st = zkl_rwlock_create(c, rp, &l), "zkl_rwlock_create", n);
     if (st == ZKL_OK)
@@ -208,8 +221,7 @@ static void multilock_cycle(zkl_client *c, const char *path, long n)
         cr_assert_eq(zkl_semaphore_mutex_destroy(sm), ZKL_OK, "%s", zkl_errmsg());
     if (l)
         cr_assert_eq(zkl_rwlock_destroy(l), ZKL_OK, "%s", zkl_errmsg());
-    if (m)
-        cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+    mutex_done(m, n);
 }
 
 static atomic_int revoke_calls;
@@ -232,16 +244,14 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
  * zkl_inspect, and a revoke of its own node, which the callback hears. */
 static void revoke_cycle(zkl_client *c, const char *path, long n)
 {
-    zkl_mutex *m = NULL;
+    zkl_mutex *m = mutex_made(c, path, n);
     zkl_participant *pv = NULL;
     char **v = NULL, *node = NULL;
     size_t k = 0;
     zkl_status st;
     int i;
     atomic_store(&revoke_calls, 0);
-    st = zkl_mutex_create(c, path, &m);
-    short_or_ok(st, "zkl_mutex_create", n);
-    if (st != ZKL_OK)
+    if (!m)
         return;
     short_or_ok(st = zkl_mutex_make_revocable(m, on_revoke, NULL), "zkl_mutex_make_revocable", n);
     if (st == ZKL_OK)
@@ -269,22 +279,18 @@ static void revoke_cycle(zkl_client *c, const char *path, long n)
                   "allocation %ld failing: the revoke was not delivered", n);
         free(node);
     }
-    if (zkl_mutex_is_held(m))
-        short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
-    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+    mutex_done(m, n);
 }
 
 /* A hold lost with its session (expired on the server), then a new session
  * for the next acquire. */
 static void resession_cycle(zkl_client *c, const char *path, long n)
 {
-    zkl_mutex *m = NULL;
+    zkl_mutex *m = mutex_made(c, path, n);
     zkl_status st;
     long armed;
     int i;
-    st = zkl_mutex_create(c, path, &m);
-    short_or_ok(st, "zkl_mutex_create", n);
-    if (st != ZKL_OK)
+    if (!m)
         return;
     st = zkl_mutex_acquire(m, 10000);
     short_or_ok(st, "zkl_mutex_acquire", n);
@@ -304,7 +310,7 @@ static void resession_cycle(zkl_client *c, const char *path, long n)
     short_or_ok(st, "zkl_mutex_acquire (new session)", n);
     if (st == ZKL_OK)
         short_or_ok(zkl_mutex_release(m), "zkl_mutex_release", n);
-    cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK, "%s", zkl_errmsg());
+    mutex_done(m, n);
 }
 
 /*

@@ -283,6 +283,15 @@ Test(session, digest_auth_and_chroot)
     free(root);
 }
 
+/* Two sessions' mutexes: destroy both, close both. */
+static void destroy_pair(zkl_mutex *m, zkl_mutex *m2, zkl_client *c, zkl_client *other)
+{
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(other), "close");
+}
+
 Test(session, failed_release_delete_finishes_in_background)
 {
     zkl_client *c = zkt_client(0), *other = zkt_client(0);
@@ -308,10 +317,7 @@ Test(session, failed_release_delete_finishes_in_background)
     ok(zkl_client_drain(c, 5000), "drain");
     cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "the timed-out waiter's node must go");
     ok(zkl_mutex_release(m2), "release");
-    ok(zkl_mutex_destroy(m), "destroy");
-    ok(zkl_mutex_destroy(m2), "destroy");
-    ok(zkl_client_close(c), "close");
-    ok(zkl_client_close(other), "close");
+    destroy_pair(m, m2, c, other);
     zookeeper_close(zh);
     free(path);
 }
@@ -341,10 +347,7 @@ Test(session, background_delete_is_retried_until_it_lands)
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the node must be gone after drain");
     ok(zkl_mutex_acquire(m2, 5000), "another session acquires");
     ok(zkl_mutex_release(m2), "release");
-    ok(zkl_mutex_destroy(m), "destroy");
-    ok(zkl_mutex_destroy(m2), "destroy");
-    ok(zkl_client_close(c), "close");
-    ok(zkl_client_close(other), "close");
+    destroy_pair(m, m2, c, other);
     zookeeper_close(zh);
     free(path);
 }
