@@ -686,11 +686,10 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
             return st;
         st = create_node(c, s, a, &o);
         if (st == ZKL_OK) {
+            zkl__revwatch *rev = NULL;
             st = wait_for_lock(c, s, a, &o);
-            hold->rev = NULL;
             if (st == ZKL_OK && a->revoke_cb &&
-                !(hold->rev =
-                      zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx)))
+                !(rev = zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx)))
                 /* a hold that cannot be revoked as asked is not handed out */
                 st = zkl__fail(ZKL_ENOMEM, "out of memory");
             if (st == ZKL_OK) {
@@ -698,6 +697,7 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
                 hold->czxid = o.czxid;
                 hold->epoch = s->epoch;
                 hold->alone = o.alone;
+                hold->rev = rev;
                 o.node = NULL;
                 own_node_free(&o);
                 zkl__session_put(s);
