@@ -398,6 +398,12 @@ static zkl_status look_status(enum look look)
                                : zkl__fail(ZKL_ENOMEM, "out of memory");
 }
 
+/* The wait for a->path ran out of time (saying so if not connected). */
+static zkl_status timed_out_waiting(zkl_client *c, const zkl__acquire_args *a)
+{
+    return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path, zkl__conn_note(c));
+}
+
 static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__acquire_args *a)
 {
     if (zkl__backoff(c, attempt, a->deadline))
@@ -405,7 +411,7 @@ static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__a
     if (zkl__canceled(c))
         return zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", a->path);
     return zkl__now_ms() >= a->deadline
-               ? zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path, zkl__conn_note(c))
+               ? timed_out_waiting(c, a)
                : zkl__fail(ZKL_ECONNLOSS, "connection lost waiting for %s", a->path);
 }
 
@@ -572,7 +578,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         }
         if (zkl__now_ms() >= a->deadline) {
             zkl__names_free(&kids);
-            st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path, zkl__conn_note(c));
+            st = timed_out_waiting(c, a);
             goto out;
         }
         if (!v.watch_parent && handed_over(&prim, kids.v[v.watch], &v, gen)) {
@@ -639,8 +645,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
         if (rc == ZOK || rc == ZNONODE) {
             attempt = 0;
             if (st == ZKL_ETIMEDOUT) {
-                st = zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", a->path,
-                               zkl__conn_note(c));
+                st = timed_out_waiting(c, a);
                 goto out;
             }
             continue;

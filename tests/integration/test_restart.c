@@ -130,19 +130,10 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fin
     free(path);
 }
 
-static atomic_int states_lost;
-static void count_lost(zkl_client *c, zkl_conn_state st, void *ud)
-{
-    (void)c;
-    (void)ud;
-    if (st == ZKL_STATE_LOST)
-        atomic_fetch_add(&states_lost, 1);
-}
-
 static int lost_seen(void *arg)
 {
     (void)arg;
-    return atomic_load(&states_lost) > 0;
+    return atomic_load(&lost_events) > 0;
 }
 
 /*
@@ -155,7 +146,7 @@ static int lost_seen(void *arg)
 Test(restart, no_session_while_the_server_is_down_then_a_new_one, .timeout = 120,
      .fini = restart_server)
 {
-    zkl_client *c = zkt_client_cb(2000, count_lost, NULL);
+    zkl_client *c = zkt_client_cb(2000, on_state, NULL);
     char *path = zkt_path("downlong");
     zkl_mutex *m;
     zkl_client_stats stats;
@@ -165,7 +156,7 @@ Test(restart, no_session_while_the_server_is_down_then_a_new_one, .timeout = 120
     ok(zkl_mutex_acquire(m, 5000), "acquire");
     ok(zkl_mutex_release(m), "release");
     ok(zkl_client_drain(c, 5000), "drain");
-    atomic_store(&states_lost, 0);
+    atomic_store(&lost_events, 0);
     zk_server("stop-one --term 1");
     cr_assert(zkt_wait_for(lost_seen, NULL, 15000), "the session was never declared lost");
     t0 = zkt_now_ms();
