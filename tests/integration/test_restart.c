@@ -6,6 +6,12 @@
  * is left behind. The test has a server of its own (tests/CMakeLists.txt)
  * that allows SESSION_MS: a JVM restart under valgrind on a busy machine has
  * taken 6.6 s, which left no margin under the shared server's 10 s cap.
+ *
+ * How soon a client is back after the server is depends on the ZooKeeper C
+ * client's reconnect loop, not on zklock, so the test waits for every client
+ * to report RECONNECTED (bounded by RECONNECT_MS, well inside the session
+ * timeout) and prints how long that took. If one is not back in time, the
+ * test prints the clients' recent log lines, which say why.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -17,6 +23,47 @@
 #include "zkt.h"
 
 #define SESSION_MS 30000
+#define RECONNECT_MS (SESSION_MS * 2 / 3)
+
+/* The ZooKeeper client's recent log lines (INFO and up), kept for a failure report. */
+#define RING_LINES 200
+static char ring[RING_LINES][240];
+static unsigned ring_next;
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void ring_log(zkl_log_level level, const char *message, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (strstr(message, "Client environment:"))
+        return; /* a dozen lines per session, never the cause */
+    pthread_mutex_lock(&ring_mu);
+    snprintf(ring[ring_next++ % RING_LINES], sizeof ring[0], "%s", message);
+    pthread_mutex_unlock(&ring_mu);
+}
+
+/* Print the client's recent log and the server's, for a failure report. */
+static void ring_print(void)
+{
+    char cmd[1200];
+    unsigned i, first;
+    pthread_mutex_lock(&ring_mu);
+    first = ring_next > RING_LINES ? ring_next - RING_LINES : 0;
+    fprintf(stderr, "--- the last %u client log lines ---\n", ring_next - first);
+    for (i = first; i < ring_next; i++)
+        fprintf(stderr, "%s\n", ring[i % RING_LINES]);
+    fprintf(stderr, "--- end of the client log; the server's log follows ---\n");
+    pthread_mutex_unlock(&ring_mu);
+    snprintf(cmd, sizeof cmd, "tail -n 60 '%s/server1/zookeeper.log' >&2",
+             getenv("ZKL_TEST_ZK_DIR"));
+    if (system(cmd) != 0)
+        fprintf(stderr, "(no server log)\n");
+}
+
+static void log_to_ring(void)
+{
+    zkl_log_set(ring_log, ZKL_LOG_INFO, NULL);
+}
 
 static void ok(zkl_status st, const char *what)
 {
@@ -31,7 +78,7 @@ static void zk_server(const char *args)
     cr_assert_eq(system(cmd), 0, "zk-server %s failed", args);
 }
 
-static atomic_int lost_events, order_next;
+static atomic_int lost_events, reconnects, order_next;
 
 static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
 {
@@ -39,6 +86,13 @@ static void on_state(zkl_client *c, zkl_conn_state st, void *ud)
     (void)ud;
     if (st == ZKL_STATE_LOST)
         atomic_fetch_add(&lost_events, 1);
+    if (st == ZKL_STATE_RECONNECTED)
+        atomic_fetch_add(&reconnects, 1);
+}
+
+static int all_reconnected(void *n)
+{
+    return atomic_load(&reconnects) >= *(int *)n;
 }
 
 struct waiter {
@@ -62,9 +116,11 @@ static void *waiter_main(void *arg)
 static void restart_server(void)
 {
     zk_server("start-one 1"); /* in case a failed test left it down */
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
 }
 
-Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fini = restart_server)
+Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .init = log_to_ring,
+     .fini = restart_server)
 {
     zkl_client *h = zkt_client_cb(SESSION_MS, on_state, NULL);
     zkl_client *c1 = zkt_client_cb(SESSION_MS, on_state, NULL);
@@ -74,7 +130,9 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fin
     zkl_mutex *mh, *m1, *m2;
     struct waiter w1 = {0}, w2 = {0};
     pthread_t t1, t2;
-    int64_t id_h = zkl_client_session_id(h), t0, down_ms;
+    int64_t id_h = zkl_client_session_id(h), t0, down_ms, back_ms;
+    int clients = 3;
+    zkl_status st;
     char **v;
     size_t n;
     cr_assert_eq(zkl_client_session_timeout(h), SESSION_MS,
@@ -93,6 +151,7 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fin
     cr_assert_eq(n, 3);
     zkl_strings_free(v, n);
 
+    atomic_store(&reconnects, 0);
     t0 = zkt_now_ms();
     zk_server("stop-one --term 1");
     zkt_sleep_ms(1500);
@@ -101,12 +160,23 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .fin
     printf("restart: server down and back in %lld ms (session timeout %d ms)\n", (long long)down_ms,
            SESSION_MS);
     cr_assert_lt(down_ms, SESSION_MS / 2, "the restart took too long to test a short one");
+    t0 = zkt_now_ms();
+    if (!zkt_wait_for(all_reconnected, &clients, RECONNECT_MS)) {
+        ring_print();
+        cr_assert_fail("only %d of %d clients reconnected within %d ms of the server's return",
+                       atomic_load(&reconnects), clients, RECONNECT_MS);
+    }
+    back_ms = zkt_now_ms() - t0;
+    printf("restart: every client reconnected %lld ms after the server was back\n",
+           (long long)back_ms);
 
-    /* the holder still holds, in the same session, once reconnected */
-    zkt_sleep_ms(1000);
+    /* the holder still holds, in the same session */
     cr_assert(zkl_mutex_is_held(mh));
     cr_assert_eq(zkl_client_session_id(h), id_h, "the session must survive the restart");
-    ok(zkl_mutex_participants(mh, &v, &n), "participants after the restart");
+    st = zkl_mutex_participants(mh, &v, &n);
+    if (st != ZKL_OK)
+        ring_print();
+    ok(st, "participants after the restart");
     cr_assert_eq(n, 3, "every node must survive the restart");
     zkl_strings_free(v, n);
     ok(zkl_mutex_release(mh), "holder releases");
