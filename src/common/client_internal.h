@@ -52,6 +52,9 @@ typedef struct zkl__faults {
     int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a contended release's delete back this long */
+    /* run once, on the acquiring thread, after the next listing of a wait */
+    void (*after_list)(struct zkl_client *c, void *arg);
+    void *after_list_arg;
 } zkl__faults;
 
 typedef struct zkl__bgdel {

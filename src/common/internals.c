@@ -343,6 +343,20 @@ static bool take_delete_fault(zkl_client *c)
     return fault;
 }
 
+/* Test hook: run the after-listing fault once, if a test set one. */
+static void after_list_fault(zkl_client *c)
+{
+    void (*fn)(zkl_client *, void *);
+    void *arg;
+    pthread_mutex_lock(&c->mu);
+    fn = c->faults.after_list;
+    arg = c->faults.after_list_arg;
+    c->faults.after_list = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (fn)
+        fn(c, arg);
+}
+
 /* How long a release holds its delete back (a test may set the contended window). */
 static int defer_window_us(zkl_client *c, bool alone)
 {
@@ -556,6 +570,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
             }
         }
         have = false;
+        after_list_fault(c);
         /* A listing read after our session ended may still show our node (CURATOR-604). */
         if (!zkl__epoch_alive(c, s->epoch)) {
             zkl__names_free(&kids);

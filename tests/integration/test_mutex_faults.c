@@ -1,7 +1,8 @@
 /*
  * test_mutex_faults.c - the mutex when things break: session expiry of a
  * holder and of a waiter, a create whose reply is lost, a create that never
- * left, and a node with our prefix that belongs to another session.
+ * left, a node with our prefix that belongs to another session, and a listing
+ * read just before the session ended.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -301,6 +302,46 @@ Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
         ok(zkl_mutex_destroy(m[i]), "destroy");
         ok(zkl_client_close(c[i]), "close");
     }
+    zookeeper_close(zh);
+    free(path);
+}
+
+static void expire_now(zkl_client *c, void *arg)
+{
+    (void)arg;
+    zkt_expire_seen(c);
+}
+
+/*
+ * CURATOR-604: a listing read just before our session ended still shows our
+ * node, first in line. Believing it would hand out a lock whose node the
+ * server is about to delete with the session. The acquire must start over in
+ * the new session and hold through a node of that session.
+ */
+Test(faults, listing_from_an_ended_session_is_not_trusted, .timeout = 60)
+{
+    zkl_client *c = zkt_client(2000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("stalelisting");
+    char *node = NULL;
+    zkl_mutex *m;
+    struct Stat st;
+    int64_t first = zkl_client_session_id(c);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_after_list(c, expire_now, NULL);
+    ok(zkl_mutex_acquire(m, 20000), "acquire across the session's end");
+    cr_assert(zkl_mutex_is_held(m), "the lock must be held in the live session");
+    cr_assert_neq(zkl_client_session_id(c), first, "the acquire must have used a new session");
+    ok(zkl_mutex_node(m, &node), "node");
+    cr_assert_eq(zoo_exists(zh, node, 0, &st), ZOK, "the held node must exist: %s", node);
+    cr_assert_eq(st.ephemeralOwner, zkl_client_session_id(c),
+                 "the held node must belong to the live session");
+    free(node);
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
     free(path);
 }

@@ -188,6 +188,39 @@ void zkt_fault_bg_delete_lost(zkl_client *c, int n)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.after_list = fn;
+    c->faults.after_list_arg = arg;
+    pthread_mutex_unlock(&c->mu);
+}
+
+struct session_seen {
+    zkl_client *c;
+    uint64_t epoch;
+};
+
+static int session_ended(void *arg)
+{
+    struct session_seen *w = arg;
+    int ended;
+    pthread_mutex_lock(&w->c->mu);
+    ended = w->c->sess->epoch != w->epoch || w->c->sess->expired;
+    pthread_mutex_unlock(&w->c->mu);
+    return ended;
+}
+
+void zkt_expire_seen(zkl_client *c)
+{
+    struct session_seen w = {c, 0};
+    pthread_mutex_lock(&c->mu);
+    w.epoch = c->sess->epoch;
+    pthread_mutex_unlock(&c->mu);
+    zkt_expire(c);
+    cr_assert(zkt_wait_for(session_ended, &w, 10000), "the client never saw its session end");
+}
+
 void zkt_defer_window(zkl_client *c, int us)
 {
     pthread_mutex_lock(&c->mu);

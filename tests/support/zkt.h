@@ -43,6 +43,8 @@ int zkt_children_settle(zhandle_t *zh, const char *path, int want);
 
 /* Expire c's current session on the server (open a second handle on it, close it). */
 void zkt_expire(zkl_client *c);
+/* The same, then wait until c itself has seen that session end. */
+void zkt_expire_seen(zkl_client *c);
 
 /* Fault hooks (see client_internal.h). */
 void zkt_fault_create_reply_lost(zkl_client *c, int n);
@@ -50,6 +52,8 @@ void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
 void zkt_fault_delete_lost(zkl_client *c, int n);
 void zkt_fault_bg_delete_lost(zkl_client *c, int n);
+/* Run fn(c, arg) once, on the acquiring thread, right after the next listing of a wait. */
+void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Hold a contended release's delete back us microseconds (0: the default). */
 void zkt_defer_window(zkl_client *c, int us);
 
