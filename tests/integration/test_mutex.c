@@ -389,9 +389,8 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     ok(zkl_mutex_release(ma), "a releases");
     waiter_until_done(&b);
     ok(b.st, "b acquires after a");
-    zkt_sleep_ms(500); /* c lists again on a's going, while b holds */
+    before = zkt_requests_settle(cc); /* c lists again on a's going, while b holds */
     cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
-    before = requests_of(cc);
     waiter_release(&b);
     waiter_until_done(&w);
     ok(w.st, "c acquires after b");
@@ -616,13 +615,11 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     relock_start(&r, p.c[1], p.m[1]);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
-    zkt_sleep_ms(300); /* a has listed and armed its watch */
-    before = requests_of(p.c[1]);
+    before = zkt_requests_settle(p.c[1]); /* a has listed and armed its watch */
     ok(zkl_mutex_release(p.m[0]), "x releases");
     waiter_until_done(&d);
     ok(d.st, "d acquires after x");
-    zkt_sleep_ms(300);
-    cr_assert_eq(requests_of(p.c[1]), before, "a first acquire does not look ahead");
+    cr_assert_eq(zkt_requests_settle(p.c[1]), before, "a first acquire does not look ahead");
     cr_assert_not(atomic_load(&r.w.done), "a waits: d holds");
 
     /* (b) e queues behind a; d's release gives a the lock with e in line */
@@ -637,13 +634,12 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, d, a */
     waiter_until_done(&e);
     ok(e.st, "e acquires after a");
-    zkt_sleep_ms(300);
+    zkt_requests_settle(p.c[1]);
     waiter_release(&e); /* d holds; a, which watches e too, lists again */
     waiter_until_done(&d);
     ok(d.st, "d acquires after e");
-    zkt_sleep_ms(300);
+    before = zkt_requests_settle(p.c[1]);
     cr_assert_not(atomic_load(&r.reacquired), "a waits: d holds");
-    before = requests_of(p.c[1]);
     waiter_release(&d);
     relock_join(&r);
     cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");

@@ -262,10 +262,12 @@ Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
     ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
     w1.m = m[1];
     pthread_create(&t1, NULL, wait_for_lock, &w1);
-    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter never queued");
+    zkt_requests_settle(c[1]);
     w2.m = m[2];
     pthread_create(&t2, NULL, wait_for_lock, &w2);
-    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the second waiter never queued");
+    zkt_requests_settle(c[2]);
     ok(zkl_mutex_participants(m[0], &v, &n), "participants");
     cr_assert_eq(n, 3);
     snprintf(victim, sizeof victim, "%s", v[2]); /* the last in line: w2's */

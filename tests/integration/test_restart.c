@@ -143,10 +143,13 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .ini
     ok(zkl_mutex_acquire(mh, 5000), "holder");
     w1.m = m1;
     w2.m = m2;
+    raw = zkt_raw();
     pthread_create(&t1, NULL, waiter_main, &w1);
-    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children_settle(raw, path, 2), 2, "the first waiter never queued");
+    zkt_requests_settle(c1);
     pthread_create(&t2, NULL, waiter_main, &w2);
-    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children_settle(raw, path, 3), 3, "the second waiter never queued");
+    zkt_requests_settle(c2);
     ok(zkl_mutex_participants(mh, &v, &n), "participants");
     cr_assert_eq(n, 3);
     zkl_strings_free(v, n);
@@ -188,7 +191,6 @@ Test(restart, sessions_and_waiters_survive_a_short_restart, .timeout = 120, .ini
     cr_assert_eq(w2.order, 1);
     cr_assert_eq(atomic_load(&lost_events), 0, "no session may be lost by a short restart");
     ok(zkl_client_drain(c2, 5000), "drain");
-    raw = zkt_raw();
     cr_assert_eq(zkt_children_settle(raw, path, 0), 0);
     zookeeper_close(raw);
     ok(zkl_mutex_destroy(mh), "destroy");

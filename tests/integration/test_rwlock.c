@@ -118,7 +118,9 @@ Test(rwlock, downgrade_leaves_no_window, .timeout = 60)
     ok(zkl_rwlock_write_acquire(la, 5000), "a writes");
     w.l = lb;
     pthread_create(&t, NULL, queued_writer, &w);
-    zkt_sleep_ms(300); /* b's writer is queued behind a */
+    /* b's writer is queued behind a */
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b's writer never queued");
+    zkt_requests_settle(b);
     ok(zkl_rwlock_read_acquire(la, 5000), "a takes the read lock while writing");
     ok(zkl_rwlock_participants(la, &v, &n), "participants");
     cr_assert_eq(n, 3);

@@ -137,11 +137,31 @@ int zkt_children(zhandle_t *zh, const char *path)
 
 int zkt_children_settle(zhandle_t *zh, const char *path, int want)
 {
-    int64_t end = zkt_now_ms() + 3000;
+    int64_t end = zkt_now_ms() + 10000;
     int n;
     while ((n = zkt_children(zh, path)) != want && zkt_now_ms() < end)
         zkt_sleep_ms(10);
     return n;
+}
+
+uint64_t zkt_requests_settle(zkl_client *c)
+{
+    zkl_client_stats st;
+    uint64_t last;
+    int64_t end = zkt_now_ms() + 15000, quiet_since;
+    cr_assert_eq(zkl_client_stats_get(c, &st), ZKL_OK);
+    last = st.requests;
+    quiet_since = zkt_now_ms();
+    while (zkt_now_ms() - quiet_since < 300) {
+        cr_assert_lt(zkt_now_ms(), end, "the client never stopped sending requests");
+        zkt_sleep_ms(20);
+        cr_assert_eq(zkl_client_stats_get(c, &st), ZKL_OK);
+        if (st.requests != last) {
+            last = st.requests;
+            quiet_since = zkt_now_ms();
+        }
+    }
+    return last;
 }
 
 void zkt_expire(zkl_client *c)

@@ -34,12 +34,18 @@ zhandle_t *zkt_raw(void);
 /* Number of children of path (0 if it does not exist). */
 int zkt_children(zhandle_t *zh, const char *path);
 /*
- * The same, after waiting up to 3 s for it to become `want`: a release
+ * The same, after waiting up to 10 s for it to become `want`: a release
  * returns before the server has applied its delete, so another handle may
  * still see the node for a moment. A count that never settles is returned
  * as it is, and the assertion fails.
  */
 int zkt_children_settle(zhandle_t *zh, const char *path, int want);
+/*
+ * Wait until c has sent no request for 300 ms (it has listed and armed its
+ * watches: a fixed sleep is too short under valgrind) and return its request
+ * count. Fails the test if it never goes quiet within 15 s.
+ */
+uint64_t zkt_requests_settle(zkl_client *c);
 
 /* Expire c's current session on the server (open a second handle on it, close it). */
 void zkt_expire(zkl_client *c);
