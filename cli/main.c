@@ -298,7 +298,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "zklock: %s\n", zkl_errmsg());
         lock_destroy(&l);
         zkl_client_close(client);
-        return ZKL_CLI_EXIT_USAGE;
+        return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
     set_phase(WAITING);
     timeout = a.timeout_ms;

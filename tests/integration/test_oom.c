@@ -15,63 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oom.h"
 #include "zkt.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-
-static atomic_long countdown; /* 0: off; otherwise the allocation to fail, counting down */
-static atomic_long seen;      /* allocations while armed */
-static atomic_int failed;     /* the run's one failure happened */
-
-static int fail_now(void)
-{
-    long left;
-    if (atomic_load(&countdown) == 0)
-        return 0;
-    atomic_fetch_add(&seen, 1);
-    left = atomic_fetch_sub(&countdown, 1);
-    if (left == 1) {
-        atomic_store(&failed, 1);
-        return 1;
-    }
-    if (left <= 0)
-        atomic_store(&countdown, 0);
-    return 0;
-}
-
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n)
-{
-    return fail_now() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_calloc(size_t n, size_t m)
-{
-    return fail_now() ? NULL : __real_calloc(n, m);
-}
-
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n)
-{
-    return fail_now() ? NULL : __real_realloc(p, n);
-}
-
-char *__wrap_strdup(const char *s);
-char *__wrap_strdup(const char *s)
-{
-    return fail_now() ? NULL : __real_strdup(s);
-}
-
-char *__wrap_strndup(const char *s, size_t n);
-char *__wrap_strndup(const char *s, size_t n)
-{
-    return fail_now() ? NULL : __real_strndup(s, n);
-}
 
 /* OK, or a status that says memory or the system ran short, with a message. */
 static void short_or_ok(zkl_status st, const char *what, long n)
@@ -295,9 +240,9 @@ static void resession_cycle(zkl_client *c, const char *path, long n)
     st = zkl_mutex_acquire(m, 10000);
     short_or_ok(st, "zkl_mutex_acquire", n);
     if (st == ZKL_OK) {
-        armed = atomic_exchange(&countdown, 0); /* the helper's own calls may not fail */
+        armed = zkt_oom_arm(0); /* the helper's own calls may not fail */
         zkt_expire(c);
-        atomic_store(&countdown, armed);
+        zkt_oom_arm(armed);
         for (i = 0; i < 500 && zkl_mutex_is_held(m); i++)
             zkt_sleep_ms(20);
         cr_assert(!zkl_mutex_is_held(m), "allocation %ld failing: a lost hold still held", n);
@@ -324,9 +269,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
     zkl_status st;
     zkl_client_options_init(&o);
     o.connect_timeout_ms = 10000;
-    atomic_store(&seen, 0);
-    atomic_store(&failed, 0);
-    atomic_store(&countdown, fail_at);
+    zkt_oom_reset();
+    zkt_oom_arm(fail_at);
     st = zkl_client_open(zkt_servers(), &o, &c);
     short_or_ok(st, "zkl_client_open", fail_at);
     if (st != ZKL_OK)
@@ -348,8 +292,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
     short_or_ok(zkl_client_drain(c, 10000), "zkl_client_drain", fail_at);
     cr_assert_eq(zkl_client_close(c), ZKL_OK, "%s", zkl_errmsg());
 out:
-    atomic_store(&countdown, 0);
-    return atomic_load(&seen);
+    zkt_oom_arm(0);
+    return zkt_oom_seen();
 }
 
 /* Nodes under path once settled (a path that is gone has none). */
@@ -391,7 +335,7 @@ static void fail_each_allocation(enum kind k, const char *what)
         cr_assert_leq(left_behind(zh, path, k), 0, "allocation %ld failing left a node", n);
         /* threads make the count vary a little: stop after a few runs that
          * needed no failure */
-        unfailed = atomic_load(&failed) ? 0 : unfailed + 1;
+        unfailed = zkt_oom_failed() ? 0 : unfailed + 1;
     }
     cr_log_info("%s: %ld allocations per cycle; each failed in turn", what, total);
     zookeeper_close(zh);
