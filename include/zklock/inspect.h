@@ -27,9 +27,13 @@ typedef struct zkl_participant {
 
 /*
  * The participants of the lock at path in queue order, holders first. A path
- * with Curator's semaphore layout (locks/, leases/) lists its leases (all
- * holders) and then the waiters on its internal lock. *out is the caller's:
- * zkl_participants_free(*out, *n). A path that does not exist has none.
+ * with Curator's semaphore layout (locks/, leases/) lists its leases, oldest
+ * first, and then the waiters on its internal lock, none of which holds.
+ * Every lease node reads as a holder, that of an acquirer still waiting for
+ * the count to drop too (it heads the internal lock meanwhile): the lease
+ * limit is not kept in ZooKeeper, so the two cannot be told apart. *out is
+ * the caller's: zkl_participants_free(*out, *n). A path that does not exist
+ * has none.
  */
 zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, size_t *n);
 void zkl_participants_free(zkl_participant *v, size_t n);

@@ -17,6 +17,7 @@
 extern const zkl__driver zkl__mutex_driver, zkl__read_driver, zkl__write_driver;
 
 static const char *const all_markers[] = {"__READ__", "__WRIT__", "lock-", NULL};
+static const char *const lease_markers[] = {"lease-", NULL};
 
 static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
 {
@@ -130,6 +131,9 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
         char *leases = zkl__path_join(path, "leases"), *locks = zkl__path_join(path, "locks");
         zkl__names_free(&kids);
         rc = leases && locks ? list(c, s, leases, &kids) : ZSYSTEMERROR;
+        /* in the order they were taken, as the lock's waiters are */
+        if (rc == ZOK && zkl__sort_names(kids.v, kids.n, lease_markers) != ZKL_OK)
+            rc = ZSYSTEMERROR;
         for (i = 0; rc == ZOK && i < kids.n; i++)
             rc = add(s, leases, kids.v[i], 'S', true, &v, &cnt, &cap);
         zkl__names_free(&kids);
