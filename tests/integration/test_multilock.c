@@ -1,7 +1,8 @@
 /*
  * test_multilock.c - all or none: a set with one member held elsewhere times
  * out holding nothing and leaving no znode; a free set is taken and released
- * in full; read members; no new member while the set is held.
+ * in full; read members; no new member while the set is held; a set lost
+ * with its session says so on release, naming a member, and is taken again.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -118,4 +119,46 @@ Test(multilock, read_members_and_no_changes_while_held, .timeout = 60)
     ok(zkl_client_close(a), "close");
     ok(zkl_client_close(b), "close");
     free(px);
+}
+
+/* The session ends under a held set: release reports the loss (naming the
+ * first member that failed, the last one added) and lets go of every member;
+ * the set can be taken again in the next session, and no node is left. */
+Test(multilock, lost_with_its_session, .timeout = 60)
+{
+    zkl_client *a = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("mll1"), *p2 = zkt_path("mll2"), leases[300];
+    zkl_mutex *m;
+    zkl_semaphore_mutex *sm;
+    zkl_multilock *ml;
+    snprintf(leases, sizeof leases, "%s/leases", p2);
+    ok(zkl_mutex_create(a, p1, &m), "create");
+    ok(zkl_semaphore_mutex_create(a, p2, &sm), "create");
+    ok(zkl_multilock_create(&ml), "create set");
+    ok(zkl_multilock_add_mutex(ml, m), "add");
+    ok(zkl_multilock_add_semaphore_mutex(ml, sm), "add");
+    ok(zkl_multilock_acquire(ml, 5000), "the set");
+    zkt_expire_seen(a);
+    cr_assert_not(zkl_mutex_is_held(m) || zkl_semaphore_mutex_is_held(sm),
+                  "a lost set reads as not held");
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ELOST);
+    cr_assert(strstr(zkl_errmsg(), "member 2: "), "%s", zkl_errmsg());
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER, "released once, in full");
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0, "the nodes went with the session");
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
+
+    ok(zkl_multilock_acquire(ml, 15000), "the set again, in the next session");
+    cr_assert(zkl_mutex_is_held(m) && zkl_semaphore_mutex_is_held(sm));
+    ok(zkl_multilock_release(ml), "release");
+    ok(zkl_client_drain(a, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0);
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
+    ok(zkl_multilock_destroy(ml), "destroy set");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_semaphore_mutex_destroy(sm), "destroy");
+    ok(zkl_client_close(a), "close");
+    zookeeper_close(zh);
+    free(p1);
+    free(p2);
 }

@@ -246,3 +246,43 @@ Test(rwlock, destroy_refuses_while_held)
     ok(zkl_client_close(c), "close");
     free(path);
 }
+
+/* Bad arguments are refused with a message, on either side. */
+Test(rwlock, refuses_bad_arguments)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("rwbad");
+    zkl_rwlock *l;
+    int64_t token;
+    char **v;
+    size_t n;
+    cr_assert_eq(zkl_rwlock_create(c, path, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_create(NULL, path, &l), ZKL_EINVAL);
+    cr_assert_null(l);
+    cr_assert_eq(zkl_rwlock_create(c, "relative", &l), ZKL_EBADPATH);
+    ok(zkl_rwlock_create(c, path, &l), "create");
+    cr_assert_eq(zkl_rwlock_read_acquire(l, -5), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "zkl_rwlock_read_acquire: timeout -5 ms is negative"), "%s",
+              zkl_errmsg());
+    cr_assert_eq(zkl_rwlock_write_acquire(l, -5), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "zkl_rwlock_write_acquire: timeout -5 ms is negative"), "%s",
+              zkl_errmsg());
+    cr_assert_not(zkl_rwlock_read_is_held(l) || zkl_rwlock_write_is_held(l),
+                  "a refused acquire holds nothing");
+    cr_assert_eq(zkl_rwlock_read_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_acquire(NULL, 0), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_release(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_release(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_release(l), ZKL_ENOTOWNER);
+    cr_assert_not(zkl_rwlock_read_is_held(NULL) || zkl_rwlock_write_is_held(NULL));
+    cr_assert_eq(zkl_rwlock_read_fencing_token(l, &token), ZKL_ENOTOWNER);
+    cr_assert_eq(zkl_rwlock_write_fencing_token(l, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_participants(NULL, &v, &n), ZKL_EINVAL);
+    cr_assert_null(zkl_rwlock_path(NULL));
+    cr_assert_str_eq(zkl_rwlock_path(l), path);
+    ok(zkl_rwlock_read_acquire(l, ZKL_WAIT_FOREVER), "a refused call leaves the lock usable");
+    ok(zkl_rwlock_read_release(l), "release");
+    ok(zkl_rwlock_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}

@@ -2,7 +2,8 @@
  * test_semaphore.c - zkl_semaphore and zkl_semaphore_mutex against a real
  * server: the lease count is never exceeded and is reached, leases go back
  * from any thread, all-or-none for several leases, Curator's layout, expiry
- * frees leases, and bad arguments are refused.
+ * frees leases, a semaphore mutex lost with its session is taken again, and
+ * bad arguments are refused.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -223,6 +224,39 @@ Test(semaphore, semaphore_mutex)
     ok(zkl_semaphore_mutex_destroy(mb), "destroy");
     ok(zkl_client_close(a), "close");
     ok(zkl_client_close(b), "close");
+    free(path);
+}
+
+/* A semaphore mutex whose lease went with its session reads as not held; the
+ * next acquire takes a new lease and drops the stale one, and nothing is left
+ * behind. */
+Test(semaphore, semaphore_mutex_lost_then_taken_again, .timeout = 60)
+{
+    zkl_client *a = zkt_client(4000), *b = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("semmutexlost"), leases[300];
+    zkl_semaphore_mutex *ma, *mb;
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    ok(zkl_semaphore_mutex_create(a, path, &ma), "create");
+    ok(zkl_semaphore_mutex_create(b, path, &mb), "create");
+    ok(zkl_semaphore_mutex_acquire(ma, 5000), "a holds");
+    zkt_expire_seen(a);
+    cr_assert_not(zkl_semaphore_mutex_is_held(ma), "lost with its session");
+    ok(zkl_semaphore_mutex_acquire(mb, 15000), "b gets it once a's lease is gone");
+    cr_assert_eq(zkl_semaphore_mutex_acquire(ma, 300), ZKL_ETIMEDOUT, "still exclusive");
+    ok(zkl_semaphore_mutex_release(mb), "b lets go");
+    ok(zkl_semaphore_mutex_acquire(ma, 5000), "a again, in its next session");
+    cr_assert(zkl_semaphore_mutex_is_held(ma));
+    cr_assert_eq(zkt_children_settle(zh, leases, 1), 1, "one lease: the stale one is gone");
+    ok(zkl_semaphore_mutex_release(ma), "a lets go");
+    cr_assert_eq(zkl_semaphore_mutex_release(ma), ZKL_ENOTOWNER, "the stale lease was dropped");
+    ok(zkl_client_drain(a, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
+    ok(zkl_semaphore_mutex_destroy(ma), "destroy");
+    ok(zkl_semaphore_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
     free(path);
 }
 
