@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # benchmarks/check_report.sh: the report of scripts/bench, fed rows of our
 # own (no server, no peers): the ratios against Curator and the best valid
-# peer, the median over rounds, and the refusal of bad --rounds values.
+# peer, the median over rounds, the hand-off split, and the refusal of bad
+# --rounds values.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=benchmarks/report.sh
@@ -63,6 +64,16 @@ by=$(ratios_by_round "$tmp/r1" "$tmp/r2" "$tmp/r3")
 check "rounds contended" "$by" '^\| contended +\| +16 \| zklock +\| +3\.00 2\.00 5\.00 \| +3\.00 \| +3\.00 2\.00 5\.00 \| +3\.00 \|'
 # uncontended in two rounds: x Curator 3.00 2.00 (median 2.50), x floor 1.50 2.00 (1.75)
 check "rounds uncontended" "$by" '^\| uncontended +\| +1 \| zklock +\| +3\.00 2\.00 \| +2\.50 \| +2\.00 2\.00 \| +2\.00 \| +1\.50 2\.00 \| +1\.75 \|'
+
+# The hand-off split: rows sorted by sessions, then library; the rate is 1/mean.
+{
+    echo '{"lib":"gozk","parent":"/p/l","sessions":16,"handoffs":520,"server_p50_us":464,"server_p90_us":611,"server_mean_us":473,"client_p50_us":419,"client_p90_us":621,"client_mean_us":421,"handoff_p50_us":884,"handoff_p90_us":1154,"handoff_mean_us":895}'
+    echo '{"lib":"zklock","parent":"/q/l","sessions":4,"handoffs":795,"server_p50_us":422,"server_p90_us":533,"server_mean_us":438,"client_p50_us":140,"client_p90_us":258,"client_mean_us":157,"handoff_p50_us":572,"handoff_p90_us":743,"handoff_mean_us":596}'
+} >"$tmp/split.jsonl"
+split=$(split_table "$tmp/split.jsonl")
+check "split zklock" "$split" '^\| zklock +\| +4 \| +795 \| +422/438 \| +140/157 \| +572/596 \| +1678 \|'
+check "split order" "$(sed -n 3p <<<"$split")" '^\| zklock '
+check "split gozk" "$split" '^\| gozk +\| +16 \| +520 \| +464/473 \| +419/421 \| +884/895 \| +1117 \|'
 
 # Bad --rounds values are refused before anything is installed or built.
 for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do

@@ -165,3 +165,17 @@ variants_table() {
           (.notifications_per_handoff | r(2)), .acquire_p50_us, .acquire_p99_us,
           "\(.min_client_ops)/\(.max_client_ops)", .errors] | map(tostring) | @tsv)' "$1" | md_table
 }
+
+# split_table JSONL: handoff_split's rows, one per library and line length:
+# the server's part of a hand-off and the next holder's, and the hand-off
+# rate they add up to.
+split_table() {
+    jq -rs "$jq_defs"'
+        (["lib","sessions","hand-offs","server p50/mean us","client p50/mean us",
+          "hand-off p50/mean us","hand-offs/s (1/mean)"] | @tsv),
+        (sort_by(.sessions, .lib) | .[] | select(has("handoff_mean_us")) |
+         [.lib, .sessions, .handoffs, "\(.server_p50_us)/\(.server_mean_us)",
+          "\(.client_p50_us)/\(.client_mean_us)", "\(.handoff_p50_us)/\(.handoff_mean_us)",
+          (if .handoff_mean_us > 0 then 1000000 / .handoff_mean_us | r(0) else "-" end)]
+         | map(tostring) | @tsv)' "$1" | md_table
+}
