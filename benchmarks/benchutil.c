@@ -204,21 +204,46 @@ char *bu_4lw(const char *cs, const char *word)
     return buf;
 }
 
-int64_t bu_packets_received(const char *connect)
+/* The value of key in a mntr reply, or -1. */
+static int64_t mntr_value(const char *reply, const char *key)
 {
-    static const char key[] = "zk_packets_received\t";
-    char *reply = bu_4lw(connect, "mntr"), *line;
-    int64_t v = -1;
+    const char *line;
+    size_t n = strlen(key);
+    for (line = reply; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, key, n) == 0 && line[n] == '\t')
+            return strtoll(line + n + 1, NULL, 10);
+    return -1;
+}
+
+int bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notifications)
+{
+    /* watchers triggered, by the kind of event (ZooKeeper 3.6+) */
+    static const char *const sent[] = {
+        "zk_sum_node_created_watch_count", "zk_sum_node_deleted_watch_count",
+        "zk_sum_node_changed_watch_count", "zk_sum_node_children_watch_count"};
+    char *reply = bu_4lw(connect, "mntr");
+    size_t i;
+    *packets = *notifications = -1;
     if (!reply)
         return -1;
-    for (line = reply; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, key, sizeof key - 1) == 0) {
-            v = strtoll(line + sizeof key - 1, NULL, 10);
+    *packets = mntr_value(reply, "zk_packets_received");
+    for (i = 0; i < sizeof sent / sizeof *sent; i++) {
+        int64_t v = mntr_value(reply, sent[i]);
+        if (v < 0) {
+            *notifications = -1;
             break;
         }
+        *notifications = (*notifications < 0 ? 0 : *notifications) + v;
     }
     free(reply);
-    return v;
+    return 0;
+}
+
+int64_t bu_packets_received(const char *connect)
+{
+    int64_t packets, notifications;
+    bu_mntr_counts(connect, &packets, &notifications);
+    return packets;
 }
 
 /* ---------------------------------------------------------------- raw ---- */

@@ -158,11 +158,13 @@ ratios_by_round() {
 
 variants_table() {
     jq -rs "$jq_defs"'
-        (["variant","N","handoffs/s","zk req/handoff","notif/handoff","acq p50 us","acq p99 us",
-          "min/max client ops","errors"] | @tsv),
+        (["variant","N","handoffs/s","zk req/handoff","notif/handoff (client)",
+          "notif/handoff (server)","acq p50 us","acq p99 us","min/max client ops","errors"] | @tsv),
         (.[] | select(has("variant")) |
          [.variant, .clients, (.handoffs_per_s | r(1)), (.requests_per_handoff | r(2)),
-          (.notifications_per_handoff | r(2)), .acquire_p50_us, .acquire_p99_us,
+          (.notifications_per_handoff | r(2)),
+          (if (.server_notifications_per_handoff // -1) < 0 then "-"
+           else .server_notifications_per_handoff | r(2) end), .acquire_p50_us, .acquire_p99_us,
           "\(.min_client_ops)/\(.max_client_ops)", .errors] | map(tostring) | @tsv)' "$1" | md_table
 }
 

@@ -21,8 +21,9 @@
  *
  * stdout: one JSON object per (variant, N); stderr: progress and, at the end,
  * a readable table. Handoffs are acquisitions; requests per handoff come from
- * the server's mntr, notifications per handoff from the clients (watcher
- * callbacks here, zkl_client_stats_get().watch_events for zklock).
+ * the server's mntr, notifications per handoff both from the clients (watcher
+ * callbacks here, zkl_client_stats_get().watch_events for zklock) and from
+ * the server's mntr (watchers it triggered), each a check on the other.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -375,7 +376,7 @@ static void counters(struct vclient *cs, int n, uint64_t *notes, uint64_t *reqs)
 struct result {
     enum variant v;
     int n;
-    double secs, handoffs_per_s, req_per, notes_per, creq_per;
+    double secs, handoffs_per_s, req_per, notes_per, sent_per, creq_per;
     size_t handoffs, min_ops, max_ops;
     int64_t p50, p99;
     int errors;
@@ -390,7 +391,7 @@ static struct result run_one(enum variant v, int n)
     bu_samples acq = {0};
     bu_raw admin;
     uint64_t notes0, reqs0, notes1, reqs1;
-    int64_t before, after, t0, requests;
+    int64_t before, after, sent0, sent1, sent, t0, requests;
     int i, started = 0;
     char what[64];
 
@@ -444,7 +445,7 @@ static struct result run_one(enum variant v, int n)
     pthread_mutex_unlock(&r.mu);
 
     counters(cs, n, &notes0, &reqs0);
-    before = bu_packets_received(zk_connect);
+    bu_mntr_counts(zk_connect, &before, &sent0);
     t0 = bu_now_ns();
     pthread_mutex_lock(&r.mu);
     r.deadline = t0 + (int64_t)(opt_seconds * 1e9);
@@ -454,9 +455,10 @@ static struct result run_one(enum variant v, int n)
         pthread_cond_wait(&r.cv, &r.mu);
     pthread_mutex_unlock(&r.mu);
     res.secs = (double)(bu_now_ns() - t0) / 1e9;
-    after = bu_packets_received(zk_connect);
+    bu_mntr_counts(zk_connect, &after, &sent1);
     counters(cs, n, &notes1, &reqs1);
     requests = before >= 0 && after >= 0 ? after - before - 1 : -1; /* minus the mntr */
+    sent = sent0 >= 0 && sent1 >= 0 ? sent1 - sent0 : -1;
 
     pthread_mutex_lock(&r.mu);
     r.close = true;
@@ -494,6 +496,7 @@ static struct result run_one(enum variant v, int n)
         double h = acq.n ? (double)acq.n : 1.0;
         res.req_per = requests >= 0 ? (double)requests / h : -1;
         res.notes_per = (double)(notes1 - notes0) / h;
+        res.sent_per = sent >= 0 ? (double)sent / h : -1;
         res.creq_per = (double)(reqs1 - reqs0) / h;
     }
     res.p50 = bu_pct_us(&acq, 0.50);
@@ -501,16 +504,18 @@ static struct result run_one(enum variant v, int n)
     printf("{\"lib\":\"%s\",\"variant\":\"%s\",\"clients\":%d,\"seconds\":%.3f,\"handoffs\":%zu,"
            "\"handoffs_per_s\":%.1f,\"zk_requests\":%lld,\"requests_per_handoff\":%.2f,"
            "\"notifications\":%llu,\"notifications_per_handoff\":%.2f,"
+           "\"server_notifications\":%lld,\"server_notifications_per_handoff\":%.2f,"
            "\"client_requests_per_handoff\":%.2f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
            "\"min_client_ops\":%zu,\"max_client_ops\":%zu,\"errors\":%d}\n",
            LIB, variant_names[v], n, res.secs, res.handoffs, res.handoffs_per_s,
            (long long)requests, res.req_per, (unsigned long long)(notes1 - notes0), res.notes_per,
-           res.creq_per, (long long)res.p50, (long long)res.p99, res.min_ops, res.max_ops,
-           res.errors);
+           (long long)sent, res.sent_per, res.creq_per, (long long)res.p50, (long long)res.p99,
+           res.min_ops, res.max_ops, res.errors);
     fflush(stdout);
     fprintf(stderr,
-            "lock_variants: %-22s N=%-3d %8.1f handoffs/s %7.2f req/handoff %7.2f notif/handoff\n",
-            variant_names[v], n, res.handoffs_per_s, res.req_per, res.notes_per);
+            "lock_variants: %-22s N=%-3d %8.1f handoffs/s %7.2f req/handoff %7.2f notif/handoff "
+            "(server %.2f)\n",
+            variant_names[v], n, res.handoffs_per_s, res.req_per, res.notes_per, res.sent_per);
     bu_samples_free(&acq);
     return res;
 }
@@ -610,16 +615,16 @@ int main(int argc, char **argv)
     }
     bu_server_stop();
 
-    fprintf(stderr, "\n%-22s %4s %11s %12s %13s %12s %10s %10s %11s %6s\n", "variant", "N",
-            "handoffs/s", "zk req/hoff", "notif/hoff", "cli req/hoff", "acq p50us", "acq p99us",
-            "min/max ops", "errors");
+    fprintf(stderr, "\n%-22s %4s %11s %12s %13s %13s %12s %10s %10s %11s %6s\n", "variant", "N",
+            "handoffs/s", "zk req/hoff", "notif/hoff", "srv notif/ho", "cli req/hoff", "acq p50us",
+            "acq p99us", "min/max ops", "errors");
     for (i = 0; i < nres; i++) {
         char mm[32];
         snprintf(mm, sizeof mm, "%zu/%zu", res[i].min_ops, res[i].max_ops);
-        fprintf(stderr, "%-22s %4d %11.1f %12.2f %13.2f %12.2f %10lld %10lld %11s %6d\n",
+        fprintf(stderr, "%-22s %4d %11.1f %12.2f %13.2f %13.2f %12.2f %10lld %10lld %11s %6d\n",
                 variant_names[res[i].v], res[i].n, res[i].handoffs_per_s, res[i].req_per,
-                res[i].notes_per, res[i].creq_per, (long long)res[i].p50, (long long)res[i].p99, mm,
-                res[i].errors);
+                res[i].notes_per, res[i].sent_per, res[i].creq_per, (long long)res[i].p50,
+                (long long)res[i].p99, mm, res[i].errors);
     }
     free(res);
     return errors ? 1 : 0;
