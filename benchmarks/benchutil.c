@@ -215,28 +215,25 @@ static int64_t mntr_value(const char *reply, const char *key)
     return -1;
 }
 
-int bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notifications)
+void bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notifications)
 {
     /* watchers triggered, by the kind of event (ZooKeeper 3.6+) */
     static const char *const sent[] = {
         "zk_sum_node_created_watch_count", "zk_sum_node_deleted_watch_count",
         "zk_sum_node_changed_watch_count", "zk_sum_node_children_watch_count"};
     char *reply = bu_4lw(connect, "mntr");
+    int64_t sum = 0;
     size_t i;
     *packets = *notifications = -1;
     if (!reply)
-        return -1;
+        return;
     *packets = mntr_value(reply, "zk_packets_received");
-    for (i = 0; i < sizeof sent / sizeof *sent; i++) {
+    for (i = 0; i < sizeof sent / sizeof *sent && sum >= 0; i++) {
         int64_t v = mntr_value(reply, sent[i]);
-        if (v < 0) {
-            *notifications = -1;
-            break;
-        }
-        *notifications = (*notifications < 0 ? 0 : *notifications) + v;
+        sum = v < 0 ? -1 : sum + v;
     }
+    *notifications = sum;
     free(reply);
-    return 0;
 }
 
 int64_t bu_packets_received(const char *connect)

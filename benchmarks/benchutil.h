@@ -49,9 +49,9 @@ int64_t bu_packets_received(const char *connect);
  * From one mntr: zk_packets_received, and the watch notifications the server
  * has sent (watchers triggered: the sum of zk_sum_node_{created,deleted,
  * changed,children}_watch_count, ZooKeeper 3.6+). Each is -1 if it cannot be
- * had; returns -1 if the server did not answer.
+ * had (both, if the server did not answer).
  */
-int bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notifications);
+void bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notifications);
 
 /* A raw libzookeeper_mt session (floor, naive variants, setup and cleanup). */
 typedef struct bu_raw {
