@@ -202,31 +202,13 @@ Test(mutex, bad_paths_are_refused)
 /* A path the server cannot hold lock nodes under (an ephemeral node, or one
  * below it): the acquire fails at once with the server's reason and the
  * path, instead of waiting out its timeout, and creates nothing. */
-Test(mutex, path_on_an_ephemeral_node_fails_at_once)
+Test(mutex, path_on_an_ephemeral_node_fails_at_once, .timeout = 60)
 {
     zkl_client *c = zkt_client(0);
     zhandle_t *zh = zkt_raw();
-    char *eph = zkt_path("eph"), below[300];
-    const char *paths[2];
-    zkl_mutex *m;
-    size_t i;
-    int64_t t0;
+    char *eph = zkt_path("eph");
     cr_assert_eq(zkt_make_path(zh, eph, ZOO_EPHEMERAL), ZOK);
-    snprintf(below, sizeof below, "%s/sub/lock", eph);
-    paths[0] = eph;
-    paths[1] = below;
-    for (i = 0; i < 2; i++) {
-        ok(zkl_mutex_create(c, paths[i], &m), "create");
-        t0 = zkt_now_ms();
-        cr_assert_eq(zkl_mutex_acquire(m, 10000), ZKL_EZK, "%s: %s", paths[i], zkl_errmsg());
-        cr_assert_lt(zkt_now_ms() - t0, 2000, "%s: must not wait out the timeout", paths[i]);
-        cr_assert(strstr(zkl_errmsg(), eph), "names the path: %s", zkl_errmsg());
-        cr_assert(strstr(zkl_errmsg(), "ephemeral"), "says why: %s", zkl_errmsg());
-        cr_assert_not(zkl_mutex_is_held(m));
-        ok(zkl_mutex_destroy(m), "destroy");
-    }
-    ok(zkl_client_drain(c, 5000), "drain");
-    cr_assert_eq(zkt_children(zh, eph), 0, "nothing was created");
+    zkt_refused_at_once(c, zh, eph, ZKL_EZK, "ephemeral");
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
     free(eph);

@@ -135,6 +135,33 @@ int zkt_children(zhandle_t *zh, const char *path)
     return n;
 }
 
+void zkt_refused_at_once(zkl_client *c, zhandle_t *zh, const char *path, zkl_status want,
+                         const char *why)
+{
+    char deep[512];
+    const char *paths[2];
+    int i;
+    snprintf(deep, sizeof deep, "%s/sub/lock", path);
+    paths[0] = path; /* the lock node itself is refused */
+    paths[1] = deep; /* a parent on the way is refused */
+    for (i = 0; i < 2; i++) {
+        zkl_mutex *m;
+        zkl_status st;
+        int64_t t0 = zkt_now_ms();
+        cr_assert_eq(zkl_mutex_create(c, paths[i], &m), ZKL_OK, "create: %s", zkl_errmsg());
+        st = zkl_mutex_acquire(m, 20000);
+        cr_assert_eq(st, want, "%s: %s (%s)", paths[i], zkl_strerror(st), zkl_errmsg());
+        cr_assert(strstr(zkl_errmsg(), path), "the message names the path: %s", zkl_errmsg());
+        cr_assert(!why || strstr(zkl_errmsg(), why), "and says why: %s", zkl_errmsg());
+        cr_assert_lt(zkt_now_ms() - t0, 5000, "%s: refused only after %lld ms", paths[i],
+                     (long long)(zkt_now_ms() - t0));
+        cr_assert_not(zkl_mutex_is_held(m));
+        cr_assert_eq(zkl_mutex_destroy(m), ZKL_OK);
+    }
+    cr_assert_eq(zkl_client_drain(c, 5000), ZKL_OK);
+    cr_assert_eq(zkt_children(zh, path), 0, "nothing was created under %s", path);
+}
+
 int zkt_children_settle(zhandle_t *zh, const char *path, int want)
 {
     int64_t end = zkt_now_ms() + 10000;

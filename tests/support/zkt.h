@@ -47,6 +47,15 @@ int zkt_children_settle(zhandle_t *zh, const char *path, int want);
  */
 uint64_t zkt_requests_settle(zkl_client *c);
 
+/*
+ * A path the server will not hold lock nodes under: a mutex acquire on path,
+ * and on path/sub/lock below it, fails with want well within its 20 s
+ * timeout, its message naming path (and saying why, if why is not NULL);
+ * nothing is held, and no node is left under path.
+ */
+void zkt_refused_at_once(zkl_client *c, zhandle_t *zh, const char *path, zkl_status want,
+                         const char *why);
+
 /* Expire c's current session on the server (open a second handle on it, close it). */
 void zkt_expire(zkl_client *c);
 /* The same, then wait until c itself has seen that session end. */
