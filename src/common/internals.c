@@ -447,16 +447,6 @@ static void armed_clear(armed *x)
     x->name = NULL;
 }
 
-/* A watch request that failed: a reply we gave up on may still set the
- * watch, and then the ZooKeeper side keeps its reference (the session
- * frees it). */
-static void armed_failed(armed *x, int rc)
-{
-    if (rc != ZOPERATIONTIMEOUT)
-        zkl__watch_unregistered(x->w);
-    armed_clear(x);
-}
-
 /*
  * Head-of-line hand-off: the listing v saw the watched node at the head
  * (grant_if_deleted), and prim, watching that node (name, if given), has
@@ -523,8 +513,8 @@ static int arm_watches(zkl__session *s, const char *parent, armed *prim, const c
     zkl__zk_wgets(s, n, (const char *const *)paths, ws, rcs);
     for (i = 0; i < n; i++) {
         free(paths[i]);
-        if (rcs[i] != ZOK)
-            armed_failed(slot[i], rcs[i]);
+        if (rcs[i] != ZOK) /* zkcall gave back the ZooKeeper side's reference if need be */
+            armed_clear(slot[i]);
         if (slot[i] == prim)
             rc = rcs[i];
     }
@@ -624,7 +614,7 @@ static zkl_status wait_for_lock(zkl_client *c, zkl__session *s, const zkl__acqui
                     goto out;
                 }
             } else {
-                armed_failed(&prim, rc);
+                armed_clear(&prim); /* as in arm_watches */
             }
         } else {
             /*

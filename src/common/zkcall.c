@@ -23,6 +23,7 @@ typedef struct call {
     int done;
     int refs;
     int rc;
+    int reply_rc; /* the server's, before a copy of the reply failed for memory */
     char *created;
     struct Stat stat;
     zkl__names kids;
@@ -154,6 +155,7 @@ static void on_strings(int rc, const struct String_vector *sv, const void *data)
 {
     ZKL_RECEIVED(data);
     call *k = (call *)data;
+    k->reply_rc = rc;
     if (rc == ZOK && sv && sv->count > 0) {
         int i;
         k->kids.v = calloc((size_t)sv->count, sizeof(char *));
@@ -191,6 +193,33 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
         }
     }
     call_done(k, rc);
+}
+
+/* getData for its watch alone: the data is not wanted, so nothing can fail
+ * after the server set the watch. */
+static void on_data_watch(int rc, const char *value, int len, const struct Stat *stat,
+                          const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    (void)value;
+    (void)len;
+    (void)stat;
+    k->reply_rc = rc;
+    call_done(k, rc);
+}
+
+/*
+ * A watch request that came to nothing gives back the ZooKeeper side's
+ * reference to w: not sent, or refused by the server. One answered ZOK (the
+ * watch is set, even if copying the reply failed) or not answered in time
+ * (it may still be set) keeps it: the watch fires, or the session frees it.
+ */
+static void watch_settle(zkl__watch *w, call *k, int rc)
+{
+    if (!w || rc == ZOK || rc == ZOPERATIONTIMEOUT || (k && k->reply_rc == ZOK))
+        return;
+    zkl__watch_unregistered(w);
 }
 
 void zkl__names_free(zkl__names *k)
@@ -354,11 +383,14 @@ int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__nam
         return ZSYSTEMERROR;
     rc = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, on_strings, k)
            : zoo_aget_children(s->zh, path, 0, on_strings, k);
-    if (rc != ZOK)
+    if (rc != ZOK) {
+        watch_settle(w, NULL, rc);
         return call_abandon(k, rc);
+    }
     rc = call_wait(k);
     if (rc == ZOK)
         take_kids(k, out);
+    watch_settle(w, k, rc);
     call_put(k);
     return rc;
 }
@@ -379,13 +411,6 @@ int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
     return rc;
 }
 
-int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w)
-{
-    int rc;
-    zkl__zk_wgets(s, 1, &path, &w, &rc);
-    return rc;
-}
-
 void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
                    int *rcs)
 {
@@ -395,10 +420,12 @@ void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch 
     for (i = 0; i < n && i < ZKL_WGETS_MAX; i++) {
         if (!(k[i] = call_new(s))) {
             rcs[i] = ZSYSTEMERROR;
+            watch_settle(ws[i], NULL, rcs[i]);
             continue;
         }
-        rcs[i] = zoo_awget(s->zh, paths[i], zkl__watch_fn, ws[i], on_data, k[i]);
+        rcs[i] = zoo_awget(s->zh, paths[i], zkl__watch_fn, ws[i], on_data_watch, k[i]);
         if (rcs[i] != ZOK) {
+            watch_settle(ws[i], NULL, rcs[i]);
             call_abandon(k[i], rcs[i]);
             k[i] = NULL;
         }
@@ -407,6 +434,7 @@ void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch 
         if (!k[i])
             continue;
         rcs[i] = call_wait(k[i]);
+        watch_settle(ws[i], k[i], rcs[i]);
         call_put(k[i]);
     }
 }

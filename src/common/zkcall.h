@@ -57,12 +57,18 @@ zkl__deferred *zkl__take_deferred(zkl__session *s);
 void zkl__deferred_done(zkl__deferred *list, bool applied);
 
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
-/* getChildren with a child watch w (NULL: none). */
+/*
+ * getChildren with a child watch w (NULL: none). When the call shows the
+ * watch was never set (not sent, or refused by the server), w's ZooKeeper
+ * reference is given back here; the caller drops only its own.
+ */
 int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
-/* getData with a data watch w (Curator's choice: no watch is left if the node is gone). */
-int zkl__zk_wget(zkl__session *s, const char *path, zkl__watch *w);
-/* n (at most ZKL_WGETS_MAX) such calls sent back to back; rcs[i] is each one's rc. */
+/*
+ * n (at most ZKL_WGETS_MAX) getData calls with data watches ws[i], sent back
+ * to back; rcs[i] is each one's rc (the data is not kept). Curator's choice:
+ * no watch is left if the node is gone. References as zkl__zk_wchildren.
+ */
 #define ZKL_WGETS_MAX 2
 void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
                    int *rcs);
