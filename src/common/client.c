@@ -559,6 +559,15 @@ static void *worker_main(void *arg)
             zkl__revs_work(c);
             continue;
         }
+        if (c->revs_retry_at > 0) { /* a revocation watch that could not be sent */
+            if (now >= c->revs_retry_at) {
+                c->revs_retry_at = 0;
+                c->revs_dirty = true;
+                continue;
+            }
+            if (c->revs_retry_at < wake)
+                wake = c->revs_retry_at;
+        }
         if (c->deferred) { /* held-back deletes whose moment is up */
             const zkl__deferred *d;
             int64_t now_us = zkl__now_us();

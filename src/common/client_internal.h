@@ -116,6 +116,7 @@ struct zkl_client {
     zkl__listener *listeners;
     /* revocation watches (revoke.c), guarded by mu */
     zkl__revwatch *revs;
+    int64_t revs_retry_at; /* ms: a watch that could not be sent is tried again then (0: none) */
     /* the small fields, packed together */
     int n_listeners, cap_listeners, next_listener_id;
     zkl_conn_state state;
@@ -126,7 +127,8 @@ struct zkl_client {
     _Atomic int n_deferred; /* the number of deferred deletes, read without c->mu */
     int handles;            /* live lock objects made on this client */
     int granted_timeout;
-    int drainers; /* threads waiting for async deletes to finish (on cv) */
+    int drainers;      /* threads waiting for async deletes to finish (on cv) */
+    int revs_failures; /* revocation watches not sent in a row (the retry's back-off) */
     bool connected;
     bool ever_connected;
     bool closing;

@@ -171,9 +171,20 @@ void zkl__revs_work(zkl_client *c)
                 atomic_fetch_add(&c->requests, 1);
                 rc = zoo_awget(c->sess->zh, r->node, rev_watcher, r, rev_data, r);
                 if (rc != ZOK) {
+                    /* Not sent (the client could not queue it): a hold made
+                     * revocable must still hear a revoke, so the worker tries
+                     * again, backing off; a marker written meanwhile is read
+                     * by the getData that arms the watch. */
                     r->zk_refs -= 2;
                     r->refs -= 2;
-                    zkl__log(ZKL_LOG_WARN, "revocation watch on %s: %s", r->node, zerror(rc));
+                    r->rearm = true;
+                    c->revs_failures++;
+                    c->revs_retry_at =
+                        zkl__now_ms() + (50LL << (c->revs_failures < 6 ? c->revs_failures : 6));
+                    zkl__log(ZKL_LOG_WARN, "revocation watch on %s: %s; trying again", r->node,
+                             zerror(rc));
+                } else {
+                    c->revs_failures = 0;
                 }
             }
         }
