@@ -1,8 +1,7 @@
 /*
- * oom.c - the wrapped allocators behind oom.h: each call counts down an
- * armed countdown and fails (returns NULL) when it reaches the armed one.
+ * oom.c - the wrapped allocators behind oom.h: each call counts down
+ * zkt_oom and fails (returns NULL) when it reaches the armed one.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,45 +13,11 @@ void *__real_realloc(void *p, size_t n);
 char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 
-static atomic_long countdown; /* 0: off; otherwise the allocation to fail, counting down */
-static atomic_long seen;      /* allocations while armed */
-static atomic_int failed;     /* the armed failure happened */
-
-long zkt_oom_arm(long nth)
-{
-    return atomic_exchange(&countdown, nth);
-}
-
-long zkt_oom_seen(void)
-{
-    return atomic_load(&seen);
-}
-
-int zkt_oom_failed(void)
-{
-    return atomic_load(&failed);
-}
-
-void zkt_oom_reset(void)
-{
-    atomic_store(&seen, 0);
-    atomic_store(&failed, 0);
-}
+zkt_countdown zkt_oom;
 
 static int fail_now(void)
 {
-    long left;
-    if (atomic_load(&countdown) == 0)
-        return 0;
-    atomic_fetch_add(&seen, 1);
-    left = atomic_fetch_sub(&countdown, 1);
-    if (left == 1) {
-        atomic_store(&failed, 1);
-        return 1;
-    }
-    if (left <= 0)
-        atomic_store(&countdown, 0);
-    return 0;
+    return zkt_countdown_fire(&zkt_oom);
 }
 
 void *__wrap_malloc(size_t n);

@@ -14,16 +14,16 @@ __attribute__((constructor)) static void oom_from_env(void)
 {
     const char *at = getenv("ZKL_OOM_FAIL_AT");
     if (at && *at)
-        zkt_oom_arm(strtol(at, NULL, 10));
+        zkt_countdown_arm(&zkt_oom, strtol(at, NULL, 10));
 }
 
 __attribute__((destructor)) static void oom_report(void)
 {
     const char *file = getenv("ZKL_OOM_REPORT");
     FILE *f;
-    zkt_oom_arm(0); /* stdio's own buffer must not fail */
+    zkt_countdown_arm(&zkt_oom, 0); /* stdio's own buffer must not fail */
     if (!file || !*file || !(f = fopen(file, "w")))
         return;
-    fprintf(f, "%s\n", zkt_oom_failed() ? "failed" : "not reached");
+    fprintf(f, "%s\n", zkt_countdown_failed(&zkt_oom) ? "failed" : "not reached");
     fclose(f);
 }

@@ -1,34 +1,52 @@
 /*
- * test_oom.c - running out of memory, SQLite's way: the scenario below runs
- * again and again, with zklock's Nth allocation failing in run N, until a
+ * test_fail_each.c - failure paths, SQLite's way: the scenarios below run
+ * again and again, with the Nth call of one kind failing in run N, until a
  * run needs no failure. Every call must then give a status (ZKL_ENOMEM or
  * ZKL_ESYS, with a message) or succeed; no crash, no hang, no leak (the
- * ASan variant checks that), no node left behind.
+ * ASan and valgrind variants check that), no node left behind.
  *
- * The failures reach zklock's code only: this program is linked with
- * -Wl,--wrap for the allocators, which redirects the calls made from the
- * objects linked into it (zklock's static library, this file), not those
- * made inside libzookeeper_mt or libc.
+ * Built twice (tests/CMakeLists.txt), each linked with -Wl,--wrap so that
+ * only the calls made from zklock's static library and this program fail:
+ *   test_oom       zklock's allocations (support/oom.c);
+ *   test_sendfail  zklock's ZooKeeper requests, refused before they are sent
+ *                  as libzookeeper_mt refuses one it cannot queue
+ *                  (support/sendfail.c, ZKT_FAIL_SENDS defined).
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "oom.h"
 #include "zkt.h"
+
+#ifdef ZKT_FAIL_SENDS
+#include "sendfail.h"
+#define FAULTS (&zkt_sendfail)
+#define SUITE sendfail
+#define WHAT "request"
+#define PREFIX "sendfail"
+#define MIN_CALLS 3
+#else
+#include "oom.h"
+#define FAULTS (&zkt_oom)
+#define SUITE oom
+#define WHAT "allocation"
+#define PREFIX "oom"
+#define MIN_CALLS 10
+#endif
 
 /* OK, or a status that says memory or the system ran short, with a message. */
 static void short_or_ok(zkl_status st, const char *what, long n)
 {
     if (st == ZKL_OK)
         return;
-    cr_assert(st == ZKL_ENOMEM || st == ZKL_ESYS, "allocation %ld failing: %s gave %s (%s)", n,
-              what, zkl_strerror(st), zkl_errmsg());
-    cr_assert_neq(zkl_errmsg()[0], '\0', "allocation %ld failing: %s gave no message", n, what);
+    cr_assert(st == ZKL_ENOMEM || st == ZKL_ESYS, WHAT " %ld failing: %s gave %s (%s)", n, what,
+              zkl_strerror(st), zkl_errmsg());
+    cr_assert_neq(zkl_errmsg()[0], '\0', WHAT " %ld failing: %s gave no message", n, what);
 }
 
-enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE, RESESSION };
+enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE, RESESSION, CONTENDED, SEM_CONTENDED };
 
 /* A mutex on path, or NULL if making it failed (as it may). */
 static zkl_mutex *mutex_made(zkl_client *c, const char *path, long n)
@@ -157,9 +175,8 @@ static void multilock_cycle(zkl_client *c, const char *path, long n)
         short_or_ok(zkl_multilock_release(ml), "zkl_multilock_release", n);
     }
     /* all or none: a failed acquire holds nothing, a failed release nothing either */
-    cr_assert(!m || !zkl_mutex_is_held(m), "allocation %ld failing: a member is still held", n);
-    cr_assert(!l || !zkl_rwlock_read_is_held(l), "allocation %ld failing: a member is still held",
-              n);
+    cr_assert(!m || !zkl_mutex_is_held(m), WHAT " %ld failing: a member is still held", n);
+    cr_assert(!l || !zkl_rwlock_read_is_held(l), WHAT " %ld failing: a member is still held", n);
     if (ml)
         cr_assert_eq(zkl_multilock_destroy(ml), ZKL_OK, "%s", zkl_errmsg());
     if (sm)
@@ -221,7 +238,7 @@ static void revoke_cycle(zkl_client *c, const char *path, long n)
         for (i = 0; st == ZKL_OK && i < 250 && !atomic_load(&revoke_calls); i++)
             zkt_sleep_ms(20);
         cr_assert(st != ZKL_OK || atomic_load(&revoke_calls) == 1,
-                  "allocation %ld failing: the revoke was not delivered", n);
+                  WHAT " %ld failing: the revoke was not delivered", n);
         free(node);
     }
     mutex_done(m, n);
@@ -240,14 +257,14 @@ static void resession_cycle(zkl_client *c, const char *path, long n)
     st = zkl_mutex_acquire(m, 10000);
     short_or_ok(st, "zkl_mutex_acquire", n);
     if (st == ZKL_OK) {
-        armed = zkt_oom_arm(0); /* the helper's own calls may not fail */
+        armed = zkt_countdown_arm(FAULTS, 0); /* the helper's own calls may not fail */
         zkt_expire(c);
-        zkt_oom_arm(armed);
+        zkt_countdown_arm(FAULTS, armed);
         for (i = 0; i < 500 && zkl_mutex_is_held(m); i++)
             zkt_sleep_ms(20);
-        cr_assert(!zkl_mutex_is_held(m), "allocation %ld failing: a lost hold still held", n);
+        cr_assert(!zkl_mutex_is_held(m), WHAT " %ld failing: a lost hold still held", n);
         st = zkl_mutex_release(m);
-        cr_assert(st == ZKL_ELOST, "allocation %ld failing: releasing a lost hold gave %s", n,
+        cr_assert(st == ZKL_ELOST, WHAT " %ld failing: releasing a lost hold gave %s", n,
                   zkl_strerror(st));
     }
     /* whether or not the first acquire got through, the session may be gone */
@@ -259,8 +276,94 @@ static void resession_cycle(zkl_client *c, const char *path, long n)
 }
 
 /*
+ * One place in a line: a mutex on path, or (sem) one lease of a one-lease
+ * semaphore there, taken and given back. Its own lock object on the shared
+ * client, so it queues behind the others; statuses are kept for the test's
+ * thread to check.
+ */
+struct place {
+    zkl_client *c;
+    const char *path;
+    bool sem;
+    zkl_mutex *m;
+    zkl_semaphore *s;
+    zkl_lease *lease;
+    pthread_t t;
+    zkl_status create, acquire, release;
+    char msg[256];
+};
+
+static void place_take(struct place *p)
+{
+    p->create = p->sem ? zkl_semaphore_create(p->c, p->path, 1, &p->s)
+                       : zkl_mutex_create(p->c, p->path, &p->m);
+    if (p->create != ZKL_OK)
+        p->acquire = p->create;
+    else
+        p->acquire =
+            p->sem ? zkl_semaphore_acquire(p->s, 10000, &p->lease) : zkl_mutex_acquire(p->m, 10000);
+}
+
+static void place_leave(struct place *p)
+{
+    if (p->acquire == ZKL_OK)
+        p->release = p->sem ? zkl_lease_return(p->lease) : zkl_mutex_release(p->m);
+    if (p->create != ZKL_OK || p->acquire != ZKL_OK || p->release != ZKL_OK)
+        snprintf(p->msg, sizeof p->msg, "%s", zkl_errmsg());
+    if (p->s)
+        cr_assert_eq(zkl_semaphore_destroy(p->s), ZKL_OK, "%s", zkl_errmsg());
+    if (p->m)
+        cr_assert_eq(zkl_mutex_destroy(p->m), ZKL_OK, "%s", zkl_errmsg());
+}
+
+static void *waiter_main(void *arg)
+{
+    struct place *p = arg;
+    place_take(p);
+    if (p->acquire == ZKL_OK)
+        zkt_sleep_ms(10);
+    place_leave(p);
+    return NULL;
+}
+
+static void place_check(const struct place *p, long n)
+{
+    const zkl_status sts[3] = {p->create, p->acquire, p->release};
+    int i;
+    for (i = 0; i < 3; i++)
+        cr_assert(sts[i] == ZKL_OK || ((sts[i] == ZKL_ENOMEM || sts[i] == ZKL_ESYS) && p->msg[0]),
+                  WHAT " %ld failing: %s %d gave %s (%s)", n, p->sem ? "a lease" : "a mutex", i,
+                  zkl_strerror(sts[i]), p->msg);
+}
+
+/* A holder with two waiters in line behind it; the holder lets go once both
+ * wait. A mutex's first waiter watches the holder, the second the first; a
+ * semaphore's waiters watch the lease list. */
+static void contended_cycle(zkl_client *c, const char *path, long n, bool sem)
+{
+    struct place p[3];
+    int i;
+    memset(p, 0, sizeof p);
+    for (i = 0; i < 3; i++) {
+        p[i].c = c;
+        p[i].path = path;
+        p[i].sem = sem;
+    }
+    place_take(&p[0]);
+    for (i = 1; i < 3; i++) {
+        cr_assert_eq(pthread_create(&p[i].t, NULL, waiter_main, &p[i]), 0);
+        zkt_sleep_ms(40); /* in line one after the other */
+    }
+    place_leave(&p[0]);
+    for (i = 1; i < 3; i++)
+        pthread_join(p[i].t, NULL);
+    for (i = 0; i < 3; i++)
+        place_check(&p[i], n);
+}
+
+/*
  * One client: open, one recipe's cycle, drain, close. Returns how many
- * allocations zklock made meanwhile.
+ * calls of the failing kind zklock made meanwhile.
  */
 static long scenario(const char *path, enum kind k, long fail_at)
 {
@@ -269,8 +372,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
     zkl_status st;
     zkl_client_options_init(&o);
     o.connect_timeout_ms = 10000;
-    zkt_oom_reset();
-    zkt_oom_arm(fail_at);
+    zkt_countdown_reset(FAULTS);
+    zkt_countdown_arm(FAULTS, fail_at);
     st = zkl_client_open(zkt_servers(), &o, &c);
     short_or_ok(st, "zkl_client_open", fail_at);
     if (st != ZKL_OK)
@@ -285,6 +388,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         multilock_cycle(c, path, fail_at);
     else if (k == REVOKE)
         revoke_cycle(c, path, fail_at);
+    else if (k == CONTENDED || k == SEM_CONTENDED)
+        contended_cycle(c, path, fail_at, k == SEM_CONTENDED);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -292,8 +397,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
     short_or_ok(zkl_client_drain(c, 10000), "zkl_client_drain", fail_at);
     cr_assert_eq(zkl_client_close(c), ZKL_OK, "%s", zkl_errmsg());
 out:
-    zkt_oom_arm(0);
-    return zkt_oom_seen();
+    zkt_countdown_arm(FAULTS, 0);
+    return zkt_countdown_seen(FAULTS);
 }
 
 /* Nodes under path once settled (a path that is gone has none). */
@@ -314,60 +419,70 @@ static int nodes_under2(zhandle_t *zh, const char *path, const char *a, const ch
 /* Nodes left under a recipe's path (the semaphore's under its two parents). */
 static int left_behind(zhandle_t *zh, const char *path, enum kind k)
 {
-    if (k == SEMAPHORE)
+    if (k == SEMAPHORE || k == SEM_CONTENDED)
         return nodes_under2(zh, path, "leases", "locks");
     if (k == MULTILOCK) /* under each member's path */
         return nodes_under2(zh, path, "m", "r") + nodes_under2(zh, path, "s/leases", "s/locks");
     return nodes_under(zh, path);
 }
 
-static void fail_each_allocation(enum kind k, const char *what)
+static void fail_each(enum kind k, const char *what)
 {
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path(what);
     long total, n;
     int unfailed = 0;
-    /* a run with no failure (fail_at beyond any count) counts the allocations */
+    /* a run with no failure (fail_at beyond any count) counts the calls */
     total = scenario(path, k, 1L << 40);
-    cr_assert_gt(total, 10, "the wrapped allocators saw %ld allocations", total);
+    cr_assert_gt(total, MIN_CALLS, "the wrappers saw %ld calls", total);
     for (n = 1; n <= total + 20 && unfailed < 3; n++) {
         scenario(path, k, n);
-        cr_assert_leq(left_behind(zh, path, k), 0, "allocation %ld failing left a node", n);
+        cr_assert_leq(left_behind(zh, path, k), 0, WHAT " %ld failing left a node", n);
         /* threads make the count vary a little: stop after a few runs that
          * needed no failure */
-        unfailed = zkt_oom_failed() ? 0 : unfailed + 1;
+        unfailed = zkt_countdown_failed(FAULTS) ? 0 : unfailed + 1;
     }
-    cr_log_info("%s: %ld allocations per cycle; each failed in turn", what, total);
+    cr_log_info("%s: %ld " WHAT "s per cycle; each failed in turn", what, total);
     zookeeper_close(zh);
     free(path);
 }
 
-Test(oom, every_allocation_of_a_mutex_cycle_may_fail, .timeout = 600)
+Test(SUITE, mutex_cycle, .timeout = 600)
 {
-    fail_each_allocation(MUTEX, "oom-mutex");
+    fail_each(MUTEX, PREFIX "-mutex");
 }
 
-Test(oom, every_allocation_of_a_rwlock_cycle_may_fail, .timeout = 600)
+Test(SUITE, rwlock_cycle, .timeout = 600)
 {
-    fail_each_allocation(RWLOCK, "oom-rwlock");
+    fail_each(RWLOCK, PREFIX "-rwlock");
 }
 
-Test(oom, every_allocation_of_a_semaphore_cycle_may_fail, .timeout = 600)
+Test(SUITE, semaphore_cycle, .timeout = 600)
 {
-    fail_each_allocation(SEMAPHORE, "oom-semaphore");
+    fail_each(SEMAPHORE, PREFIX "-semaphore");
 }
 
-Test(oom, every_allocation_of_a_multilock_cycle_may_fail, .timeout = 600)
+Test(SUITE, multilock_cycle, .timeout = 600)
 {
-    fail_each_allocation(MULTILOCK, "oom-multilock");
+    fail_each(MULTILOCK, PREFIX "-multilock");
 }
 
-Test(oom, every_allocation_around_a_session_expiry_may_fail, .timeout = 600)
+Test(SUITE, around_a_session_expiry, .timeout = 600)
 {
-    fail_each_allocation(RESESSION, "oom-resession");
+    fail_each(RESESSION, PREFIX "-resession");
 }
 
-Test(oom, every_allocation_of_a_revocation_and_inspection_cycle_may_fail, .timeout = 600)
+Test(SUITE, revocation_and_inspection_cycle, .timeout = 600)
 {
-    fail_each_allocation(REVOKE, "oom-revoke");
+    fail_each(REVOKE, PREFIX "-revoke");
+}
+
+Test(SUITE, contended_cycle, .timeout = 600)
+{
+    fail_each(CONTENDED, PREFIX "-contended");
+}
+
+Test(SUITE, contended_semaphore_cycle, .timeout = 600)
+{
+    fail_each(SEM_CONTENDED, PREFIX "-semaphore-contended");
 }
