@@ -289,7 +289,7 @@ struct place {
     zkl_semaphore *s;
     zkl_lease *lease;
     pthread_t t;
-    zkl_status create, acquire, release;
+    zkl_status create, acquire, release, destroy;
     char msg[256];
 };
 
@@ -310,10 +310,7 @@ static void place_leave(struct place *p)
         p->release = p->sem ? zkl_lease_return(p->lease) : zkl_mutex_release(p->m);
     if (p->create != ZKL_OK || p->acquire != ZKL_OK || p->release != ZKL_OK)
         snprintf(p->msg, sizeof p->msg, "%s", zkl_errmsg());
-    if (p->s)
-        cr_assert_eq(zkl_semaphore_destroy(p->s), ZKL_OK, "%s", zkl_errmsg());
-    if (p->m)
-        cr_assert_eq(zkl_mutex_destroy(p->m), ZKL_OK, "%s", zkl_errmsg());
+    p->destroy = p->s ? zkl_semaphore_destroy(p->s) : p->m ? zkl_mutex_destroy(p->m) : ZKL_OK;
 }
 
 static void *waiter_main(void *arg)
@@ -334,6 +331,8 @@ static void place_check(const struct place *p, long n)
         cr_assert(sts[i] == ZKL_OK || ((sts[i] == ZKL_ENOMEM || sts[i] == ZKL_ESYS) && p->msg[0]),
                   WHAT " %ld failing: %s %d gave %s (%s)", n, p->sem ? "a lease" : "a mutex", i,
                   zkl_strerror(sts[i]), p->msg);
+    cr_assert_eq(p->destroy, ZKL_OK, WHAT " %ld failing: destroying gave %s", n,
+                 zkl_strerror(p->destroy));
 }
 
 /* A holder with two waiters in line behind it; the holder lets go once both
