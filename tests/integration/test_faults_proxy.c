@@ -7,8 +7,10 @@
  * itself against an echo server.
  *
  * Every test leaves no lock node behind: checked from a raw handle once the
- * clients have drained their deletes. The last test shows an acquire keeps
- * its timeout (at least 1 s, the floor its calls get) on a silent link.
+ * clients have drained their deletes. The last tests show an acquire keeps
+ * its timeout (at least 1 s, the floor its calls get) on a silent link, and
+ * that a waiter cut off from the server gives up at its deadline, or at once
+ * when its client is canceled, and its node goes when the link is back.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -438,6 +440,7 @@ struct waiter {
     int timeout_ms;
     atomic_int *order; /* optional: rank of this grant among the waiters sharing it */
     zkl_status st, release_st;
+    char msg[256]; /* zkl_errmsg() of a failed acquire */
     int64_t got_at;
     int rank;
     char *node;
@@ -450,6 +453,8 @@ static void *waiter_main(void *arg)
     struct waiter *w = arg;
     zkl_status st = zkl_mutex_acquire(w->m, w->timeout_ms);
     w->got_at = zkt_now_ms();
+    if (st != ZKL_OK)
+        snprintf(w->msg, sizeof w->msg, "%s", zkl_errmsg());
     if (st == ZKL_OK) {
         if (w->order)
             w->rank = atomic_fetch_add(w->order, 1) + 1;
@@ -1266,4 +1271,95 @@ Test(proxy_faults, acquire_keeps_its_timeout_on_a_silent_link, .timeout = 60)
     cr_assert_eq(st_500, ZKL_ETIMEDOUT);
     cr_assert_lt(took_500, 2000, "acquire(500) took %lld ms", (long long)took_500);
     cr_assert_lt(took_0, 2000, "acquire(0) took %lld ms", (long long)took_0);
+}
+
+/*
+ * A waiter queued behind a holder in another session has its link cut and
+ * its reconnects refused; with cancel_after_ms >= 0 its client is canceled
+ * that long after the cut. Returns once the acquire has returned, the link
+ * is back and everything is cleaned up: the waiter's node, which it could
+ * not delete while cut off, must go then, and the session must survive.
+ */
+struct cut_off {
+    zkl_status st;
+    char msg[256];
+    char *path;
+    int64_t took_ms; /* from the cut to the acquire's return */
+};
+
+static void waiter_cut_off(const char *name, int timeout_ms, int cancel_after_ms,
+                           struct cut_off *out)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = zkt_client(4000);
+    zkl_client *c = proxied_client(fp, 10000, &ct);
+    zhandle_t *zh = zkt_raw();
+    zkl_mutex *mh, *m;
+    struct waiter w = {0};
+    int64_t t0;
+    out->path = zkt_path(name);
+    ok(zkl_mutex_create(h, out->path, &mh), "create");
+    ok(zkl_mutex_create(c, out->path, &m), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    waiter_start(&w, m, timeout_ms, NULL);
+    cr_assert(children_reach(zh, out->path, 2, 2000), "the waiter never queued");
+    fp_refuse(fp, true);
+    fp_cut(fp);
+    t0 = zkt_now_ms();
+    if (cancel_after_ms >= 0) {
+        zkt_sleep_ms(cancel_after_ms);
+        cr_assert_not(atomic_load(&w.done), "the waiter gave up before it was canceled");
+        ok(zkl_client_cancel(c), "cancel");
+    }
+    cr_assert(zkt_wait_for(flag_set, &w.done, timeout_ms + 10000), "the waiter hangs");
+    out->st = w.st;
+    out->took_ms = w.got_at - t0;
+    memcpy(out->msg, w.msg, sizeof out->msg);
+    fp_refuse(fp, false);
+    cr_log_info("cut-off waiter: %s (%s) %lld ms after the cut", zkl_strerror(w.st), w.msg,
+                (long long)out->took_ms);
+    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect once the link was back");
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, out->path, 1), 1,
+                 "the waiter's node outlived its acquire");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0, "the session was lost");
+    waiter_finish(&w);
+    ok(zkl_mutex_release(mh), "release");
+    ok(zkl_client_drain(h, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, out->path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+}
+
+/*
+ * Cut off past its deadline, the waiter's listings fail with connection
+ * loss; it retries until the deadline, then gives up with ZKL_ETIMEDOUT
+ * saying it is not connected, without waiting for the session to end.
+ */
+Test(proxy_faults, waiter_cut_off_past_its_deadline_times_out, .timeout = 60)
+{
+    struct cut_off r;
+    waiter_cut_off("pxdeadline", 2500, -1, &r);
+    cr_assert_eq(r.st, ZKL_ETIMEDOUT, "%s: %s", zkl_strerror(r.st), r.msg);
+    cr_assert(strstr(r.msg, r.path) && strstr(r.msg, "not connected"),
+              "the message names neither the lock nor the lost link: %s", r.msg);
+    cr_assert_lt(r.took_ms, 2500 + 2000, "gave up %lld ms after the cut", (long long)r.took_ms);
+    free(r.path);
+}
+
+/* Cut off and retrying, the waiter hears zkl_client_cancel at once. */
+Test(proxy_faults, waiter_cut_off_hears_cancel, .timeout = 60)
+{
+    struct cut_off r;
+    waiter_cut_off("pxcancel", 20000, 700, &r);
+    cr_assert_eq(r.st, ZKL_ECANCELED, "%s: %s", zkl_strerror(r.st), r.msg);
+    cr_assert(strstr(r.msg, r.path) && strstr(r.msg, "canceled"),
+              "the message names neither the lock nor the cancel: %s", r.msg);
+    cr_assert_lt(r.took_ms, 700 + 1500, "canceled, it still took %lld ms", (long long)r.took_ms);
+    free(r.path);
 }
