@@ -2,8 +2,9 @@
  * test_semaphore.c - zkl_semaphore and zkl_semaphore_mutex against a real
  * server: the lease count is never exceeded and is reached, leases go back
  * from any thread, all-or-none for several leases, Curator's layout, expiry
- * frees leases, a semaphore mutex lost with its session is taken again, and
- * bad arguments are refused.
+ * frees leases, a waiter whose lease node is deleted queues again, a
+ * semaphore mutex lost with its session is taken again, and bad arguments
+ * are refused.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -254,6 +255,82 @@ Test(semaphore, semaphore_mutex_lost_then_taken_again, .timeout = 60)
     cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
     ok(zkl_semaphore_mutex_destroy(ma), "destroy");
     ok(zkl_semaphore_mutex_destroy(mb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+struct sem_waiter {
+    zkl_semaphore *s;
+    zkl_lease *lease;
+    zkl_status st;
+    atomic_int done;
+};
+
+static void *sem_wait_main(void *arg)
+{
+    struct sem_waiter *w = arg;
+    w->st = zkl_semaphore_acquire(w->s, 20000, &w->lease);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+/* The one child of path that is not the node `not`, as a full path. */
+static void other_child(zhandle_t *zh, const char *path, const char * not, char *out, size_t len)
+{
+    struct String_vector sv;
+    int i, found = 0;
+    cr_assert_eq(zoo_get_children(zh, path, 0, &sv), ZOK);
+    for (i = 0; i < sv.count; i++) {
+        snprintf(out, len, "%s/%s", path, sv.data[i]);
+        if (strcmp(out, not ) != 0) {
+            found = 1;
+            break;
+        }
+    }
+    deallocate_String_vector(&sv);
+    cr_assert(found, "no child of %s but %s", path, not );
+}
+
+/*
+ * A waiter for a lease whose lease node someone deletes (an operator, or a
+ * session that is ending) lost its place: it must not go on counting without
+ * a node, nor give up, but queue again from the internal lock with a new
+ * lease node, and get the lease when one comes back.
+ */
+Test(semaphore, waiter_whose_lease_node_is_deleted_queues_again, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("semnodegone"), leases[300], victim[512];
+    zkl_semaphore *sa, *sb;
+    zkl_lease *la;
+    struct sem_waiter w = {0};
+    pthread_t t;
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    ok(zkl_semaphore_create(a, path, 1, &sa), "create");
+    ok(zkl_semaphore_create(b, path, 1, &sb), "create");
+    ok(zkl_semaphore_acquire(sa, 5000, &la), "a takes the only lease");
+    w.s = sb;
+    pthread_create(&t, NULL, sem_wait_main, &w);
+    cr_assert_eq(zkt_children_settle(zh, leases, 2), 2, "the waiter never made its lease node");
+    other_child(zh, leases, zkl_lease_node(la), victim, sizeof victim);
+    cr_assert_eq(zoo_delete(zh, victim, -1), ZOK);
+    cr_assert_eq(zkt_children_settle(zh, leases, 2), 2, "the waiter did not queue again");
+    cr_assert_not(atomic_load(&w.done), "the waiter stopped waiting: %s", zkl_strerror(w.st));
+    ok(zkl_lease_return(la), "a returns its lease");
+    pthread_join(t, NULL);
+    ok(w.st, "the requeued waiter gets the lease");
+    cr_assert_str_neq(zkl_lease_node(w.lease), victim, "it holds with the deleted node");
+    ok(zkl_lease_return(w.lease), "return");
+    ok(zkl_client_drain(a, 5000), "drain");
+    ok(zkl_client_drain(b, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "a lease node was left");
+    snprintf(leases, sizeof leases, "%s/locks", path);
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "an internal lock node was left");
+    ok(zkl_semaphore_destroy(sa), "destroy");
+    ok(zkl_semaphore_destroy(sb), "destroy");
     ok(zkl_client_close(a), "close");
     ok(zkl_client_close(b), "close");
     zookeeper_close(zh);
