@@ -10,7 +10,8 @@
  * clients have drained their deletes. The last tests show an acquire keeps
  * its timeout (at least 1 s, the floor its calls get) on a silent link, and
  * that a waiter cut off from the server gives up at its deadline, or at once
- * when its client is canceled, and its node goes when the link is back.
+ * when its client is canceled, and its node goes when the link is back; and
+ * that a revocation watch lost to a cut is armed again.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -1362,4 +1363,55 @@ Test(proxy_faults, waiter_cut_off_hears_cancel, .timeout = 60)
               "the message names neither the lock nor the cancel: %s", r.msg);
     cr_assert_lt(r.took_ms, 700 + 1500, "canceled, it still took %lld ms", (long long)r.took_ms);
     free(r.path);
+}
+
+static void on_revoke_flag(void *lock, void *ud)
+{
+    (void)lock;
+    atomic_store((atomic_int *)ud, 1);
+}
+
+/*
+ * A revocable hold whose revocation watch is still on its way (a slow link)
+ * when the link is cut: the request fails with connection loss, so no watch
+ * was left, and it must be armed again once the client is back, or revokes
+ * would go unheard for as long as the lock is held.
+ */
+Test(proxy_faults, revocation_watch_lost_to_a_cut_is_armed_again, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *c = proxied_client(fp, 10000, &ct);
+    zkl_client *asker = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxrevoke"), *node = NULL;
+    zkl_mutex *m;
+    atomic_int revoked = 0;
+    uint64_t before;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_make_revocable(m, on_revoke_flag, &revoked), "revocable");
+    fp_delay(fp, 300);
+    ok(zkl_mutex_acquire(m, 10000), "acquire over a slow link");
+    before = client_stats(c).requests;
+    ok(zkl_mutex_node(m, &node), "node");
+    zkt_sleep_ms(150); /* the worker's getData for the watch is on the link now */
+    cr_assert_gt(client_stats(c).requests, before, "the revocation watch was not sent");
+    cut_clean(fp);
+    fp_delay(fp, 0);
+    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the cut");
+    cr_assert(zkl_mutex_is_held(m), "the hold did not survive a short cut");
+    zkt_sleep_ms(300);
+    ok(zkl_revoke(asker, node), "revoke");
+    cr_assert(zkt_wait_for(flag_set, &revoked, 10000),
+              "the revoke went unheard: the watch was not armed again");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    free(node);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(asker), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
 }
