@@ -11,7 +11,7 @@
  * its timeout (at least 1 s, the floor its calls get) on a silent link, and
  * that a waiter cut off from the server gives up at its deadline, or at once
  * when its client is canceled, and its node goes when the link is back; and
- * that a revocation watch lost to a cut is armed again.
+ * that a waiter's watch, or a revocation watch, lost to a cut is made again.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -1411,6 +1411,55 @@ Test(proxy_faults, revocation_watch_lost_to_a_cut_is_armed_again, .timeout = 60)
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
     ok(zkl_client_close(asker), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * A waiter on a slow link whose watch request is on its way when the link is
+ * cut: the request fails with connection loss, so it has no watch. It must
+ * list again once back (not sleep on a watch that was never set), keep its
+ * one node, and get the lock when the holder lets go.
+ */
+Test(proxy_faults, watch_request_lost_to_a_cut_is_made_again, .timeout = 60)
+{
+    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fp_proxy *fp = proxy();
+    zkl_client *h = zkt_client(4000);
+    zkl_client *c = proxied_client(fp, 10000, &ct);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxarm");
+    zkl_mutex *mh, *m;
+    struct waiter w = {0};
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
+    fp_delay(fp, 300);
+    waiter_start(&w, m, 30000, NULL);
+    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+    /* its listing is back after ~300 ms more; the watch request then takes 600 */
+    zkt_sleep_ms(500);
+    cut_clean(fp);
+    fp_delay(fp, 0);
+    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the cut");
+    zkt_sleep_ms(300);
+    cr_assert_eq(zkt_children(zh, path), 2, "one node per contender");
+    cr_assert_not(atomic_load(&w.done), "the waiter got a held lock: %s", zkl_strerror(w.st));
+    ok(zkl_mutex_release(mh), "holder releases");
+    cr_assert(zkt_wait_for(flag_set, &w.done, 10000),
+              "the waiter never got the lock: it sleeps on a watch that was never set");
+    ok(w.st, "acquire across the cut");
+    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    waiter_finish(&w);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    ok(zkl_client_drain(h, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(c), "close");
     fp_stop(fp);
     zookeeper_close(zh);
     free(path);
