@@ -1,8 +1,9 @@
 /*
  * test_mutex_faults.c - the mutex when things break: session expiry of a
  * holder and of a waiter, a create whose reply is lost, a create that never
- * left, a node with our prefix that belongs to another session, and a listing
- * read just before the session ended.
+ * left, a node with our prefix that belongs to another session, a waiter's
+ * node or its lock's parent deleted by someone else, and a listing read just
+ * before the session ended.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -304,6 +305,67 @@ Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
         ok(zkl_mutex_destroy(m[i]), "destroy");
         ok(zkl_client_close(c[i]), "close");
     }
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * The whole line and the lock's parent deleted at once by an operator (one
+ * multi) while a waiter waits behind two nodes of another session: the
+ * waiter's listing finds no parent. Its node went with it, so it queues
+ * again, making the parent anew, and holds, the only one in line.
+ */
+Test(faults, waiter_whose_lock_parent_is_deleted_queues_again, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw(), *other = zkt_raw();
+    char *path = zkt_path("parentgone"), name[512], ahead[2][512], full[3][512], **line;
+    struct String_vector sv;
+    size_t n;
+    zkl_mutex *m;
+    struct waiter w = {0};
+    pthread_t t;
+    zoo_op_t ops[4];
+    zoo_op_result_t res[4];
+    int i;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    cr_assert_eq(zkt_make_path(zh, path, ZOO_CONTAINER), ZOK);
+    /* two nodes of another session, named as Curator's, hold the head of the line */
+    for (i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, "%s/_c_0badc0de-0000-4000-8000-00000000000%d-lock-", path, i);
+        cr_assert_eq(zoo_create(other, name, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                                ZOO_EPHEMERAL_SEQUENTIAL, ahead[i], sizeof ahead[i]),
+                     ZOK);
+    }
+    w.m = m;
+    pthread_create(&t, NULL, wait_for_lock, &w);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the waiter never queued");
+    zkt_requests_settle(c);
+    /* one multi: the three nodes in line, then their parent */
+    cr_assert_eq(zoo_get_children(zh, path, 0, &sv), ZOK);
+    cr_assert_eq(sv.count, 3);
+    for (i = 0; i < 3; i++) {
+        snprintf(full[i], sizeof full[i], "%s/%s", path, sv.data[i]);
+        zoo_delete_op_init(&ops[i], full[i], -1);
+    }
+    deallocate_String_vector(&sv);
+    zoo_delete_op_init(&ops[3], path, -1);
+    cr_assert_eq(zoo_multi(zh, 4, ops, res), ZOK, "the operator's multi failed");
+    cr_assert(zkt_wait_for(flag_set, &w.got, 10000), "the waiter never got the lock");
+    ok(w.st, "the waiter queues again and holds");
+    cr_assert(w.held);
+    ok(zkl_mutex_participants(m, &line, &n), "participants");
+    cr_assert_eq(n, 1, "one node, under the parent made anew");
+    cr_assert_eq(zkt_children(zh, path), 1, "one node, under the parent made anew");
+    zkl_strings_free(line, n);
+    atomic_store(&w.release_now, 1);
+    pthread_join(t, NULL);
+    ok(w.release_st, "release");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(other);
     zookeeper_close(zh);
     free(path);
 }
