@@ -531,6 +531,49 @@ static void cut_clean(fp_proxy *fp)
 }
 
 /*
+ * Two sessions on one lock path, one through the proxy (its state changes in
+ * ct) and one straight to the server, each with a mutex on the path; and a
+ * raw handle to look at the nodes.
+ */
+struct duo {
+    struct timeline ct;
+    fp_proxy *fp;
+    zkl_client *px, *direct;
+    zkl_mutex *mpx, *mdirect;
+    zhandle_t *zh;
+    char *path;
+};
+
+static void duo_open(struct duo *d, const char *name, int px_session_ms)
+{
+    memset(d, 0, sizeof *d);
+    pthread_mutex_init(&d->ct.mu, NULL);
+    d->fp = proxy();
+    d->px = proxied_client(d->fp, px_session_ms, &d->ct);
+    d->direct = zkt_client(4000);
+    d->zh = zkt_raw();
+    d->path = zkt_path(name);
+    ok(zkl_mutex_create(d->px, d->path, &d->mpx), "create");
+    ok(zkl_mutex_create(d->direct, d->path, &d->mdirect), "create");
+}
+
+/* Both clients drained, no lock node left behind, everything closed. */
+static void duo_close(struct duo *d)
+{
+    ok(zkl_client_drain(d->px, 5000), "drain");
+    ok(zkl_client_drain(d->direct, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(d->zh, d->path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(d->mpx), "destroy");
+    ok(zkl_mutex_destroy(d->mdirect), "destroy");
+    ok(zkl_client_close(d->px), "close");
+    ok(zkl_client_close(d->direct), "close");
+    fp_stop(d->fp);
+    zookeeper_close(d->zh);
+    pthread_mutex_destroy(&d->ct.mu);
+    free(d->path);
+}
+
+/*
  * (a) The holder's link goes silent past the session timeout. The holder must
  * hear SUSPENDED (client and lock callbacks) before the server expires its
  * session and hands the lock to the other session, then LOST by the client's
@@ -539,38 +582,33 @@ static void cut_clean(fp_proxy *fp)
  */
 Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout = 90)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER}, mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 4000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxstall");
-    zkl_mutex *mh, *mo;
+    struct duo d;
+    struct timeline mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
     struct waiter w = {0};
     int64_t stall_at, sus_c, sus_m, lost_c, lost_m;
-    int granted = zkl_client_session_timeout(h);
+    int granted;
     bool held_at_grant;
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_on_state(mh, on_hold_state, &mt), "on_state");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+    duo_open(&d, "pxstall", 4000);
+    granted = zkl_client_session_timeout(d.px);
+    ok(zkl_mutex_on_state(d.mpx, on_hold_state, &mt), "on_state");
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
     zkt_sleep_ms(100);
     cr_assert_not(atomic_load(&w.done), "the other session got a held lock");
 
     stall_at = zkt_now_ms();
-    fp_stall(fp, true);
+    fp_stall(d.fp, true);
     cr_assert(zkt_wait_for(flag_set, &w.done, 20000), "the other session never got the lock");
     ok(w.st, "the other session acquires");
     /* Curator's semantics: a SUSPENDED hold still counts as held until LOST;
      * the SUSPENDED notice is the holder's cue to stop. */
-    held_at_grant = zkl_mutex_is_held(mh);
-    cr_assert(zkt_wait_for(saw_lost, &ct, 20000), "the holder never saw LOST");
+    held_at_grant = zkl_mutex_is_held(d.mpx);
+    cr_assert(zkt_wait_for(saw_lost, &d.ct, 20000), "the holder never saw LOST");
     cr_assert(zkt_wait_for(saw_lost, &mt, 5000), "the holder's lock never heard LOST");
-    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
+    sus_c = tl_first(&d.ct, ZKL_STATE_SUSPENDED);
     sus_m = tl_first(&mt, ZKL_STATE_SUSPENDED);
-    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    lost_c = tl_first(&d.ct, ZKL_STATE_LOST);
     lost_m = tl_first(&mt, ZKL_STATE_LOST);
     cr_log_info("stall: suspended +%lld ms, other acquired +%lld ms, lost +%lld ms (granted %d); "
                 "holder's is_held at the other's grant: %d",
@@ -585,24 +623,14 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     cr_assert_geq(lost_m, sus_m);
     cr_assert_geq(lost_c - sus_c, granted - 100, "LOST after only %lld ms suspended (timeout %d)",
                   (long long)(lost_c - sus_c), granted);
-    cr_assert_not(zkl_mutex_is_held(mh), "a hold must not outlive LOST");
+    cr_assert_not(zkl_mutex_is_held(d.mpx), "a hold must not outlive LOST");
 
-    fp_stall(fp, false);
-    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session after the stall");
-    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    fp_stall(d.fp, false);
+    cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session after the stall");
+    cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
     waiter_finish(&w);
     ok(w.release_st, "the other releases");
-    ok(zkl_client_drain(o, 5000), "drain");
-    ok(zkl_client_drain(h, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
 
 /*
@@ -612,31 +640,25 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
  */
 Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 90)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 4000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxexpire");
-    zkl_mutex *mh, *mo;
+    struct duo d;
     struct waiter w = {0};
     int64_t stall_at, sus_c, lost_c, back_at;
-    int granted = zkl_client_session_timeout(h);
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+    int granted;
+    duo_open(&d, "pxexpire", 4000);
+    granted = zkl_client_session_timeout(d.px);
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
 
     stall_at = zkt_now_ms();
-    fp_stall(fp, true);
+    fp_stall(d.fp, true);
     cr_assert(zkt_wait_for(flag_set, &w.done, 20000), "the other session never got the lock");
     ok(w.st, "the other session acquires");
     back_at = zkt_now_ms();
-    fp_stall(fp, false);
-    cr_assert(zkt_wait_for(saw_lost, &ct, 20000), "the holder never saw LOST");
-    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
-    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    fp_stall(d.fp, false);
+    cr_assert(zkt_wait_for(saw_lost, &d.ct, 20000), "the holder never saw LOST");
+    sus_c = tl_first(&d.ct, ZKL_STATE_SUSPENDED);
+    lost_c = tl_first(&d.ct, ZKL_STATE_LOST);
     cr_log_info("stall: suspended +%lld, other +%lld, back +%lld, lost +%lld ms (granted %d)",
                 (long long)(sus_c - stall_at), (long long)(w.got_at - stall_at),
                 (long long)(back_at - stall_at), (long long)(lost_c - stall_at), granted);
@@ -645,24 +667,15 @@ Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 9
                  "LOST came only by the local rule (%lld ms after SUSPENDED): the server's "
                  "expiry was not reported",
                  (long long)(lost_c - sus_c));
-    cr_assert_not(zkl_mutex_is_held(mh));
-    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session");
-    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    cr_assert_not(zkl_mutex_is_held(d.mpx));
+    cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session");
+    cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
     waiter_finish(&w);
     ok(w.release_st, "release");
     /* the holder's client works again in its new session, through the proxy */
-    ok(zkl_mutex_acquire(mh, 10000), "lock again in the new session");
-    ok(zkl_mutex_release(mh), "release");
-    ok(zkl_client_drain(h, 5000), "drain");
-    ok(zkl_client_drain(o, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    ok(zkl_mutex_acquire(d.mpx, 10000), "lock again in the new session");
+    ok(zkl_mutex_release(d.mpx), "release");
+    duo_close(&d);
 }
 
 /*
@@ -673,49 +686,33 @@ Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 9
  */
 Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it, .timeout = 90)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 4000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxdeaf");
-    zkl_mutex *mh, *mo;
+    struct duo d;
     struct waiter w = {0};
     int64_t t0, sus_c, lost_c;
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 40000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the other session never queued");
+    duo_open(&d, "pxdeaf", 4000);
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 40000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
 
     t0 = zkt_now_ms();
-    fp_drop_replies(fp, true);
+    fp_drop_replies(d.fp, true);
     cr_assert(zkt_wait_for(flag_set, &w.done, 30000), "the other session never got the lock");
     ok(w.st, "the other session acquires");
-    cr_assert(zkt_wait_for(saw_lost, &ct, 10000), "the holder never saw LOST");
-    sus_c = tl_first(&ct, ZKL_STATE_SUSPENDED);
-    lost_c = tl_first(&ct, ZKL_STATE_LOST);
+    cr_assert(zkt_wait_for(saw_lost, &d.ct, 10000), "the holder never saw LOST");
+    sus_c = tl_first(&d.ct, ZKL_STATE_SUSPENDED);
+    lost_c = tl_first(&d.ct, ZKL_STATE_LOST);
     cr_log_info("deaf: suspended +%lld, lost +%lld, other acquired +%lld ms",
                 (long long)(sus_c - t0), (long long)(lost_c - t0), (long long)(w.got_at - t0));
     cr_assert(sus_c >= 0 && sus_c < lost_c, "SUSPENDED must come before LOST");
     cr_assert_lt(lost_c, w.got_at, "another session got the lock (+%lld) before LOST (+%lld)",
                  (long long)(w.got_at - t0), (long long)(lost_c - t0));
-    cr_assert_not(zkl_mutex_is_held(mh));
-    cut_clean(fp);
-    cr_assert(zkt_wait_for(reconnected_after_lost, &ct, 20000), "no new session afterwards");
-    cr_assert_eq(zkl_mutex_release(mh), ZKL_ELOST);
+    cr_assert_not(zkl_mutex_is_held(d.mpx));
+    cut_clean(d.fp);
+    cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session afterwards");
+    cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
     waiter_finish(&w);
     ok(w.release_st, "release");
-    ok(zkl_client_drain(h, 5000), "drain");
-    ok(zkl_client_drain(o, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
 
 /*
@@ -725,46 +722,31 @@ Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it
  */
 Test(proxy_faults, short_stall_is_harmless, .timeout = 60)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 6000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxhiccup");
-    zkl_mutex *mh, *mo;
+    struct duo d;
     struct waiter w = {0};
     int64_t resumed;
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
-    fp_stall(fp, true);
+    duo_open(&d, "pxhiccup", 6000);
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
+    fp_stall(d.fp, true);
     zkt_sleep_ms(500);
-    cr_assert(zkl_mutex_is_held(mh), "a short stall must not end a hold");
-    ok(zkl_mutex_release(mh), "release into the stalled link");
+    cr_assert(zkl_mutex_is_held(d.mpx), "a short stall must not end a hold");
+    ok(zkl_mutex_release(d.mpx), "release into the stalled link");
     zkt_sleep_ms(500);
     cr_assert_not(atomic_load(&w.done), "the waiter got the lock before the delete arrived");
     resumed = zkt_now_ms();
-    fp_stall(fp, false);
+    fp_stall(d.fp, false);
     cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
     ok(w.st, "the waiter acquires");
     cr_assert_geq(w.got_at, resumed);
-    ok(zkl_client_drain(h, 5000), "drain");
-    cr_assert_eq(client_stats(h).bg_deletes, 0, "the late delete was retried in the background");
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_SUSPENDED), 0, "a 1 s stall of a 6 s session suspended");
-    cr_assert_eq(stats(fp).cut, 0);
+    ok(zkl_client_drain(d.px, 5000), "drain");
+    cr_assert_eq(client_stats(d.px).bg_deletes, 0, "the late delete was retried in the background");
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_SUSPENDED), 0, "a 1 s stall of a 6 s session suspended");
+    cr_assert_eq(stats(d.fp).cut, 0);
     waiter_finish(&w);
     ok(w.release_st, "release");
-    ok(zkl_client_drain(o, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
 
 /*
@@ -879,60 +861,48 @@ static int count_above(void *arg)
  */
 Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = zkt_client(4000);
-    zkl_client *c = proxied_client(fp, 4000, &ct);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxcuts");
-    zkl_mutex *mh, *m;
+    struct duo d;
     struct waiter w = {0};
     char **line;
     size_t n;
     int i;
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(c, path, &m), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    fp_drop_replies(fp, true);
-    waiter_start(&w, m, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the waiter's create never reached the server");
-    line = participants(mh, &n);
+    duo_open(&d, "pxcuts", 4000);
+    ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
+    fp_drop_replies(d.fp, true);
+    waiter_start(&w, d.mpx, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000),
+              "the waiter's create never reached the server");
+    line = participants(d.mdirect, &n);
     cr_assert_eq(n, 2);
     for (i = 0; i < 4; i++) {
-        struct more_arg sus = {&ct, ZKL_STATE_SUSPENDED, tl_count(&ct, ZKL_STATE_SUSPENDED)};
+        struct more_arg sus = {&d.ct, ZKL_STATE_SUSPENDED, tl_count(&d.ct, ZKL_STATE_SUSPENDED)};
         zkt_sleep_ms(150);
-        cut_clean(fp);
+        cut_clean(d.fp);
         cr_assert(zkt_wait_for(count_above, &sus, 5000), "cut %d went unnoticed", i);
-        cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after cut %d", i);
-        cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "after cut %d: one node per contender",
-                     i);
-        fp_drop_replies(fp, true);
+        cr_assert(zkt_wait_for(back_again, &d.ct, 10000), "no reconnect after cut %d", i);
+        cr_assert_eq(zkt_children_settle(d.zh, d.path, 2), 2,
+                     "after cut %d: one node per contender", i);
+        fp_drop_replies(d.fp, true);
     }
-    cut_clean(fp);
-    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the last cut");
+    cut_clean(d.fp);
+    cr_assert(zkt_wait_for(back_again, &d.ct, 10000), "no reconnect after the last cut");
     zkt_sleep_ms(300);
-    cr_assert_eq(zkt_children(zh, path), 2, "a second node appeared");
+    cr_assert_eq(zkt_children(d.zh, d.path), 2, "a second node appeared");
     cr_assert_not(atomic_load(&w.done), "the waiter got a held lock");
-    ok(zkl_mutex_release(mh), "holder releases");
+    ok(zkl_mutex_release(d.mdirect), "holder releases");
     cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
     ok(w.st, "acquire across repeated cuts");
     cr_assert(w.node);
     cr_assert_str_eq(w.node, line[1], "the waiter holds with another node than it queued with");
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
-    cr_assert_eq(client_stats(c).bg_deletes, 0, "something was deleted in the background");
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
+    cr_assert_eq(client_stats(d.px).bg_deletes, 0, "something was deleted in the background");
     waiter_finish(&w);
     ok(w.release_st, "release");
-    ok(zkl_client_drain(c, 5000), "drain");
-    ok(zkl_client_drain(h, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_client_drain(d.px, 5000), "drain");
+    ok(zkl_client_drain(d.direct, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(d.zh, d.path, 0), 0, "a lock node was left behind");
     zkl_strings_free(line, n);
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(m), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(c), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
 
 /*
@@ -943,50 +913,35 @@ Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
  */
 Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 4000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxrelease");
-    zkl_mutex *mh, *mo;
+    struct duo d;
     struct waiter w = {0};
     int64_t back_at;
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+    duo_open(&d, "pxrelease", 4000);
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
 
-    fp_stall(fp, true);
-    ok(zkl_mutex_release(mh), "release (its delete is stuck in the link)");
-    cr_assert_not(zkl_mutex_is_held(mh));
+    fp_stall(d.fp, true);
+    ok(zkl_mutex_release(d.mpx), "release (its delete is stuck in the link)");
+    cr_assert_not(zkl_mutex_is_held(d.mpx));
     zkt_sleep_ms(300);
-    cr_assert_eq(zkt_children(zh, path), 2, "the delete went through a stalled link");
+    cr_assert_eq(zkt_children(d.zh, d.path), 2, "the delete went through a stalled link");
     cr_assert_not(atomic_load(&w.done), "the waiter got a lock still held on the server");
-    fp_cut(fp);
+    fp_cut(d.fp);
     back_at = zkt_now_ms();
-    fp_stall(fp, false);
+    fp_stall(d.fp, false);
 
     cr_assert(zkt_wait_for(flag_set, &w.done, 15000), "the waiter hangs: the node never went");
     ok(w.st, "the waiter acquires");
     cr_log_info("waiter got the lock %lld ms after the link came back",
                 (long long)(w.got_at - back_at));
-    ok(zkl_client_drain(h, 10000), "drain");
-    cr_assert_geq(client_stats(h).bg_deletes, 1, "the failed delete was not retried");
-    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "only the waiter's node is left");
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    ok(zkl_client_drain(d.px, 10000), "drain");
+    cr_assert_geq(client_stats(d.px).bg_deletes, 1, "the failed delete was not retried");
+    cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1, "only the waiter's node is left");
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
     waiter_finish(&w);
     ok(w.release_st, "release");
-    ok(zkl_client_drain(o, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
 
 /*
@@ -996,44 +951,28 @@ Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60
  */
 Test(proxy_faults, cut_while_release_reply_in_flight, .timeout = 60)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = proxied_client(fp, 4000, &ct);
-    zkl_client *o = zkt_client(4000);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxrelreply");
-    zkl_mutex *mh, *mo;
+    struct duo d;
     struct waiter w = {0};
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(o, path, &mo), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, mo, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+    duo_open(&d, "pxrelreply", 4000);
+    ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
+    waiter_start(&w, d.mdirect, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
 
-    fp_drop_replies(fp, true);
-    ok(zkl_mutex_release(mh), "release");
+    fp_drop_replies(d.fp, true);
+    ok(zkl_mutex_release(d.mpx), "release");
     cr_assert(zkt_wait_for(flag_set, &w.done, 10000), "the waiter never got the lock");
     ok(w.st, "the waiter acquires");
-    cut_clean(fp);
-    ok(zkl_client_drain(h, 10000), "the holder's uncertain delete never settled");
-    cr_assert_geq(client_stats(h).bg_deletes, 1, "a delete without a reply was not retried");
-    cr_assert_eq(zkt_children_settle(zh, path, 1), 1);
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    cut_clean(d.fp);
+    ok(zkl_client_drain(d.px, 10000), "the holder's uncertain delete never settled");
+    cr_assert_geq(client_stats(d.px).bg_deletes, 1, "a delete without a reply was not retried");
+    cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1);
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
     waiter_finish(&w);
     ok(w.release_st, "release");
     /* the holder's client is still good for locking */
-    ok(zkl_mutex_acquire(mh, 10000), "lock again");
-    ok(zkl_mutex_release(mh), "release");
-    ok(zkl_client_drain(h, 5000), "drain");
-    ok(zkl_client_drain(o, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(mo), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(o), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    ok(zkl_mutex_acquire(d.mpx, 10000), "lock again");
+    ok(zkl_mutex_release(d.mpx), "release");
+    duo_close(&d);
 }
 
 /*
@@ -1291,50 +1230,36 @@ struct cut_off {
 static void waiter_cut_off(const char *name, int timeout_ms, int cancel_after_ms,
                            struct cut_off *out)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = zkt_client(4000);
-    zkl_client *c = proxied_client(fp, 10000, &ct);
-    zhandle_t *zh = zkt_raw();
-    zkl_mutex *mh, *m;
+    struct duo d;
     struct waiter w = {0};
     int64_t t0;
-    out->path = zkt_path(name);
-    ok(zkl_mutex_create(h, out->path, &mh), "create");
-    ok(zkl_mutex_create(c, out->path, &m), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w, m, timeout_ms, NULL);
-    cr_assert(children_reach(zh, out->path, 2, 2000), "the waiter never queued");
-    fp_refuse(fp, true);
-    fp_cut(fp);
+    duo_open(&d, name, 10000);
+    out->path = strdup(d.path);
+    ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
+    waiter_start(&w, d.mpx, timeout_ms, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 2000), "the waiter never queued");
+    fp_refuse(d.fp, true);
+    fp_cut(d.fp);
     t0 = zkt_now_ms();
     if (cancel_after_ms >= 0) {
         zkt_sleep_ms(cancel_after_ms);
         cr_assert_not(atomic_load(&w.done), "the waiter gave up before it was canceled");
-        ok(zkl_client_cancel(c), "cancel");
+        ok(zkl_client_cancel(d.px), "cancel");
     }
     cr_assert(zkt_wait_for(flag_set, &w.done, timeout_ms + 10000), "the waiter hangs");
     out->st = w.st;
     out->took_ms = w.got_at - t0;
     memcpy(out->msg, w.msg, sizeof out->msg);
-    fp_refuse(fp, false);
+    fp_refuse(d.fp, false);
     cr_log_info("cut-off waiter: %s (%s) %lld ms after the cut", zkl_strerror(w.st), w.msg,
                 (long long)out->took_ms);
-    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect once the link was back");
-    ok(zkl_client_drain(c, 10000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, out->path, 1), 1,
-                 "the waiter's node outlived its acquire");
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0, "the session was lost");
+    cr_assert(zkt_wait_for(back_again, &d.ct, 10000), "no reconnect once the link was back");
+    ok(zkl_client_drain(d.px, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1, "the waiter's node outlived its acquire");
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0, "the session was lost");
     waiter_finish(&w);
-    ok(zkl_mutex_release(mh), "release");
-    ok(zkl_client_drain(h, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, out->path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(m), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(c), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
+    ok(zkl_mutex_release(d.mdirect), "release");
+    duo_close(&d);
 }
 
 /*
@@ -1424,43 +1349,27 @@ Test(proxy_faults, revocation_watch_lost_to_a_cut_is_armed_again, .timeout = 60)
  */
 Test(proxy_faults, watch_request_lost_to_a_cut_is_made_again, .timeout = 60)
 {
-    struct timeline ct = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    fp_proxy *fp = proxy();
-    zkl_client *h = zkt_client(4000);
-    zkl_client *c = proxied_client(fp, 10000, &ct);
-    zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("pxarm");
-    zkl_mutex *mh, *m;
+    struct duo d;
     struct waiter w = {0};
-    ok(zkl_mutex_create(h, path, &mh), "create");
-    ok(zkl_mutex_create(c, path, &m), "create");
-    ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    fp_delay(fp, 300);
-    waiter_start(&w, m, 30000, NULL);
-    cr_assert(children_reach(zh, path, 2, 5000), "the waiter never queued");
+    duo_open(&d, "pxarm", 10000);
+    ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
+    fp_delay(d.fp, 300);
+    waiter_start(&w, d.mpx, 30000, NULL);
+    cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
     /* its listing is back after ~300 ms more; the watch request then takes 600 */
     zkt_sleep_ms(500);
-    cut_clean(fp);
-    fp_delay(fp, 0);
-    cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the cut");
+    cut_clean(d.fp);
+    fp_delay(d.fp, 0);
+    cr_assert(zkt_wait_for(back_again, &d.ct, 10000), "no reconnect after the cut");
     zkt_sleep_ms(300);
-    cr_assert_eq(zkt_children(zh, path), 2, "one node per contender");
+    cr_assert_eq(zkt_children(d.zh, d.path), 2, "one node per contender");
     cr_assert_not(atomic_load(&w.done), "the waiter got a held lock: %s", zkl_strerror(w.st));
-    ok(zkl_mutex_release(mh), "holder releases");
+    ok(zkl_mutex_release(d.mdirect), "holder releases");
     cr_assert(zkt_wait_for(flag_set, &w.done, 10000),
               "the waiter never got the lock: it sleeps on a watch that was never set");
     ok(w.st, "acquire across the cut");
-    cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
     waiter_finish(&w);
     ok(w.release_st, "release");
-    ok(zkl_client_drain(c, 5000), "drain");
-    ok(zkl_client_drain(h, 5000), "drain");
-    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
-    ok(zkl_mutex_destroy(mh), "destroy");
-    ok(zkl_mutex_destroy(m), "destroy");
-    ok(zkl_client_close(h), "close");
-    ok(zkl_client_close(c), "close");
-    fp_stop(fp);
-    zookeeper_close(zh);
-    free(path);
+    duo_close(&d);
 }
