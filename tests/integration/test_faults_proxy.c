@@ -1296,6 +1296,17 @@ static void on_revoke_flag(void *lock, void *ud)
     atomic_store((atomic_int *)ud, 1);
 }
 
+struct sent_arg {
+    zkl_client *c;
+    uint64_t want;
+};
+
+static int requests_reach(void *arg)
+{
+    struct sent_arg *a = arg;
+    return client_stats(a->c).requests >= a->want;
+}
+
 /*
  * A revocable hold whose revocation watch is still on its way (a slow link)
  * when the link is cut: the request fails with connection loss, so no watch
@@ -1312,16 +1323,19 @@ Test(proxy_faults, revocation_watch_lost_to_a_cut_is_armed_again, .timeout = 60)
     char *path = zkt_path("pxrevoke"), *node = NULL;
     zkl_mutex *m;
     atomic_int revoked = 0;
-    uint64_t before;
+    struct sent_arg sent = {c, 0};
     ok(zkl_mutex_create(c, path, &m), "create");
+    /* once round first, so that the acquire below makes no parents */
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_client_drain(c, 5000), "drain");
     ok(zkl_mutex_make_revocable(m, on_revoke_flag, &revoked), "revocable");
+    sent.want = client_stats(c).requests + 3; /* create, listing, then the watch's getData */
     fp_delay(fp, 300);
     ok(zkl_mutex_acquire(m, 10000), "acquire over a slow link");
-    before = client_stats(c).requests;
     ok(zkl_mutex_node(m, &node), "node");
-    zkt_sleep_ms(150); /* the worker's getData for the watch is on the link now */
-    cr_assert_gt(client_stats(c).requests, before, "the revocation watch was not sent");
-    cut_clean(fp);
+    cr_assert(zkt_wait_for(requests_reach, &sent, 5000), "the revocation watch was not sent");
+    cut_clean(fp); /* its reply is 600 ms away */
     fp_delay(fp, 0);
     cr_assert(zkt_wait_for(back_again, &ct, 10000), "no reconnect after the cut");
     cr_assert(zkl_mutex_is_held(m), "the hold did not survive a short cut");
