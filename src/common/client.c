@@ -622,7 +622,7 @@ static void *worker_main(void *arg)
             if (now >= bg_retry_at) {
                 worker_bg_step(c, &bg_failures);
                 if (bg_failures > 0)
-                    bg_retry_at = zkl__now_ms() + (50LL << (bg_failures < 5 ? bg_failures : 5));
+                    bg_retry_at = zkl__now_ms() + zkl__retry_delay_ms(bg_failures, 5);
                 continue;
             }
             if (bg_retry_at < wake)

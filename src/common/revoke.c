@@ -179,8 +179,7 @@ void zkl__revs_work(zkl_client *c)
                     r->refs -= 2;
                     r->rearm = true;
                     c->revs_failures++;
-                    c->revs_retry_at =
-                        zkl__now_ms() + (50LL << (c->revs_failures < 6 ? c->revs_failures : 6));
+                    c->revs_retry_at = zkl__now_ms() + zkl__retry_delay_ms(c->revs_failures, 6);
                     zkl__log(ZKL_LOG_WARN, "revocation watch on %s: %s; trying again", r->node,
                              zerror(rc));
                 } else {

@@ -106,3 +106,8 @@ uint64_t zkl__thread_id(void)
         mine = atomic_fetch_add(&next, 1);
     return mine;
 }
+
+int64_t zkl__retry_delay_ms(int failures, int max_doublings)
+{
+    return 50LL << (failures < max_doublings ? failures : max_doublings);
+}

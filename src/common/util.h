@@ -32,6 +32,10 @@ int zkl__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadli
 /* The same to an absolute zkl__now_us() deadline. */
 int zkl__cond_wait_until_us(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_us);
 
+/* The worker's back-off after `failures` tries in a row: 50 ms doubled per
+ * failure, at most max_doublings times. */
+int64_t zkl__retry_delay_ms(int failures, int max_doublings);
+
 /* Initialise a condition variable on CLOCK_MONOTONIC. */
 int zkl__cond_init(pthread_cond_t *cv);
 

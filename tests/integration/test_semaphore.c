@@ -276,23 +276,6 @@ static void *sem_wait_main(void *arg)
     return NULL;
 }
 
-/* The one child of path that is not the node `not`, as a full path. */
-static void other_child(zhandle_t *zh, const char *path, const char * not, char *out, size_t len)
-{
-    struct String_vector sv;
-    int i, found = 0;
-    cr_assert_eq(zoo_get_children(zh, path, 0, &sv), ZOK);
-    for (i = 0; i < sv.count; i++) {
-        snprintf(out, len, "%s/%s", path, sv.data[i]);
-        if (strcmp(out, not ) != 0) {
-            found = 1;
-            break;
-        }
-    }
-    deallocate_String_vector(&sv);
-    cr_assert(found, "no child of %s but %s", path, not );
-}
-
 /*
  * A waiter for a lease whose lease node someone deletes (an operator, or a
  * session that is ending) lost its place: it must not go on counting without
@@ -303,7 +286,8 @@ Test(semaphore, waiter_whose_lease_node_is_deleted_queues_again, .timeout = 60)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);
     zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("semnodegone"), leases[300], victim[512];
+    char *path = zkt_path("semnodegone"), leases[300], victim[512], **line;
+    size_t n;
     zkl_semaphore *sa, *sb;
     zkl_lease *la;
     struct sem_waiter w = {0};
@@ -315,7 +299,11 @@ Test(semaphore, waiter_whose_lease_node_is_deleted_queues_again, .timeout = 60)
     w.s = sb;
     pthread_create(&t, NULL, sem_wait_main, &w);
     cr_assert_eq(zkt_children_settle(zh, leases, 2), 2, "the waiter never made its lease node");
-    other_child(zh, leases, zkl_lease_node(la), victim, sizeof victim);
+    ok(zkl_semaphore_participants(sb, &line, &n), "participants");
+    cr_assert_eq(n, 2);
+    /* the waiter's lease node: the one that is not a's */
+    snprintf(victim, sizeof victim, "%s", line[strcmp(line[0], zkl_lease_node(la)) == 0 ? 1 : 0]);
+    zkl_strings_free(line, n);
     cr_assert_eq(zoo_delete(zh, victim, -1), ZOK);
     cr_assert_eq(zkt_children_settle(zh, leases, 2), 2, "the waiter did not queue again");
     cr_assert_not(atomic_load(&w.done), "the waiter stopped waiting: %s", zkl_strerror(w.st));
