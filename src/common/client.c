@@ -70,6 +70,8 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     c = s->c;
     if (type != ZOO_SESSION_EVENT)
         return;
+    if (state != ZOO_CONNECTED_STATE && atomic_load(&c->faults.session_event_delay_ms) > 0)
+        zkl__sleep_ms(atomic_load(&c->faults.session_event_delay_ms));
     pthread_mutex_lock(&c->mu);
     if ((s == c->sess || s == c->pending) && !s->expired) {
         if (state == ZOO_CONNECTED_STATE) {
@@ -232,6 +234,18 @@ uint64_t zkl__state_gen(zkl_client *c)
     g = c->state_gen;
     pthread_mutex_unlock(&c->mu);
     return g;
+}
+
+void zkl__await_session_news(zkl_client *c, uint64_t epoch, int64_t until)
+{
+    uint64_t gen;
+    pthread_mutex_lock(&c->mu);
+    gen = c->state_gen;
+    while (c->sess->epoch == epoch && !c->sess->expired && c->state_gen == gen && !c->closing &&
+           !c->canceled)
+        if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&c->mu);
 }
 
 void zkl__client_ref(zkl_client *c)

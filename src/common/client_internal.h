@@ -55,6 +55,9 @@ typedef struct zkl__faults {
     /* run once, on the acquiring thread, after the next listing of a wait */
     void (*after_list)(struct zkl_client *c, void *arg);
     void *after_list_arg;
+    /* > 0: the session watcher sleeps this long before it records a
+     * disconnect or an expiry (a loaded completion thread) */
+    _Atomic int session_event_delay_ms;
 } zkl__faults;
 
 typedef struct zkl__bgdel {
@@ -190,6 +193,14 @@ zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t
 bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only);
 
 uint64_t zkl__state_gen(struct zkl_client *c);
+/*
+ * A request of session epoch failed as if the session were gone, but the
+ * client has not heard so yet (its event is still on the completion thread):
+ * wait until the connection state changes, the client closes or is
+ * canceled, or until (zkl__now_ms based), instead of trying again at once.
+ * Returns at once if epoch is no longer the live session.
+ */
+void zkl__await_session_news(struct zkl_client *c, uint64_t epoch, int64_t until);
 
 /* zkl_client_cancel was called. */
 bool zkl__canceled(struct zkl_client *c);

@@ -436,6 +436,13 @@ static zkl_status wait_timeout_or_loss(zkl_client *c, int *attempt, const zkl__a
 typedef struct armed {
     char *name; /* the child's basename */
     zkl__watch *w;
+    /*
+     * The child is an ephemeral of our own session (another thread's hold, or
+     * another lock object's, on this client). Its deletion may be our
+     * session's end, which takes our node in the same transaction: it proves
+     * nothing until a listing shows the session alive (issue 17).
+     */
+    bool ours;
 } armed;
 
 static void armed_clear(armed *x)
@@ -445,17 +452,27 @@ static void armed_clear(armed *x)
     free(x->name);
     x->w = NULL;
     x->name = NULL;
+    x->ours = false;
 }
 
 /*
  * Head-of-line hand-off: the listing v saw the watched node at the head
  * (grant_if_deleted), and prim, watching that node (name, if given), has
  * fired for its deletion since. Nothing can have appeared ahead of us.
+ *
+ * Sound only if that deletion cannot have been our own session's end: the
+ * server deletes all of a dying session's ephemerals in one transaction and
+ * sends their notifications before it closes the connection, so a waiter
+ * behind a node of its own session hears of the deletion before it hears
+ * that the session is gone (and its own node with it). Such a deletion
+ * proves nothing; the waiter lists again, and a listing answered after the
+ * notification does prove the session alive: the server refuses every
+ * request of a session it has begun to close.
  */
 static bool handed_over(const armed *prim, const char *name, const zkl__verdict *v, uint64_t gen)
 {
     bool deleted;
-    return v->grant_if_deleted && !v->watch_parent && prim->w &&
+    return v->grant_if_deleted && !v->watch_parent && prim->w && !prim->ours &&
            (!name || (prim->name && strcmp(prim->name, name) == 0)) &&
            zkl__watch_fired(prim->w, gen, &deleted) && deleted;
 }
@@ -484,6 +501,7 @@ static int arm_watches(zkl__session *s, const char *parent, armed *prim, const c
     char *paths[ZKL_WGETS_MAX] = {NULL};
     zkl__watch *ws[ZKL_WGETS_MAX];
     int rcs[ZKL_WGETS_MAX], n = 0, i, rc = ZOK;
+    int64_t owners[ZKL_WGETS_MAX], self;
     if (!armed_keep(prim, pname, gen)) {
         slot[n] = prim;
         names[n++] = pname;
@@ -510,11 +528,14 @@ static int arm_watches(zkl__session *s, const char *parent, armed *prim, const c
     }
     for (i = 0; i < n; i++)
         ws[i] = slot[i]->w;
-    zkl__zk_wgets(s, n, (const char *const *)paths, ws, rcs);
+    zkl__zk_wgets(s, n, (const char *const *)paths, ws, rcs, owners);
+    self = session_id(s);
     for (i = 0; i < n; i++) {
         free(paths[i]);
         if (rcs[i] != ZOK) /* zkcall gave back the ZooKeeper side's reference if need be */
             armed_clear(slot[i]);
+        else
+            slot[i]->ours = owners[i] != 0 && owners[i] == self;
         if (slot[i] == prim)
             rc = rcs[i];
     }
@@ -688,9 +709,11 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
 
 static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
+    int restarts = 0;
     for (;;) {
         zkl__session *s;
         own_node o;
+        uint64_t epoch;
         zkl_status st = zkl__session_get(c, a->deadline, &s);
         if (st != ZKL_OK)
             return st;
@@ -718,6 +741,7 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
             delete_guaranteed(c, st == RESTART ? NULL : s, o.node);
             own_node_free(&o);
         }
+        epoch = s->epoch;
         zkl__session_put(s);
         if (st != RESTART)
             return st;
@@ -729,6 +753,14 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
             return zkl__fail(ZKL_ETIMEDOUT, "lost our place in line for %s, and out of time",
                              a->path);
         zkl__log(ZKL_LOG_INFO, "lost our place in line for %s: trying again", a->path);
+        /* The server refused the session, or our node went, while the client
+         * still counts the session alive: its end is usually on the way.
+         * Trying again at once would only spin on the dying session (and
+         * queue a cleanup each time) until the client hears of it. */
+        {
+            int64_t until = zkl__now_ms() + zkl__retry_delay_ms(restarts++, 4);
+            zkl__await_session_news(c, epoch, until < a->deadline ? until : a->deadline);
+        }
     }
 }
 

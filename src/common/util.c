@@ -66,6 +66,13 @@ int64_t zkl__now_ms(void)
     return zkl__now_us() / 1000;
 }
 
+void zkl__sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 int64_t zkl__deadline(int timeout_ms)
 {
     return timeout_ms < 0 ? INT64_MAX : zkl__now_ms() + timeout_ms;

@@ -24,6 +24,9 @@ void zkl__local_address(char *out, size_t len);
 int64_t zkl__now_ms(void);
 int64_t zkl__now_us(void);
 
+/* Sleep ms milliseconds (restarting after signals). */
+void zkl__sleep_ms(int ms);
+
 /* A deadline from a timeout in ms (negative: none, INT64_MAX). */
 int64_t zkl__deadline(int timeout_ms);
 

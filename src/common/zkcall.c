@@ -204,8 +204,9 @@ static void on_data_watch(int rc, const char *value, int len, const struct Stat 
     call *k = (call *)data;
     (void)value;
     (void)len;
-    (void)stat;
     k->reply_rc = rc;
+    if (rc == ZOK && stat)
+        k->stat = *stat; /* whose node it is: its ephemeralOwner */
     call_done(k, rc);
 }
 
@@ -412,7 +413,7 @@ int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
 }
 
 void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
-                   int *rcs)
+                   int *rcs, int64_t *owners)
 {
     call *k[ZKL_WGETS_MAX] = {NULL};
     int i;
@@ -434,6 +435,7 @@ void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch 
         if (!k[i])
             continue;
         rcs[i] = call_wait(k[i]);
+        owners[i] = rcs[i] == ZOK ? k[i]->stat.ephemeralOwner : 0;
         watch_settle(ws[i], k[i], rcs[i]);
         call_put(k[i]);
     }

@@ -66,12 +66,13 @@ int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__nam
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
 /*
  * n (at most ZKL_WGETS_MAX) getData calls with data watches ws[i], sent back
- * to back; rcs[i] is each one's rc (the data is not kept). Curator's choice:
- * no watch is left if the node is gone. References as zkl__zk_wchildren.
+ * to back; rcs[i] is each one's rc, owners[i] the node's ephemeralOwner when
+ * it is ZOK (the data is not kept). Curator's choice: no watch is left if the
+ * node is gone. References as zkl__zk_wchildren.
  */
 #define ZKL_WGETS_MAX 2
 void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
-                   int *rcs);
+                   int *rcs, int64_t *owners);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
 int zkl__zk_delete(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);

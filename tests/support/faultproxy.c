@@ -50,7 +50,7 @@ typedef struct conn {
 } conn;
 
 typedef struct settings {
-    bool stall, drop, refuse;
+    bool stall, drop, drop_up, refuse;
     int delay_ms;
 } settings;
 
@@ -183,7 +183,7 @@ static bool read_side(fp_proxy *fp, conn *c, int i, const settings *s, int64_t n
     }
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-    if (i == 1 && s->drop) {
+    if ((i == 1 && s->drop) || (i == 0 && s->drop_up)) {
         count(fp, &fp->st.dropped, (uint64_t)n);
         return true;
     }
@@ -335,12 +335,16 @@ static void *proxy_main(void *arg)
             c = pconn[i];
             for (side = 0; side < 2 && ok; side++) {
                 short rev = pfd[i + (size_t)side].revents;
-                if (rev & (POLLERR | POLLHUP | POLLNVAL))
+                if (rev & (POLLERR | POLLNVAL))
                     ok = false;
-                else if (s.stall && (rev & POLLRDHUP))
+                else if (s.stall && (rev & (POLLRDHUP | POLLHUP)))
                     ok = false;
-                else if (rev & POLLIN)
+                else if (rev & POLLIN) /* before a hang-up: what it sent last still goes on */
                     ok = read_side(fp, c, side, &s, now);
+                else if ((rev & POLLHUP) && (pfd[i + (size_t)side].events & POLLIN))
+                    c->eof[side] = true; /* nothing left to read */
+                else if (rev & POLLHUP)
+                    ok = false;
             }
             for (side = 0; side < 2 && ok; side++)
                 if (pfd[i + (size_t)side].revents & POLLOUT)
@@ -480,6 +484,14 @@ void fp_drop_replies(fp_proxy *fp, bool on)
 {
     pthread_mutex_lock(&fp->mu);
     fp->set.drop = on;
+    commit_locked(fp);
+    pthread_mutex_unlock(&fp->mu);
+}
+
+void fp_drop_requests(fp_proxy *fp, bool on)
+{
+    pthread_mutex_lock(&fp->mu);
+    fp->set.drop_up = on;
     commit_locked(fp);
     pthread_mutex_unlock(&fp->mu);
 }

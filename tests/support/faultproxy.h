@@ -50,6 +50,14 @@ void fp_stall(fp_proxy *fp, bool on);
  */
 void fp_drop_replies(fp_proxy *fp, bool on);
 
+/*
+ * One-way loss: read and discard what the client sends (the server hears
+ * nothing of it: no requests, no pings), while the server's packets still
+ * reach the client. The client's stream to the server is broken from then
+ * on: end it with fp_cut, or let the server close it.
+ */
+void fp_drop_requests(fp_proxy *fp, bool on);
+
 /* Add ms of latency to every chunk forwarded in either direction (0: none). */
 void fp_delay(fp_proxy *fp, int ms);
 
@@ -62,7 +70,7 @@ typedef struct fp_stats {
     uint64_t cut;        /* connections closed by fp_cut */
     uint64_t up_bytes;   /* client -> server, delivered to the server */
     uint64_t down_bytes; /* server -> client, delivered to the client */
-    uint64_t dropped;    /* server -> client bytes swallowed (fp_drop_replies) */
+    uint64_t dropped;    /* bytes swallowed (fp_drop_replies, fp_drop_requests) */
     int open;            /* connections open now */
 } fp_stats;
 

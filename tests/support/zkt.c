@@ -268,6 +268,11 @@ void zkt_expire_seen(zkl_client *c)
     cr_assert(zkt_wait_for(session_ended, &w, 10000), "the client never saw its session end");
 }
 
+void zkt_fault_session_event_delay(zkl_client *c, int ms)
+{
+    atomic_store(&c->faults.session_event_delay_ms, ms);
+}
+
 void zkt_defer_window(zkl_client *c, int us)
 {
     pthread_mutex_lock(&c->mu);

@@ -69,6 +69,8 @@ void zkt_fault_delete_lost(zkl_client *c, int n);
 void zkt_fault_bg_delete_lost(zkl_client *c, int n);
 /* Run fn(c, arg) once, on the acquiring thread, right after the next listing of a wait. */
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
+/* Delay c's session watcher by ms before it records a disconnect or expiry (0: none). */
+void zkt_fault_session_event_delay(zkl_client *c, int ms);
 /* Hold a contended release's delete back us microseconds (0: the default). */
 void zkt_defer_window(zkl_client *c, int us);
 
