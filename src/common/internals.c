@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chroot.h"
 #include "internals.h"
 #include "log.h"
 #include "path.h"
@@ -289,6 +290,13 @@ static zkl_status create_node(zkl_client *c, zkl__session *s, const zkl__acquire
             rc = mkdirs(s, a->path, 0);
             if (rc == ZOK)
                 continue;
+            if (rc == ZNONODE && zkl__chroot_of(c->connect)) {
+                /* the root always exists: what is missing is the chroot */
+                st = zkl__chroot_make(c, a->deadline);
+                if (st == ZKL_OK)
+                    continue;
+                goto out;
+            }
             if (zkl__zk_retryable(rc)) {
                 if (!zkl__backoff(c, &attempt, a->deadline))
                     goto out_timeout;
