@@ -29,6 +29,14 @@ typedef enum zkl_conn_state {
     ZKL_STATE_SUSPENDED = 2,   /* connection lost; the session may still live */
     ZKL_STATE_RECONNECTED = 3, /* connected again (same session, or a new one after LOST) */
     ZKL_STATE_LOST = 4,        /* the session is gone: every lock held through it is lost */
+    /*
+     * The lease of the session's holds ran out unrenewed (the server may
+     * expire the session soon, and nothing has shown it will not): every
+     * hold through it reads as not held from that moment, before the server
+     * could have expired the session. The client then ends that session
+     * (LOST follows) so that its nodes go when the server hears of it.
+     */
+    ZKL_STATE_LEASE_EXPIRED = 5,
 } zkl_conn_state;
 
 /* Name of a state ("CONNECTED", ...); never NULL. */
@@ -87,6 +95,14 @@ typedef struct zkl_client_options {
      */
     const zkl_acl *acl;
     size_t acl_len;
+    /*
+     * How long before the earliest moment the server could expire the
+     * session a hold's lease ends (see zkl_client_lease_end): covers
+     * clock-rate drift and the time to stop. 0 (the default) means a tenth
+     * of the granted session timeout plus 200 ms. At most a quarter of
+     * session_timeout_ms.
+     */
+    int lease_margin_ms;
 } zkl_client_options;
 
 /* Fill opts with the defaults above. */
@@ -137,6 +153,17 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms);
  * from an async signal handler.
  */
 zkl_status zkl_client_cancel(zkl_client *c);
+
+/*
+ * The lease of the client's holds: *boot_ms is the CLOCK_BOOTTIME time (ms,
+ * as clock_gettime(CLOCK_BOOTTIME) gives it) before which the server cannot
+ * have expired the current session, less the lease margin. Renewed every
+ * third of the session timeout while anything is held or being acquired.
+ * ZKL_ELOST if the session has no good lease (none yet, ran out, or lost).
+ * Before a side effect that must not outlive the lock, check the time left
+ * (or a hold's own query, e.g. zkl_mutex_lease_remaining).
+ */
+zkl_status zkl_client_lease_end(zkl_client *c, int64_t *boot_ms);
 
 /* Counters since the client was opened (for benchmarks and monitoring). */
 typedef struct zkl_client_stats {

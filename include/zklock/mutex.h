@@ -84,8 +84,21 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms);
  */
 zkl_status zkl_mutex_release(zkl_mutex *m);
 
-/* True if the calling thread holds m in a session that is not lost. */
+/*
+ * True if the calling thread holds m in a session that is not lost and
+ * whose lease has not run out (zkl_client_lease_end): it turns false on the
+ * clock, before the server could have expired the session.
+ */
 bool zkl_mutex_is_held(zkl_mutex *m);
+
+/*
+ * Milliseconds left on the lease of the calling thread's hold: check it
+ * before a side effect that must not outlive the lock (and pass the fencing
+ * token along for what may still outlive it). Errors: ZKL_EINVAL,
+ * ZKL_ENOTOWNER (not held by this thread), ZKL_ELOST (the lease ran out or
+ * the session ended).
+ */
+zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms);
 
 /*
  * The fencing token of the calling thread's hold: the creation zxid of its

@@ -60,6 +60,11 @@ zkl_status zkl_rwlock_write_release(zkl_rwlock *l);
 bool zkl_rwlock_read_is_held(zkl_rwlock *l);
 bool zkl_rwlock_write_is_held(zkl_rwlock *l);
 
+/* Milliseconds left on the lease of the calling thread's write (read) hold;
+ * as zkl_mutex_lease_remaining. */
+zkl_status zkl_rwlock_write_lease_remaining(zkl_rwlock *l, int64_t *ms);
+zkl_status zkl_rwlock_read_lease_remaining(zkl_rwlock *l, int64_t *ms);
+
 /* Fencing token (czxid) of the calling thread's write hold. */
 zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token);
 /* The czxid of the calling thread's read node (readers share, so it orders

@@ -61,8 +61,13 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
  */
 zkl_status zkl_lease_return(zkl_lease *lease);
 
-/* True while the lease's session is not lost. */
+/* True while the lease's session is not lost and its (session) lease has
+ * not run out (see zkl_client_lease_end). */
 bool zkl_lease_is_valid(const zkl_lease *lease);
+
+/* Milliseconds left on the session lease behind this semaphore lease; as
+ * zkl_mutex_lease_remaining (ZKL_ELOST once it ran out). */
+zkl_status zkl_lease_remaining(const zkl_lease *lease, int64_t *ms);
 
 /* The creation zxid of the lease node (0 for NULL). */
 int64_t zkl_lease_fencing_token(const zkl_lease *lease);

@@ -15,6 +15,7 @@
 
 #include "client_internal.h"
 #include "connstr.h"
+#include "lease.h"
 #include "log.h"
 #include "path.h"
 #include "status_internal.h"
@@ -29,6 +30,7 @@ const char *zkl_conn_state_name(zkl_conn_state st)
     case ZKL_STATE_SUSPENDED: return "SUSPENDED";
     case ZKL_STATE_RECONNECTED: return "RECONNECTED";
     case ZKL_STATE_LOST: return "LOST";
+    case ZKL_STATE_LEASE_EXPIRED: return "LEASE_EXPIRED";
     }
     return "UNKNOWN";
 }
@@ -136,8 +138,10 @@ static zkl__session *session_new(zkl_client *c, uint64_t epoch)
     pthread_mutex_lock(&c->mu);
     c->pending = NULL;
     s->zh = zh;
-    if (zh)
+    if (zh) {
         c->sess = s;
+        zkl__lease_reset_locked(c); /* the new session has proved nothing yet */
+    }
     pthread_mutex_unlock(&c->mu);
     if (!zh) {
         free(s);
@@ -573,6 +577,22 @@ static void *worker_main(void *arg)
             zkl__revs_work(c);
             continue;
         }
+        if (zkl__lease_lapsed_locked(c)) {
+            /* Strictly before the server could expire the session; is_held
+             * already reads false. End the session: its nodes go as soon as
+             * the server hears of it, and a hold whose lease ran out is never
+             * silently given back. */
+            zkl__log(ZKL_LOG_WARN, "the lease of this client's holds ran out: ending the session");
+            push_event(c, c->sess, ZKL_STATE_LEASE_EXPIRED);
+            c->sess->expired = true;
+            c->connected = false;
+            push_event(c, c->sess, ZKL_STATE_LOST);
+            c->state_gen++;
+            pthread_cond_broadcast(&c->cv);
+            continue;
+        }
+        if (zkl__lease_renew_work(c, &wake))
+            continue;
         if (c->revs_retry_at > 0) { /* a revocation watch that could not be sent */
             if (now >= c->revs_retry_at) {
                 c->revs_retry_at = 0;
@@ -737,6 +757,12 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
         opts->retry_max_ms < opts->retry_base_ms || opts->retry_max < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: option out of range (timeouts and retry "
                                      "settings must be positive; use zkl_client_options_init)");
+    if (opts->lease_margin_ms < 0 || opts->lease_margin_ms > opts->session_timeout_ms / 4)
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: lease_margin_ms %d does not fit a session timeout of "
+                         "%d ms (at most a quarter of it, so that a renewal every third of it "
+                         "keeps the lease)",
+                         opts->lease_margin_ms, opts->session_timeout_ms);
     if (opts->node_data_len > 0 && !opts->node_data)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len without node_data");
     /* A bigger create packet than the server takes (jute.maxbuffer) is not
@@ -933,6 +959,23 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     c->drainers--;
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+zkl_status zkl_client_lease_end(zkl_client *c, int64_t *boot_ms)
+{
+    uint64_t epoch;
+    int64_t end;
+    zkl__clear_err();
+    if (!c || !boot_ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_lease_end: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    epoch = c->sess->epoch;
+    pthread_mutex_unlock(&c->mu);
+    end = zkl__lease_end(c, epoch);
+    if (!end)
+        return zkl__fail(ZKL_ELOST, "no lease: nothing renewed it yet, or it ran out");
+    *boot_ms = end;
+    return ZKL_OK;
 }
 
 zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)

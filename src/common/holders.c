@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "lease.h"
 #include "revoke.h"
 #include "status_internal.h"
 #include "util.h"
@@ -42,7 +43,7 @@ int zkl__holders_reenter(zkl__holders *h, zkl_client *c)
     if (!e)
         return 0;
     /* Only this thread changes its own entry, so e stays valid here. */
-    if (!zkl__epoch_alive(c, epoch))
+    if (!zkl__hold_alive(c, epoch))
         return -1;
     pthread_mutex_lock(&h->mu);
     e->count++;

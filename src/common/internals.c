@@ -13,6 +13,7 @@
 
 #include "chroot.h"
 #include "internals.h"
+#include "lease.h"
 #include "log.h"
 #include "path.h"
 #include "revoke.h"
@@ -704,13 +705,40 @@ out:
 
 static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold);
 
+/*
+ * A grant needs a lease with at least a renewal interval left: usually the
+ * renewals made while we waited (or the create) give it; after a long
+ * silence a sync does. Connection trouble is retried until the deadline.
+ */
+static zkl_status lease_for_grant(zkl_client *c, zkl__session *s, const zkl__acquire_args *a)
+{
+    int attempt = 0;
+    for (;;) {
+        int rc = zkl__lease_fresh(c, s);
+        zkl_status st;
+        if (rc == ZOK)
+            return ZKL_OK;
+        if (session_error(rc))
+            return RESTART;
+        if (!zkl__zk_retryable(rc))
+            return rc == ZSYSTEMERROR ? zkl__fail(ZKL_ENOMEM, "out of memory")
+                                      : zkl__from_zk(rc, "sync", a->path);
+        st = wait_timeout_or_loss(c, &attempt, a);
+        if (st != ZKL_OK)
+            return st;
+    }
+}
+
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
     /* Every call on the way gives up at the caller's deadline, but gets at
      * least ZKL_CALL_MIN_MS: "try once" must be able to make its round trips. */
     int64_t floor = zkl__now_ms() + ZKL_CALL_MIN_MS;
     int64_t prev = zkl__call_deadline(a->deadline > floor ? a->deadline : floor);
-    zkl_status st = lock_acquire(c, a, hold);
+    zkl_status st;
+    zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
+    st = lock_acquire(c, a, hold);
+    zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
     zkl__call_deadline(prev);
     return st;
 }
@@ -729,6 +757,8 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
         if (st == ZKL_OK) {
             zkl__revwatch *rev = NULL;
             st = wait_for_lock(c, s, a, &o);
+            if (st == ZKL_OK)
+                st = lease_for_grant(c, s, a);
             if (st == ZKL_OK && a->revoke_cb &&
                 !(rev = zkl__revwatch_start(c, o.node, s->epoch, a->revoke_cb, a->revoke_ctx)))
                 /* a hold that cannot be revoked as asked is not handed out */
@@ -774,7 +804,7 @@ static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__h
 
 zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
 {
-    bool alive = zkl__epoch_alive(c, hold->epoch);
+    bool alive = zkl__hold_alive(c, hold->epoch);
     zkl__session *s = NULL;
     zkl__revwatch_stop(hold->rev);
     hold->rev = NULL;
@@ -804,8 +834,10 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
         free(hold->node);
         hold->node = NULL;
     }
+    zkl__lease_users(c, -1, 0);
     if (!alive)
-        return zkl__fail(ZKL_ELOST, "the session of this hold was lost before release");
+        return zkl__fail(ZKL_ELOST, "the hold was lost before release (its session ended, or "
+                                    "its lease ran out)");
     return ZKL_OK;
 }
 
@@ -829,7 +861,7 @@ zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
     } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
     zkl__call_deadline(prev);
     zkl__session_put(s);
-    if (rc == ZNONODE || !zkl__epoch_alive(c, hold->epoch))
+    if (rc == ZNONODE || !zkl__hold_alive(c, hold->epoch))
         return zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", hold->node);
     if (rc != ZOK)
         return zkl__from_zk(rc, "exists", hold->node);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lease.h"
 #include "reentrant.h"
 #include "status_internal.h"
 #include "util.h"
@@ -70,7 +71,7 @@ zkl_status zkl__side_release(zkl__side *sd)
     if (st != ZKL_OK)
         return st;
     if (!last.node) /* still held at a lower level */
-        return zkl__epoch_alive(sd->c, last.epoch)
+        return zkl__hold_alive(sd->c, last.epoch)
                    ? ZKL_OK
                    : zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", sd->path);
     return zkl__lock_release(sd->c, &last);
@@ -84,7 +85,7 @@ bool zkl__side_has_entry(zkl__side *sd)
 bool zkl__side_is_held(zkl__side *sd)
 {
     uint64_t epoch;
-    return zkl__holders_has(&sd->holders, &epoch) && zkl__epoch_alive(sd->c, epoch);
+    return zkl__holders_has(&sd->holders, &epoch) && zkl__hold_alive(sd->c, epoch);
 }
 
 zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h)
@@ -92,7 +93,7 @@ zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h)
     zkl_status st = zkl__holders_get(&sd->holders, h);
     if (st != ZKL_OK)
         return st;
-    if (!zkl__epoch_alive(sd->c, h->epoch)) {
+    if (!zkl__hold_alive(sd->c, h->epoch)) {
         free(h->node);
         h->node = NULL;
         return zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", sd->path);
@@ -124,4 +125,12 @@ zkl_status zkl__side_node(zkl__side *sd, char **node)
         return st;
     *node = h.node;
     return ZKL_OK;
+}
+
+zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms)
+{
+    uint64_t epoch;
+    if (!zkl__holders_has(&sd->holders, &epoch))
+        return zkl__fail(ZKL_ENOTOWNER, "%s: this thread does not hold it", sd->path);
+    return zkl__lease_remaining(sd->c, epoch, sd->path, ms);
 }

@@ -37,6 +37,8 @@ bool zkl__side_has_entry(zkl__side *sd);
 /* The calling thread's live hold (copy; the caller frees h->node). */
 zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h);
 zkl_status zkl__side_token(zkl__side *sd, int64_t *token);
+/* Time left on the calling thread's hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
+zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms);
 zkl_status zkl__side_node(zkl__side *sd, char **node);
 
 /* Check a timeout argument (>= 0, or ZKL_WAIT_FOREVER). */

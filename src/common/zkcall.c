@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lease.h"
 #include "path.h"
 #include "tsan.h"
 #include "util.h"
@@ -30,6 +31,12 @@ typedef struct call {
     char *data;
     int datalen;
     zoo_op_result_t *results; /* a multi's, filled by the client at completion */
+    /* the lease: a write or sync (through the leader) answered proves the
+     * session alive until sent + T on the server's side */
+    zkl_client *c;
+    uint64_t epoch;
+    int64_t sent; /* zkl__boot_ms() */
+    bool proves;
 } call;
 
 static _Thread_local int64_t call_deadline = INT64_MAX;
@@ -57,6 +64,9 @@ static call *call_new(zkl__session *s)
     pthread_mutex_init(&k->mu, NULL);
     zkl__cond_init(&k->cv);
     k->refs = 2;
+    k->c = s->c;
+    k->epoch = s->epoch;
+    k->sent = zkl__boot_ms();
     ZKL_HANDOFF(k);
     return k;
 }
@@ -110,6 +120,11 @@ static int call_abandon(call *k, int rc)
 static void call_done(call *k, int rc)
 {
     int last;
+    if (k->proves) {
+        pthread_mutex_lock(&k->c->mu);
+        zkl__lease_proof_locked(k->c, k->epoch, k->sent, rc);
+        pthread_mutex_unlock(&k->c->mu);
+    }
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     k->done = 1;
@@ -236,6 +251,7 @@ void zkl__names_free(zkl__names *k)
 static int send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
                        int mode)
 {
+    k->proves = true;
     const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
     return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, on_create, k);
 }
@@ -352,6 +368,7 @@ int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const
         zoo_delete_op_init(&ops[i], del[i], -1);
     zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode,
                        km->created, ZKL_PATH_MAX + 128);
+    km->proves = true;
     rc = zoo_amulti(s->zh, ndel + 1, ops, km->results, on_void, km);
     if (rc != ZOK) {
         call_abandon(kl, rc);
@@ -478,6 +495,7 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     call *k;
     if (!(k = call_new(s)))
         return ZSYSTEMERROR;
+    k->proves = true;
     return wait_void(k, zoo_adelete(s->zh, path, -1, on_void, k));
 }
 
@@ -561,11 +579,28 @@ int zkl__zk_delete_async(zkl__session *s, const char *path)
     return rc;
 }
 
+static void on_string(int rc, const char *value, const void *data)
+{
+    ZKL_RECEIVED(data);
+    (void)value;
+    call_done((call *)data, rc);
+}
+
+int zkl__zk_sync(zkl__session *s, const char *path)
+{
+    call *k;
+    if (!(k = call_new(s)))
+        return ZSYSTEMERROR;
+    k->proves = true;
+    return wait_void(k, zoo_async(s->zh, path, on_string, k));
+}
+
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 {
     call *k;
     if (!(k = call_new(s)))
         return ZSYSTEMERROR;
+    k->proves = true;
     return wait_void(k, zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, k));
 }
 

@@ -75,6 +75,8 @@ void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch 
                    int *rcs, int64_t *owners);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
 int zkl__zk_delete(zkl__session *s, const char *path);
+/* sync: through the leader; its answer renews the lease (lease.h). */
+int zkl__zk_sync(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
 /*

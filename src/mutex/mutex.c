@@ -100,6 +100,14 @@ bool zkl_mutex_is_held(zkl_mutex *m)
     return m && zkl__side_is_held(&m->side);
 }
 
+zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms)
+{
+    zkl__clear_err();
+    if (!m || !ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_lease_remaining: NULL argument");
+    return zkl__side_lease_remaining(&m->side, ms);
+}
+
 zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token)
 {
     zkl__clear_err();

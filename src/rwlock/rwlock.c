@@ -243,3 +243,19 @@ zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userda
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     return ZKL_OK;
 }
+
+zkl_status zkl_rwlock_write_lease_remaining(zkl_rwlock *l, int64_t *ms)
+{
+    zkl__clear_err();
+    if (!l || !ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_lease_remaining: NULL argument");
+    return zkl__side_lease_remaining(&l->write, ms);
+}
+
+zkl_status zkl_rwlock_read_lease_remaining(zkl_rwlock *l, int64_t *ms)
+{
+    zkl__clear_err();
+    if (!l || !ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_lease_remaining: NULL argument");
+    return zkl__side_lease_remaining(&l->read, ms);
+}

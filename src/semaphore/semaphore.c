@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../common/internals.h"
+#include "../common/lease.h"
 #include "../common/path.h"
 #include "../common/status_internal.h"
 #include "../common/util.h"
@@ -228,7 +229,15 @@ zkl_status zkl_lease_return(zkl_lease *l)
 
 bool zkl_lease_is_valid(const zkl_lease *l)
 {
-    return l && zkl__epoch_alive(l->sem->c, l->hold.epoch);
+    return l && zkl__hold_alive(l->sem->c, l->hold.epoch);
+}
+
+zkl_status zkl_lease_remaining(const zkl_lease *l, int64_t *ms)
+{
+    zkl__clear_err();
+    if (!l || !ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_lease_remaining: NULL argument");
+    return zkl__lease_remaining(l->sem->c, l->hold.epoch, l->hold.node, ms);
 }
 
 int64_t zkl_lease_fencing_token(const zkl_lease *l)

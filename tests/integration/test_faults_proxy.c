@@ -575,17 +575,17 @@ static void duo_close(struct duo *d)
 
 /*
  * (a) The holder's link goes silent past the session timeout. The holder must
- * hear SUSPENDED (client and lock callbacks) before the server expires its
- * session and hands the lock to the other session, then LOST by the client's
- * own rule (suspended for a whole session timeout: the server's word cannot
- * come through a stalled link), and must stop believing it holds the lock.
+ * hear SUSPENDED (client and lock callbacks), then LEASE_EXPIRED, both
+ * before the server expires its session and hands the lock to the other
+ * session: its hold reads as not held by then. LOST follows (the client ends
+ * the session whose lease ran out).
  */
 Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout = 90)
 {
     struct duo d;
     struct timeline mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
     struct waiter w = {0};
-    int64_t stall_at, sus_c, sus_m, lost_c, lost_m;
+    int64_t stall_at, sus_c, sus_m, lost_c, lost_m, lease_c, lease_m;
     int granted;
     bool held_at_grant;
     duo_open(&d, "pxstall", 4000);
@@ -601,8 +601,8 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     fp_stall(d.fp, true);
     cr_assert(zkt_wait_for(flag_set, &w.done, 20000), "the other session never got the lock");
     ok(w.st, "the other session acquires");
-    /* Curator's semantics: a SUSPENDED hold still counts as held until LOST;
-     * the SUSPENDED notice is the holder's cue to stop. */
+    /* Unlike Curator, where a SUSPENDED hold counts as held until LOST, the
+     * lease ended the hold before the server could expire the session. */
     held_at_grant = zkl_mutex_is_held(d.mpx);
     cr_assert(zkt_wait_for(saw_lost, &d.ct, 20000), "the holder never saw LOST");
     cr_assert(zkt_wait_for(saw_lost, &mt, 5000), "the holder's lock never heard LOST");
@@ -610,10 +610,13 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     sus_m = tl_first(&mt, ZKL_STATE_SUSPENDED);
     lost_c = tl_first(&d.ct, ZKL_STATE_LOST);
     lost_m = tl_first(&mt, ZKL_STATE_LOST);
-    cr_log_info("stall: suspended +%lld ms, other acquired +%lld ms, lost +%lld ms (granted %d); "
-                "holder's is_held at the other's grant: %d",
-                (long long)(sus_c - stall_at), (long long)(w.got_at - stall_at),
-                (long long)(lost_c - stall_at), granted, (int)held_at_grant);
+    lease_c = tl_first(&d.ct, ZKL_STATE_LEASE_EXPIRED);
+    lease_m = tl_first(&mt, ZKL_STATE_LEASE_EXPIRED);
+    cr_log_info("stall: suspended +%lld ms, lease expired +%lld ms, other acquired +%lld ms, lost "
+                "+%lld ms (granted %d); holder's is_held at the other's grant: %d",
+                (long long)(sus_c - stall_at), (long long)(lease_c - stall_at),
+                (long long)(w.got_at - stall_at), (long long)(lost_c - stall_at), granted,
+                (int)held_at_grant);
     cr_assert_geq(sus_c, 0, "no SUSPENDED on the client");
     cr_assert_geq(sus_m, 0, "no SUSPENDED on the lock");
     cr_assert_lt(sus_c, w.got_at, "SUSPENDED (+%lld) must come before the other's grant (+%lld)",
@@ -621,8 +624,14 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     cr_assert_lt(sus_m, w.got_at, "the lock's SUSPENDED must come before the other's grant");
     cr_assert_gt(lost_c, sus_c);
     cr_assert_geq(lost_m, sus_m);
-    cr_assert_geq(lost_c - sus_c, granted - 100, "LOST after only %lld ms suspended (timeout %d)",
-                  (long long)(lost_c - sus_c), granted);
+    cr_assert_geq(lease_c, 0, "no LEASE_EXPIRED on the client");
+    cr_assert_geq(lease_m, 0, "no LEASE_EXPIRED on the lock");
+    cr_assert_lt(lease_c, w.got_at,
+                 "LEASE_EXPIRED (+%lld) must come before the other's grant (+%lld)",
+                 (long long)(lease_c - stall_at), (long long)(w.got_at - stall_at));
+    cr_assert_lt(lease_m, w.got_at, "the lock's LEASE_EXPIRED must come before the other's grant");
+    cr_assert_geq(lost_c, lease_c, "LOST comes after LEASE_EXPIRED");
+    cr_assert_not(held_at_grant, "the holder still read its hold as held at the other's grant");
     cr_assert_not(zkl_mutex_is_held(d.mpx), "a hold must not outlive LOST");
 
     fp_stall(d.fp, false);
