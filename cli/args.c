@@ -14,7 +14,8 @@
 
 const char zkl_cli_usage[] =
     "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE] [-s | -x | --semaphore N]\n"
-    "              [--session-timeout MS] PATH -- COMMAND [ARG...]\n"
+    "              [--session-timeout MS] [--grace MS] [--kill-after MS]\n"
+    "              [--lease-margin MS] PATH -- COMMAND [ARG...]\n"
     "       zklock --list [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
@@ -29,10 +30,16 @@ const char zkl_cli_usage[] =
     "      --semaphore N     one of N leases of a semaphore\n"
     "      --session-timeout MS\n"
     "                        ZooKeeper session timeout (default 10000)\n"
+    "      --grace MS        SIGTERM to COMMAND this long before the lock's lease\n"
+    "                        ends if renewals stop (default timeout/8)\n"
+    "      --kill-after MS   then SIGKILL this long after SIGTERM (default grace/2)\n"
+    "      --lease-margin MS lease ends this long before the server could expire\n"
+    "                        the session (default timeout/10 + 200, at most /4)\n"
     "      --list            print the participants of PATH, holders first\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
-    "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost\n"
-    "while COMMAND ran; 126/127 COMMAND not runnable/found; 128+N on signal N.\n"
+    "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost or\n"
+    "lease ran out while COMMAND ran; 126/127 COMMAND not runnable/found; 128+N on\n"
+    "signal N.\n"
     "See zklock(1).\n";
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -159,6 +166,15 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
                             v ? v : "");
             modes++;
             a->mode = ZKL_CLI_SEMAPHORE;
+        } else if (!strcmp(name, "--grace") || !strcmp(name, "--kill-after") ||
+                   !strcmp(name, "--lease-margin")) {
+            int *to = !strcmp(name, "--grace")        ? &a->grace_ms
+                      : !strcmp(name, "--kill-after") ? &a->kill_after_ms
+                                                      : &a->lease_margin_ms;
+            v = value(argc, argv, &i, eq);
+            if (parse_int(v, 1, 3600000, to))
+                return fail(err, errlen, "%s needs MS, a whole number 1..3600000 (got '%.40s')",
+                            name, v ? v : "");
         } else if (!strcmp(name, "--session-timeout")) {
             v = value(argc, argv, &i, eq);
             if (parse_int(v, 1, 3600000, &a->session_timeout_ms))
@@ -176,6 +192,11 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
         return fail(err, errlen, "-n and -w cannot be used together");
     if (modes > 1)
         return fail(err, errlen, "-s, -x and --semaphore cannot be combined");
+    if (!a->list) {
+        int grace, kill_after;
+        if (zkl_cli_lease_fit(a, a->session_timeout_ms, &grace, &kill_after, err, errlen))
+            return ZKL_CLI_EXIT_USAGE;
+    }
     if (i >= argc)
         return fail(err, errlen, "PATH is missing");
     a->path = argv[i++];
@@ -193,5 +214,35 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
     if (argv[i][0] == '\0')
         return fail(err, errlen, "COMMAND is empty");
     a->command = argv + i;
+    return 0;
+}
+
+int zkl_cli_lease_fit(const zkl_cli_args *a, int timeout_ms, int *grace_ms, int *kill_after_ms,
+                      char *err, size_t errlen)
+{
+    int margin = a->lease_margin_ms, grace = a->grace_ms, kill_after = a->kill_after_ms;
+    if (!margin) /* the library's default */
+        margin = timeout_ms / 10 + 200 < timeout_ms / 4 ? timeout_ms / 10 + 200 : timeout_ms / 4;
+    if (!grace)
+        grace = timeout_ms / 8 > 0 ? timeout_ms / 8 : 1;
+    if (!kill_after)
+        kill_after = grace / 2 > 0 ? grace / 2 : 1;
+    if (margin > timeout_ms / 4)
+        return fail(err, errlen,
+                    "--lease-margin %d does not fit a session timeout of %d ms (at most a "
+                    "quarter of it)",
+                    margin, timeout_ms);
+    if (kill_after >= grace)
+        return fail(err, errlen,
+                    "--kill-after %d must be shorter than --grace %d (SIGKILL must come before "
+                    "the lease ends)",
+                    kill_after, grace);
+    if ((long)grace + margin > timeout_ms / 2)
+        return fail(err, errlen,
+                    "a session timeout of %d ms is too short for --grace %d and a lease margin "
+                    "of %d ms (together at most half of it)",
+                    timeout_ms, grace, margin);
+    *grace_ms = grace;
+    *kill_after_ms = kill_after;
     return 0;
 }

@@ -26,6 +26,10 @@ typedef struct zkl_cli_args {
     zkl_cli_mode mode;
     int leases; /* --semaphore N */
     int session_timeout_ms;
+    /* the lease (see zklock(1)): 0 means the default, worked out by zkl_cli_lease_fit */
+    int lease_margin_ms;
+    int grace_ms;      /* COMMAND gets SIGTERM this long before the lease ends */
+    int kill_after_ms; /* ... and SIGKILL this long after SIGTERM */
     const char *path;
     char **command; /* NULL-terminated, points into argv */
     int list, help, version;
@@ -37,6 +41,17 @@ typedef struct zkl_cli_args {
  */
 int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *out, char *err,
                   size_t errlen);
+
+/*
+ * The grace and kill-after in force for a session timeout of timeout_ms (the
+ * one asked for, or the one the server granted): the options, or their
+ * defaults. Checks that they fit: the margin at most a quarter of it, the
+ * grace and the margin together at most half of it (a renewal every third
+ * must keep the watchdog quiet), --kill-after shorter than --grace.
+ * Returns 0, or ZKL_CLI_EXIT_USAGE with a reason.
+ */
+int zkl_cli_lease_fit(const zkl_cli_args *a, int timeout_ms, int *grace_ms, int *kill_after_ms,
+                      char *err, size_t errlen);
 
 /* The --help text. */
 extern const char zkl_cli_usage[];

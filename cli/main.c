@@ -8,20 +8,37 @@
  * wait (the library deletes our node); while COMMAND runs it passes the
  * signal on. A session lost while COMMAND runs ends COMMAND with SIGTERM:
  * the lock no longer protects it.
+ *
+ * The lease (issue 18): COMMAND runs in a process group of its own, watched
+ * by a separate watchdog process (watchdog.c) that a feeder thread here
+ * keeps told of each renewed lease end. If the renewals stop coming (the
+ * link is cut, or this process is paused or killed), the watchdog stops
+ * COMMAND's group before the lease ends, without needing this process to
+ * run. When the library reports LEASE_EXPIRED or LOST, COMMAND's group gets
+ * SIGTERM from here too.
+ *
+ * DESIGN: threads here are the main thread (acquire, spawn, wait), the
+ * signal thread, the feeder and the client's worker (hold-state callback);
+ * `mu` guards phase, child, pending_signal and stop_signal; the feeder only
+ * reads the lease and writes to the pipe; nothing is called with `mu` held
+ * that could wait for another of these threads.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "watchdog.h"
 #include "zklock/zklock.h"
 
 extern char **environ;
@@ -35,6 +52,7 @@ static int pending_signal; /* arrived while COMMAND was being started */
 static int stop_signal;    /* ended the wait */
 static zkl_client *client;
 static atomic_int session_lost;
+static atomic_int lease_expired;
 
 static void *signal_thread(void *arg)
 {
@@ -77,12 +95,12 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
 {
     (void)lock;
     (void)ud;
-    if (st != ZKL_STATE_LOST)
+    if (st != ZKL_STATE_LOST && st != ZKL_STATE_LEASE_EXPIRED)
         return;
-    atomic_store(&session_lost, 1);
+    atomic_store(st == ZKL_STATE_LOST ? &session_lost : &lease_expired, 1);
     pthread_mutex_lock(&mu);
     if (phase == RUNNING && child > 0)
-        kill(child, SIGTERM);
+        kill(-child, SIGTERM); /* its process group */
     pthread_mutex_unlock(&mu);
 }
 
@@ -231,12 +249,53 @@ static pid_t spawn_command(char **command, const char *path, int64_t token)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0); /* a group of its own, for the watchdog */
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
     rc = posix_spawnp(&pid, command[0], NULL, &attr, command, env);
     posix_spawnattr_destroy(&attr);
     free(env);
     free(pathvar);
     return rc ? -rc : pid;
+}
+
+/* The feeder: tells the watchdog each renewed lease end, until stopped. */
+typedef struct feeder {
+    zkl_watchdog *wd;
+    int period_ms;
+    atomic_int stop;
+} feeder;
+
+static void *feed(void *arg)
+{
+    feeder *f = arg;
+    int64_t sent = 0, end;
+    struct timespec ts = {f->period_ms / 1000, (long)(f->period_ms % 1000) * 1000000L};
+    while (!atomic_load(&f->stop)) {
+        if (zkl_client_lease_end(client, &end) == ZKL_OK && end != sent &&
+            zkl_watchdog_renew(f->wd, end) == 0)
+            sent = end;
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static int64_t boot_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Give the terminal to pgid if we are its foreground (SIGTTOU blocked meanwhile). */
+static void terminal_to(pid_t pgid)
+{
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, pgid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int main(int argc, char **argv)
@@ -248,9 +307,15 @@ int main(int argc, char **argv)
     pthread_t sigthread;
     lock l;
     int64_t start = now_ms(), token = 0;
-    int rc, timeout, status, code;
+    int rc, timeout, status, code, grace = 0, kill_after = 0, fired = 0;
+    bool foreground;
     zkl_status st;
     pid_t pid;
+    zkl_watchdog wd = {-1, -1};
+    feeder fd = {&wd, 50, 0};
+    pthread_t feeder_thread;
+    bool feeding = false;
+    int64_t lease_end = 0;
 
     rc = zkl_cli_parse(argc, argv, getenv("ZKLOCK_SERVERS"), &a, err, sizeof err);
     if (rc) {
@@ -279,6 +344,7 @@ int main(int argc, char **argv)
 
     zkl_client_options_init(&o);
     o.session_timeout_ms = a.session_timeout_ms;
+    o.lease_margin_ms = a.lease_margin_ms;
     o.connect_timeout_ms = 15000;
     if (a.timeout_ms > 0 && a.timeout_ms < o.connect_timeout_ms)
         o.connect_timeout_ms = a.timeout_ms;
@@ -292,6 +358,16 @@ int main(int argc, char **argv)
         zkl_client_close(client);
         return code;
     }
+    /* the server may grant less than was asked: the lease must still fit */
+    if (zkl_cli_lease_fit(&a, zkl_client_session_timeout(client), &grace, &kill_after, err,
+                          sizeof err)) {
+        fprintf(stderr, "zklock: the server granted a session timeout of %d ms: %s\n",
+                zkl_client_session_timeout(client), err);
+        zkl_client_close(client);
+        return ZKL_CLI_EXIT_USAGE;
+    }
+    /* tell the watchdog of renewals well inside its grace */
+    fd.period_ms = grace / 4 < 50 ? (grace / 4 > 1 ? grace / 4 : 1) : 50;
 
     st = lock_create(&l, &a);
     if (st != ZKL_OK) {
@@ -326,27 +402,75 @@ int main(int argc, char **argv)
         return st == ZKL_ETIMEDOUT ? a.conflict_code : ZKL_CLI_EXIT_UNAVAILABLE;
     }
 
+    /* COMMAND starts only with time left on the lease, under the watchdog */
+    if (zkl_client_lease_end(client, &lease_end) != ZKL_OK ||
+        lease_end - grace - kill_after <= boot_ms()) {
+        set_phase(DONE);
+        fprintf(stderr, "zklock: %s: the lease of the lock ran out before COMMAND could start\n",
+                a.path);
+        lock_release(&l);
+        lock_destroy(&l);
+        zkl_client_close(client);
+        return ZKL_CLI_EXIT_LOST;
+    }
+    rc = zkl_watchdog_start(&wd, lease_end, grace, kill_after);
+    if (rc < 0) {
+        set_phase(DONE);
+        fprintf(stderr, "zklock: cannot start the lease watchdog: %s\n", strerror(-rc));
+        lock_release(&l);
+        lock_destroy(&l);
+        zkl_client_close(client);
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
+    feeding = pthread_create(&feeder_thread, NULL, feed, &fd) == 0;
+    foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+
     set_phase(RUNNING);
     pid = spawn_command(a.command, a.path, token);
     pthread_mutex_lock(&mu);
     child = pid > 0 ? pid : 0;
+    if (pid > 0) {
+        zkl_watchdog_target(&wd, pid);
+        if (foreground)
+            terminal_to(pid);
+    }
     if (pid > 0 && pending_signal)
         kill(pid, pending_signal);
-    if (pid > 0 && atomic_load(&session_lost))
-        kill(pid, SIGTERM);
+    if (pid > 0 && (atomic_load(&session_lost) || atomic_load(&lease_expired)))
+        kill(-pid, SIGTERM);
     pthread_mutex_unlock(&mu);
     if (pid < 0) {
         fprintf(stderr, "zklock: %s: %s\n", a.command[0], strerror(-pid));
         code = -pid == ENOENT ? 127 : 126;
+        fired = zkl_watchdog_finish(&wd) == 1;
     } else {
+        siginfo_t info;
+        /* ended, not yet reaped: its group id cannot be reused before the
+         * watchdog has let go of it */
+        while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+            ;
+        fired = zkl_watchdog_finish(&wd) == 1;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (foreground)
+            terminal_to(getpgrp());
     }
     set_phase(DONE);
+    if (feeding) {
+        atomic_store(&fd.stop, 1);
+        pthread_join(feeder_thread, NULL);
+    }
     lock_release(&l);
     lock_destroy(&l);
     zkl_client_close(client);
+    if (fired || atomic_load(&lease_expired)) {
+        fprintf(stderr,
+                "zklock: %s: the lease of the lock ran out while COMMAND ran; the lock no longer "
+                "protected it (COMMAND was sent SIGTERM, and SIGKILL if it ran %d ms more)\n",
+                a.path, kill_after);
+        return ZKL_CLI_EXIT_LOST;
+    }
     if (atomic_load(&session_lost)) {
         fprintf(stderr,
                 "zklock: %s: the ZooKeeper session was lost while COMMAND ran; the lock "

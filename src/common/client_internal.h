@@ -138,12 +138,13 @@ struct zkl_client {
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
     bool revs_dirty;
     /* the lease (lease.c) */
-    int64_t lease_end;  /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
-    int64_t renew_at;   /* zkl__now_ms() of the next renewal */
-    int lease_holds;    /* holds that need the lease */
-    int lease_acquires; /* acquires in progress (their grant needs it too) */
-    bool lease_lapsed;  /* c->sess's lease ran out with holds: acted on */
-    bool renewing;      /* a renewal is in flight */
+    int64_t lease_end;    /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
+    int64_t renew_at;     /* zkl__now_ms() of the next renewal */
+    int lease_holds;      /* holds that need the lease */
+    int lease_acquires;   /* acquires in progress (their grant needs it too) */
+    bool lease_lapsed;    /* c->sess's lease ran out with holds: acted on */
+    bool renewing;        /* a renewal is in flight */
+    bool lease_lapse_due; /* a hold released after its lease ran out: tell it all the same */
 };
 
 /* Current session with a reference, or ZKL_ECLOSED / ZKL_ETIMEDOUT (none usable by deadline). */

@@ -70,12 +70,20 @@ void zkl__lease_reset_locked(zkl_client *c)
 {
     c->lease_end = 0;
     c->lease_lapsed = false;
+    c->lease_lapse_due = false;
     c->renew_at = 0;
 }
 
 void zkl__lease_users(zkl_client *c, int holds, int acquires)
 {
     pthread_mutex_lock(&c->mu);
+    /* a hold let go after its lease ran out, before the worker woke for it:
+     * the lapse is still to be told and acted on */
+    if (holds < 0 && c->lease_holds > 0 && !c->lease_lapsed && c->lease_end != 0 &&
+        zkl__boot_ms() >= c->lease_end) {
+        c->lease_lapse_due = true;
+        pthread_cond_signal(&c->wcv);
+    }
     c->lease_holds += holds;
     c->lease_acquires += acquires;
     if (holds > 0 || acquires > 0)
@@ -206,7 +214,9 @@ bool zkl__lease_renew_work(zkl_client *c, int64_t *wake_ms)
 
 bool zkl__lease_lapsed_locked(zkl_client *c)
 {
-    if (c->lease_holds <= 0 || c->lease_lapsed || c->lease_end == 0 || c->sess->expired)
+    bool due = c->lease_lapse_due;
+    c->lease_lapse_due = false;
+    if ((c->lease_holds <= 0 && !due) || c->lease_lapsed || c->lease_end == 0 || c->sess->expired)
         return false;
     if (zkl__boot_ms() < c->lease_end)
         return false;

@@ -129,8 +129,38 @@ kill -CONT "$(<"$DIR/server1/pid")"
 wait $zp; rc=$?
 check "session lost: zklock exits 75 (rc=$rc)" test $rc = 75
 check "session lost: COMMAND got SIGTERM" test -e "$work/lostterm"
-check "session lost: one line on stderr says so" grep -q "session was lost" "$work/lost.err"
+check "session lost: one line on stderr says so" grep -Eq "session was lost|lease of the lock ran out" "$work/lost.err"
 "$ZKLOCK" -w 15 "$p" -- true; check "the path is usable again" test $? = 0
+
+# --- 8b. zklock itself paused (SIGSTOP): its watchdog stops COMMAND before the
+# server expires the session, and before the next holder starts ---
+# wall ms of the first 'Expiring session' line logged at or after $1 (ms)
+expiry_after() {
+  local since=$1 line d t
+  while read -r d t _; do
+    line=$(date -d "$d ${t/,/.}" +%s%3N 2>/dev/null) || continue
+    if ((line >= since)); then echo "$line"; return 0; fi
+  done < <(grep -h "Expiring session" "$DIR/server1/zookeeper.log")
+  return 1
+}
+p=$(uniq_path paused)
+rm -f "$work/pterm" "$work/prun" "$work/bstart"
+"$ZKLOCK" --session-timeout 2000 "$p" -- sh -c "trap 'date +%s%3N >$work/pterm; exit 0' TERM; touch $work/prun; while :; do sleep 0.02; done" 2>"$work/paused.err" & zp=$!
+pids+=($zp)
+wait_file "$work/prun"
+"$ZKLOCK" -w 20 "$p" -- sh -c "date +%s%3N >$work/bstart" & bp=$!
+sleep 0.5
+stop_at=$(ms); kill -STOP $zp
+wait $bp; brc=$?
+kill -CONT $zp; wait $zp; rc=$?
+exp=$(expiry_after "$stop_at" || echo 0)
+tstop=$(cat "$work/pterm" 2>/dev/null || echo 0); tb=$(cat "$work/bstart" 2>/dev/null || echo 0)
+check "paused zklock: COMMAND got SIGTERM from the watchdog" test "$tstop" -gt 0
+check "paused zklock: stopped $((exp - tstop)) ms before the server's expiry (>= 200)" test "$exp" -gt 0 -a $((exp - tstop)) -ge 200
+check "paused zklock: the next holder started $((tb - tstop)) ms after it stopped (> 0)" test "$brc" = 0 -a "$tb" -gt "$tstop"
+check "paused zklock: zklock exits 75 (rc=$rc)" test $rc = 75
+check "paused zklock: one line on stderr says the lease ran out" grep -q "lease of the lock ran out" "$work/paused.err"
+check "paused zklock: no node left" test "$(nodes "$p")" = 0
 
 # --- 9. bad input: one line on stderr, non-zero, within seconds ---
 badcase() {
@@ -157,6 +187,10 @@ badcase 64 -n -w 1 /ok -- true
 badcase 64 -s -x /ok -- true
 badcase 64 --bogus /ok -- true
 badcase 64 -w
+badcase 64 --grace 400 --kill-after 400 /ok -- true
+badcase 64 --session-timeout 1000 --grace 600 /ok -- true
+badcase 64 --lease-margin 3000 /ok -- true
+badcase 64 --grace x /ok -- true
 badcase 69 --zk 127.0.0.1:1 -w 1 /ok -- true
 "$ZKLOCK" --help >/dev/null; check "--help exits 0" test $? = 0
 "$ZKLOCK" --version | grep -q zklock; check "--version" test $? = 0

@@ -96,10 +96,8 @@ static void *hold_and_poll(void *arg)
         zkl_mutex_fencing_token(h->m, &h->token);
     atomic_store(&h->holding, 1);
     while (h->acquire_st == ZKL_OK && !atomic_load(&h->stop_polling)) {
-        if (!zkl_mutex_is_held(h->m)) {
+        if (!atomic_load(&h->stopped_at) && !zkl_mutex_is_held(h->m))
             atomic_store(&h->stopped_at, wall_ms());
-            break;
-        }
         zkt_sleep_ms(1);
     }
     if (h->acquire_st == ZKL_OK)

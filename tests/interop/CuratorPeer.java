@@ -15,6 +15,10 @@
 //   revoke NODEPATH                             Revoker.attemptRevoke, print "REVOKED"
 //   hold PATH SECONDS                           print "HELD <node>", sleep, release, print "RELEASED"
 //   participants PATH                           getParticipantNodes(), one per line
+//   hold-until-lost PATH SESSION_MS             a session of SESSION_MS; print "HELD <node>",
+//                                               then "SUSPENDED <ms>" and "LOST <ms>" (wall
+//                                               clock) as Curator reports them; exit 0 at LOST
+//                                               (the partition tests' Curator holder)
 //   downgrade PATH LOG HOLD_MS                  write lock, then read lock, release write, hold read
 //
 // The first four ("loop commands") run --threads N threads (default 1), each
@@ -145,6 +149,8 @@ public class CuratorPeer {
                 holdRevocable(a.get(1), a.size() > 2 ? toDouble(a.get(2), "TIMEOUT_S") : 60); }
             case "revoke" -> { arity(a, 2, 2, "revoke NODEPATH"); revoke(a.get(1)); }
             case "hold" -> { arity(a, 3, 3, "hold PATH SECONDS"); hold(a.get(1), toDouble(a.get(2), "SECONDS")); }
+            case "hold-until-lost" -> { arity(a, 3, 3, "hold-until-lost PATH SESSION_MS");
+                holdUntilLost(a.get(1), toInt(a.get(2), "SESSION_MS")); }
             case "participants" -> { arity(a, 2, 2, "participants PATH"); participants(a.get(1)); }
             case "downgrade" -> { arity(a, 4, 4, "downgrade PATH LOG HOLD_MS"); downgrade(a.get(1), a.get(2), toInt(a.get(3), "HOLD_MS")); }
             default -> throw new Failure(2, "unknown command (mutex, read, write, semaphore, "
@@ -218,6 +224,29 @@ public class CuratorPeer {
         lock.release();
         System.out.println("RELEASED");
         System.out.flush();
+    }
+
+    static void holdUntilLost(String path, int sessionMs) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(zk, sessionMs, CONNECTION_TIMEOUT_MS,
+                new ExponentialBackoffRetry(100, 5));
+        clients.add(client);
+        CountDownLatch lost = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            switch (state) {
+                case SUSPENDED -> { System.out.println("SUSPENDED " + System.currentTimeMillis()); System.out.flush(); }
+                case LOST -> { System.out.println("LOST " + System.currentTimeMillis()); System.out.flush(); lost.countDown(); }
+                default -> { }
+            }
+        });
+        client.start();
+        if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS))
+            throw new Failure(1, "could not connect to " + zk + " within " + CONNECT_WAIT_S + " s");
+        OwnMutex lock = new OwnMutex(client, path);
+        acquire(lock, path);
+        System.out.println("HELD " + lock.ownNode());
+        System.out.flush();
+        lost.await();
+        System.exit(0);
     }
 
     static void participants(String path) throws Exception {

@@ -105,3 +105,41 @@ Test(cli_args, bad_input)
     cr_assert_eq(parse(&a, NULL, "--shared=1", "/p", "x", NULL), ZKL_CLI_EXIT_USAGE);
     cr_assert_eq(parse(&a, NULL, "-s", "--semaphore", "2", "/p", "x", NULL), ZKL_CLI_EXIT_USAGE);
 }
+
+/* The lease options: defaults scale with the session timeout, and what cannot
+ * work (SIGKILL after the lease end, grace and margin over half the timeout)
+ * is refused before anything is locked. */
+Test(cli_args, lease_options)
+{
+    zkl_cli_args a;
+    char err[256];
+    int grace, kill_after;
+    cr_assert_eq(parse(&a, NULL, "/p", "--", "x", NULL), 0);
+    cr_assert_eq(zkl_cli_lease_fit(&a, 10000, &grace, &kill_after, err, sizeof err), 0);
+    cr_assert_eq(grace, 1250);
+    cr_assert_eq(kill_after, 625);
+    cr_assert_eq(zkl_cli_lease_fit(&a, 2000, &grace, &kill_after, err, sizeof err), 0);
+    cr_assert_eq(grace, 250);
+    cr_assert_eq(kill_after, 125);
+    cr_assert_eq(parse(&a, NULL, "--grace", "900", "--kill-after=300", "--lease-margin", "700",
+                       "--session-timeout", "4000", "/p", "--", "x", NULL),
+                 0);
+    cr_assert_eq(a.grace_ms, 900);
+    cr_assert_eq(a.kill_after_ms, 300);
+    cr_assert_eq(a.lease_margin_ms, 700);
+    /* granted less than asked: no longer fits */
+    cr_assert_eq(zkl_cli_lease_fit(&a, 2000, &grace, &kill_after, err, sizeof err),
+                 ZKL_CLI_EXIT_USAGE);
+    cr_assert(strstr(err, "too short") || strstr(err, "--lease-margin"), "%s", err);
+    cr_assert_eq(parse(&a, NULL, "--grace", "400", "--kill-after", "400", "/p", "--", "x", NULL),
+                 ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(
+        parse(&a, NULL, "--session-timeout", "1000", "--grace", "600", "/p", "--", "x", NULL),
+        ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--lease-margin", "2600", "/p", "--", "x", NULL),
+                 ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--grace", "0", "/p", "--", "x", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--kill-after", NULL), ZKL_CLI_EXIT_USAGE);
+    /* --list needs none of it */
+    cr_assert_eq(parse(&a, NULL, "--list", "--grace", "9000", "/p", NULL), 0);
+}

@@ -1,0 +1,671 @@
+/*
+ * partition.c - exclusion on the clock under real packet loss (issue 18).
+ * Rounds of: a holder (a zklock C API process, a zklock command, or a Curator
+ * peer) running as a uid of its own, a waiter in this process, then a fault
+ * (nftables rules that match only the connections of that uid on loopback,
+ * a delay longer than the session timeout, a SIGSTOP of the holder or of the
+ * server). The delay is made by the tests' TCP proxy (faultproxy.c), between
+ * the holder and the server, because this kernel has no qdiscs (tc netem). Per round: when the
+ * holder stopped, when the server's log says it expired the holder's session, when the waiter was
+ * granted, the fencing tokens, and that no node is left. Every rule, qdisc and stopped process is
+ * undone on every way out, and every round is bounded in time.
+ *
+ *   partition [--rounds N] [--holders lib,cli,curator] [--faults cut,oneway,delay,
+ *             pause-holder,pause-server] [--session-timeout MS] [--peer CURATOR_PEER]
+ *             [--zklock ZKLOCK] [--json FILE]
+ *
+ * The server is the suite's ($ZKL_TEST_ZK_DIR: connect, server1/pid,
+ * server1/zookeeper.log). Needs root (nft, tc, setuid); without it, or
+ * without nft, it says so and exits 77 (skipped). Prints one line per round,
+ * a summary per holder and fault, and "partition: N passed, M failed".
+ * A zklock holder fails its round if it overlaps the next holder, stops less
+ * than 200 ms before the server's expiry, or the lock is not granted again
+ * within T + 2 s of the fault; a Curator holder's figures are only reported.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "faultproxy.h"
+#include "zklock/zklock.h"
+
+static char servers[512], zkdir[512], table[64], workdir[256];
+static const char *zklock_bin = "zklock", *peer;
+static int session_ms = 2000, uid;
+static volatile sig_atomic_t rules_on, qdisc_on;
+static pid_t server_pid, stopped_pid;
+static FILE *json;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+/* Undo every fault: rules, qdisc, stopped processes. Safe to call twice. */
+static void undo(void)
+{
+    if (stopped_pid > 0)
+        kill(stopped_pid, SIGCONT);
+    stopped_pid = 0;
+    if (rules_on)
+        sh("nft delete table inet %s 2>/dev/null", table);
+    rules_on = 0;
+    if (qdisc_on)
+        sh("tc qdisc del dev lo root 2>/dev/null");
+    qdisc_on = 0;
+}
+
+static void on_fatal(int sig)
+{
+    undo();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int nft(const char *rules)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "nft -f - <<'EOF'\n%s\nEOF", rules);
+    return system(cmd);
+}
+
+/* The table exists from round start (it marks the holder's connections). */
+static int rules_start(void)
+{
+    char r[512];
+    snprintf(r, sizeof r,
+             "table inet %s {\n chain out {\n  type filter hook output priority 0; policy accept;\n"
+             "  meta skuid %d ct mark set 0x5a1\n }\n}",
+             table, uid);
+    rules_on = 1;
+    return nft(r);
+}
+
+/* The faults that act on packets. */
+static int fault_on(const char *fault)
+{
+    char r[512];
+    if (!strcmp(fault, "cut")) /* both ways: every packet of the holder's connections */
+        snprintf(r, sizeof r, "add rule inet %s out ct mark 0x5a1 drop", table);
+    else if (!strcmp(fault, "oneway")) /* the server hears nothing; the holder still hears it */
+        /* (by connection, not by socket owner: a socket the holder closed
+         * has no owner any more, and its retransmissions would get through) */
+        snprintf(r, sizeof r, "add rule inet %s out ct mark 0x5a1 ct direction original drop",
+                 table);
+    else
+        return 0;
+    return nft(r);
+}
+
+/* ---- holders ---- */
+
+typedef struct holder {
+    const char *kind; /* lib, cli, curator */
+    pid_t pid;
+    int out;            /* its stdout (lib, curator) */
+    char stopfile[300]; /* cli: COMMAND writes its SIGTERM time here */
+} holder;
+
+static void drop_privileges(void)
+{
+    if (setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0) {
+        perror("partition: setuid");
+        _exit(70);
+    }
+}
+
+/* The C API holder: acquires, prints HELD, then STOP <ms> the first time is_held is false. */
+static void lib_holder(const char *path)
+{
+    zkl_client_options o;
+    zkl_client *c;
+    zkl_mutex *m;
+    int64_t token = 0;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    if (zkl_client_open(servers, &o, &c) || zkl_mutex_create(c, path, &m) ||
+        zkl_mutex_acquire(m, 20000) || zkl_mutex_fencing_token(m, &token)) {
+        fprintf(stderr, "partition: lib holder: %s\n", zkl_errmsg());
+        _exit(1);
+    }
+    printf("HELD %lld\n", (long long)token);
+    fflush(stdout);
+    while (zkl_mutex_is_held(m))
+        sleep_ms(1);
+    printf("STOP %lld\n", (long long)wall_ms());
+    fflush(stdout);
+    _exit(0);
+}
+
+static int holder_start(holder *h, const char *kind, const char *path, const char *connect)
+{
+    int p[2];
+    memset(h, 0, sizeof *h);
+    h->kind = kind;
+    snprintf(h->stopfile, sizeof h->stopfile, "%s/stop-%d", workdir, (int)getpid());
+    unlink(h->stopfile);
+    if (pipe(p))
+        return -1;
+    h->pid = fork();
+    if (h->pid < 0)
+        return -1;
+    if (h->pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        drop_privileges();
+        if (!strcmp(kind, "lib")) { /* a fresh process: this one has threads */
+            char st[32];
+            snprintf(st, sizeof st, "%d", session_ms);
+            execl("/proc/self/exe", "partition", "--lib-holder", connect, st, path, (char *)NULL);
+            _exit(127);
+        }
+        if (!strcmp(kind, "cli")) {
+            char script[512], st[32];
+            snprintf(st, sizeof st, "%d", session_ms);
+            snprintf(script, sizeof script,
+                     "trap 'date +%%s%%3N >%s; exit 0' TERM; echo HELD $ZKLOCK_FENCING_TOKEN; "
+                     "while :; do sleep 0.01; done",
+                     h->stopfile);
+            execlp(zklock_bin, "zklock", "--zk", connect, "--session-timeout", st, path, "--", "sh",
+                   "-c", script, (char *)NULL);
+        } else {
+            char st[32];
+            snprintf(st, sizeof st, "%d", session_ms);
+            execlp(peer, "curator-peer", "--zk", connect, "hold-until-lost", path, st,
+                   (char *)NULL);
+        }
+        _exit(127);
+    }
+    close(p[1]);
+    h->out = p[0];
+    return 0;
+}
+
+/* Read one line from the holder with a deadline; 0 or -1. */
+static int holder_line(holder *h, char *buf, size_t len, int timeout_ms)
+{
+    size_t n = 0;
+    int64_t end = wall_ms() + timeout_ms;
+    while (n + 1 < len) {
+        fd_set r;
+        struct timeval tv;
+        int64_t left = end - wall_ms();
+        if (left < 0)
+            left = 0;
+        FD_ZERO(&r);
+        FD_SET(h->out, &r);
+        tv.tv_sec = left / 1000;
+        tv.tv_usec = (left % 1000) * 1000;
+        if (select(h->out + 1, &r, NULL, NULL, &tv) <= 0) {
+            if (left == 0)
+                return -1;
+            continue;
+        }
+        if (read(h->out, buf + n, 1) != 1)
+            return -1;
+        if (buf[n] == '\n') {
+            buf[n] = '\0';
+            return 0;
+        }
+        n++;
+    }
+    return -1;
+}
+
+/* The holder's stop time (wall ms), 0 if not (yet) known. Curator: its LOST. */
+static int64_t holder_stop(holder *h, int64_t *suspended)
+{
+    char line[256];
+    if (!strcmp(h->kind, "cli")) {
+        FILE *f = fopen(h->stopfile, "r");
+        long long v = 0;
+        if (f) {
+            if (fscanf(f, "%lld", &v) != 1)
+                v = 0;
+            fclose(f);
+        }
+        return v;
+    }
+    while (holder_line(h, line, sizeof line, 0) == 0) {
+        long long v;
+        if (sscanf(line, "SUSPENDED %lld", &v) == 1 && suspended)
+            *suspended = v;
+        if (sscanf(line, "STOP %lld", &v) == 1 || sscanf(line, "LOST %lld", &v) == 1)
+            return v;
+    }
+    return 0;
+}
+
+static void holder_end(holder *h)
+{
+    int i, status;
+    for (i = 0; i < 200; i++) { /* 10 s to finish by itself (zklock exits 75) */
+        if (waitpid(h->pid, &status, WNOHANG) == h->pid)
+            goto done;
+        sleep_ms(50);
+    }
+    kill(h->pid, SIGKILL);
+    waitpid(h->pid, &status, 0);
+done:
+    if (!strcmp(h->kind, "cli")) /* its COMMAND, should it be left */
+        sh("pkill -9 -u %d -f 'sleep 0.01' 2>/dev/null", uid);
+    close(h->out);
+}
+
+/* ---- the server ---- */
+
+static int64_t expiry_of(int64_t sid, int64_t since)
+{
+    char file[700], line[1024], want[64];
+    int64_t at = 0;
+    FILE *f;
+    snprintf(file, sizeof file, "%s/server1/zookeeper.log", zkdir);
+    snprintf(want, sizeof want, "Expiring session 0x%llx,", (unsigned long long)sid);
+    if (!(f = fopen(file, "r")))
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        struct tm tm;
+        int ms;
+        int64_t t;
+        if (!strstr(line, want))
+            continue;
+        memset(&tm, 0, sizeof tm);
+        if (sscanf(line, "%d-%d-%d %d:%d:%d,%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                   &tm.tm_min, &tm.tm_sec, &ms) != 7)
+            continue;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        tm.tm_isdst = -1;
+        t = (int64_t)mktime(&tm) * 1000 + ms;
+        if (t >= since - 1000)
+            at = t;
+    }
+    fclose(f);
+    return at;
+}
+
+/* ---- the waiter ---- */
+
+typedef struct waiter {
+    zkl_mutex *m;
+    zkl_status st;
+    int64_t token;
+    _Atomic int64_t granted_at;
+    atomic_int done, release;
+} waiter;
+
+static void *waiter_main(void *arg)
+{
+    waiter *w = arg;
+    w->st = zkl_mutex_acquire(w->m, 30000);
+    if (w->st == ZKL_OK) {
+        atomic_store(&w->granted_at, wall_ms());
+        zkl_mutex_fencing_token(w->m, &w->token);
+    }
+    atomic_store(&w->done, 1);
+    while (w->st == ZKL_OK && !atomic_load(&w->release))
+        sleep_ms(5);
+    if (w->st == ZKL_OK)
+        zkl_mutex_release(w->m);
+    return NULL;
+}
+
+/* ---- rounds ---- */
+
+typedef struct figures {
+    int rounds, failed, overlaps, unstopped;
+    int64_t overlap_max; /* ms both held, among rounds where the holder did stop */
+    int64_t slack[512], handoff[512], live[512];
+} figures;
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t pct(int64_t *v, int n, int p)
+{
+    int64_t s[512];
+    if (!n)
+        return 0;
+    memcpy(s, v, (size_t)n * sizeof *v);
+    qsort(s, (size_t)n, sizeof *s, cmp64);
+    return s[(n - 1) * p / 100];
+}
+
+/* Children of path with their owners; the holder's session is the one that is not ours. */
+static int64_t other_owner(zhandle_t *zh, const char *path, int64_t ours, int *count)
+{
+    struct String_vector kids = {0, NULL};
+    int64_t owner = 0;
+    int i;
+    *count = 0;
+    if (zoo_get_children(zh, path, 0, &kids) != ZOK)
+        return 0;
+    *count = kids.count;
+    for (i = 0; i < kids.count; i++) {
+        char full[600];
+        struct Stat st;
+        snprintf(full, sizeof full, "%s/%s", path, kids.data[i]);
+        if (zoo_exists(zh, full, 0, &st) == ZOK && st.ephemeralOwner != ours)
+            owner = st.ephemeralOwner;
+    }
+    deallocate_String_vector(&kids);
+    return owner;
+}
+
+static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char *fault, int n,
+                     figures *fig)
+{
+    char path[256], line[256];
+    holder h;
+    waiter w;
+    pthread_t t;
+    int64_t cut_at, hsid = 0, expiry = 0, stop = 0, suspended = 0, htoken = 0, end;
+    int count = 0, ok = 1, i, curator = !strcmp(kind, "curator");
+    const char *why = "";
+
+    fp_proxy *fp = NULL;
+
+    memset(&w, 0, sizeof w);
+    snprintf(path, sizeof path, "/zklpart/%d-%s-%s-%d", (int)getpid(), kind, fault, n);
+    if (zkl_mutex_create(c, path, &w.m))
+        return fprintf(stderr, "partition: %s\n", zkl_errmsg()), 0;
+    if (!strcmp(fault, "delay") && !(fp = fp_start(servers))) {
+        fprintf(stderr, "partition: could not start the proxy\n");
+        zkl_mutex_destroy(w.m);
+        return 0;
+    }
+    if (rules_start() || holder_start(&h, kind, path, fp ? fp_connect_string(fp) : servers)) {
+        fprintf(stderr, "partition: could not set up the round\n");
+        undo();
+        zkl_mutex_destroy(w.m);
+        return 0;
+    }
+    if (holder_line(&h, line, sizeof line, 30000) || strncmp(line, "HELD ", 5) != 0) {
+        ok = 0;
+        why = "the holder never held";
+        goto out;
+    }
+    if (!curator)
+        htoken = atoll(line + 5);
+    pthread_create(&t, NULL, waiter_main, &w);
+    for (i = 0; i < 200 && count < 2; i++) {
+        hsid = other_owner(zh, path, zkl_client_session_id(c), &count);
+        sleep_ms(25);
+    }
+    sleep_ms(300 + rand() % (session_ms / 3)); /* anywhere in the renewal cycle */
+
+    cut_at = wall_ms();
+    if (!strcmp(fault, "pause-holder")) {
+        stopped_pid = h.pid;
+        kill(h.pid, SIGSTOP);
+    } else if (!strcmp(fault, "pause-server")) {
+        stopped_pid = server_pid;
+        kill(server_pid, SIGSTOP);
+    } else if (fp) {
+        fp_delay(fp, 2 * session_ms); /* every packet, both ways, late by 2 T */
+    } else if (fault_on(fault)) {
+        ok = 0;
+        why = "could not apply the fault";
+    }
+    end = wall_ms() + session_ms * 3 + 15000;
+    while (ok && wall_ms() < end) {
+        if (!strcmp(fault, "pause-server") && stopped_pid &&
+            wall_ms() - cut_at > session_ms * 3 / 2)
+            undo(); /* thaw after 1.5 T: it expires the session then */
+        if (!stop)
+            stop = holder_stop(&h, &suspended);
+        if (!expiry)
+            expiry = expiry_of(hsid, cut_at);
+        if (atomic_load(&w.done) && expiry &&
+            (stop || wall_ms() - atomic_load(&w.granted_at) > 3000))
+            break;
+        sleep_ms(10);
+    }
+    undo();
+    if (fp)
+        fp_delay(fp, 0);
+    if (!stop)
+        stop = holder_stop(&h, &suspended);
+    if (ok && (w.st != ZKL_OK || !atomic_load(&w.done))) {
+        ok = 0;
+        why = "the waiter was not granted";
+    }
+    if (ok) {
+        int64_t granted = atomic_load(&w.granted_at);
+        int64_t slack = expiry && stop ? expiry - stop : -1;
+        int64_t handoff = stop ? granted - stop : -1;
+        int overlap = !stop || granted <= stop;
+        if (fig->rounds < 512) {
+            fig->slack[fig->rounds] = slack;
+            fig->handoff[fig->rounds] = handoff;
+            fig->live[fig->rounds] = granted - cut_at;
+        }
+        fig->rounds++;
+        fig->overlaps += overlap;
+        fig->unstopped += !stop;
+        if (stop && stop - granted > fig->overlap_max)
+            fig->overlap_max = stop - granted;
+        printf("round %-8s %-12s %3d: stop %+6lld ms, server expiry %+6lld, next grant %+6lld "
+               "(slack %lld, hand-off %lld)%s%s\n",
+               kind, fault, n, (long long)(stop ? stop - cut_at : -1),
+               (long long)(expiry ? expiry - cut_at : -1), (long long)(granted - cut_at),
+               (long long)slack, (long long)handoff,
+               !overlap ? ""
+               : stop   ? " OVERLAP"
+                        : " OVERLAP (had not stopped when the round ended)",
+               curator && suspended ? " (Curator said SUSPENDED before)" : "");
+        if (json)
+            fprintf(json,
+                    "{\"holder\":\"%s\",\"fault\":\"%s\",\"round\":%d,\"stop_ms\":%lld,"
+                    "\"expiry_ms\":%lld,\"grant_ms\":%lld,\"overlap\":%s}\n",
+                    kind, fault, n, (long long)(stop ? stop - cut_at : -1),
+                    (long long)(expiry ? expiry - cut_at : -1), (long long)(granted - cut_at),
+                    overlap ? "true" : "false");
+        if (!curator) {
+            if (overlap) {
+                ok = 0;
+                why = "two holders at once";
+            } else if (slack < 200) {
+                ok = 0;
+                why = "stopped less than 200 ms before the server's expiry";
+            } else if (granted - cut_at >
+                       session_ms + 2000 +
+                           (!strcmp(fault, "pause-server") ? session_ms * 3 / 2 : 0)) {
+                ok = 0;
+                why = "not granted again within T + 2 s";
+            } else if (w.token <= htoken) {
+                ok = 0;
+                why = "fencing tokens did not increase";
+            }
+        }
+    }
+    atomic_store(&w.release, 1);
+    pthread_join(t, NULL);
+out:
+    undo();
+    holder_end(&h);
+    zkl_client_drain(c, 5000);
+    for (i = 0; i < 100; i++) { /* the holder's node goes with its session */
+        other_owner(zh, path, 0, &count);
+        if (!count)
+            break;
+        sleep_ms(100);
+    }
+    if (count && ok) {
+        ok = 0;
+        why = "a node was left";
+    }
+    zkl_mutex_destroy(w.m);
+    fp_stop(fp);
+    if (!ok) {
+        fig->failed++;
+        printf("round %-8s %-12s %3d: FAILED: %s\n", kind, fault, n, why);
+    }
+    return ok;
+}
+
+static int read_file(const char *file, char *buf, size_t len)
+{
+    FILE *f = fopen(file, "r");
+    if (!f || !fgets(buf, (int)len, f)) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char holders[256] = "lib,cli", faults[256] = "cut,oneway,delay,pause-holder,pause-server",
+         buf[700];
+    int rounds = 1, i, passed = 0, failed = 0;
+    zkl_client *c;
+    zhandle_t *zh;
+    const char *dir = getenv("ZKL_TEST_ZK_DIR");
+    if (argc == 5 && !strcmp(argv[1], "--lib-holder")) { /* CONNECT T PATH */
+        snprintf(servers, sizeof servers, "%s", argv[2]);
+        session_ms = atoi(argv[3]);
+        lib_holder(argv[4]);
+    }
+    for (i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(argv[i], "--rounds"))
+            rounds = atoi(v), i++;
+        else if (!strcmp(argv[i], "--holders"))
+            snprintf(holders, sizeof holders, "%s", v), i++;
+        else if (!strcmp(argv[i], "--faults"))
+            snprintf(faults, sizeof faults, "%s", v), i++;
+        else if (!strcmp(argv[i], "--session-timeout"))
+            session_ms = atoi(v), i++;
+        else if (!strcmp(argv[i], "--peer"))
+            peer = v, i++;
+        else if (!strcmp(argv[i], "--zklock"))
+            zklock_bin = v, i++;
+        else if (!strcmp(argv[i], "--json")) {
+            json = fopen(v, "w");
+            i++;
+        } else {
+            fprintf(stderr, "partition: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!dir || snprintf(zkdir, sizeof zkdir, "%s", dir) < 0)
+        return fprintf(stderr, "partition: ZKL_TEST_ZK_DIR is not set\n"), 2;
+    if (geteuid() != 0 || sh("command -v nft >/dev/null && command -v tc >/dev/null") != 0) {
+        printf("partition: skipped: needs root, nft and tc (scripts/deps nftables iproute2)\n");
+        return 77;
+    }
+    snprintf(buf, sizeof buf, "%s/connect", zkdir);
+    if (read_file(buf, servers, sizeof servers))
+        return fprintf(stderr, "partition: no %s\n", buf), 2;
+    {
+        char pidf[700], p[32];
+        snprintf(pidf, sizeof pidf, "%s/server1/pid", zkdir);
+        if (read_file(pidf, p, sizeof p) == 0)
+            server_pid = atoi(p);
+    }
+    uid = 60000 + (int)(getpid() % 5000);
+    snprintf(table, sizeof table, "zklpart_%d", (int)getpid());
+    snprintf(workdir, sizeof workdir, "/tmp/zklpart-%d", (int)getpid());
+    mkdir(workdir, 0777);
+    chmod(workdir, 0777);
+    signal(SIGINT, on_fatal);
+    signal(SIGTERM, on_fatal);
+    signal(SIGHUP, on_fatal);
+    signal(SIGALRM, on_fatal);
+    alarm((unsigned)(rounds * 60 * 6 + 120)); /* bounded, whatever happens */
+    atexit(undo);
+    srand((unsigned)getpid());
+    zoo_set_debug_level((ZooLogLevel)0);
+    if (zkl_client_open(servers, NULL, &c))
+        return fprintf(stderr, "partition: %s\n", zkl_errmsg()), 1;
+    zh = zookeeper_init(servers, NULL, 10000, NULL, NULL, 0);
+    for (i = 0; zh && zoo_state(zh) != ZOO_CONNECTED_STATE && i < 500; i++)
+        sleep_ms(10);
+
+    {
+        char *hs, *hsave = NULL, hl[256];
+        snprintf(hl, sizeof hl, "%s", holders);
+        for (hs = strtok_r(hl, ",", &hsave); hs; hs = strtok_r(NULL, ",", &hsave)) {
+            char *fs, *fsave = NULL, fl[256];
+            if (!strcmp(hs, "curator") && !peer) {
+                printf("partition: no --peer: Curator rounds skipped\n");
+                continue;
+            }
+            snprintf(fl, sizeof fl, "%s", faults);
+            for (fs = strtok_r(fl, ",", &fsave); fs; fs = strtok_r(NULL, ",", &fsave)) {
+                figures fig;
+                int r;
+                if (!strcmp(fs, "pause-holder") && !strcmp(hs, "lib"))
+                    continue; /* a paused C program cannot stop itself: the command's watchdog can
+                               */
+                memset(&fig, 0, sizeof fig);
+                for (r = 0; r < rounds; r++) {
+                    if (round_run(c, zh, hs, fs, r, &fig))
+                        passed++;
+                    else
+                        failed++;
+                }
+                printf("summary %-8s %-12s rounds %d, overlaps %d (longest %lld ms, %d never "
+                       "stopped), failed %d; slack p0 %lld p50 %lld p100 %lld ms; next grant "
+                       "after stop p0 %lld p50 %lld ms; granted again after the fault p100 %lld "
+                       "ms\n",
+                       hs, fs, fig.rounds, fig.overlaps, (long long)fig.overlap_max, fig.unstopped,
+                       fig.failed, (long long)pct(fig.slack, fig.rounds, 0),
+                       (long long)pct(fig.slack, fig.rounds, 50),
+                       (long long)pct(fig.slack, fig.rounds, 100),
+                       (long long)pct(fig.handoff, fig.rounds, 0),
+                       (long long)pct(fig.handoff, fig.rounds, 50),
+                       (long long)pct(fig.live, fig.rounds, 100));
+                if (!strcmp(hs, "curator")) /* reported, never failed */
+                    failed -= fig.failed, passed += fig.failed;
+            }
+        }
+    }
+    undo();
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    sh("rm -rf %s", workdir);
+    if (json)
+        fclose(json);
+    printf("partition: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
