@@ -15,7 +15,7 @@
 const char zkl_cli_usage[] =
     "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE] [-s | -x | --semaphore N]\n"
     "              [--session-timeout MS] [--grace MS] [--kill-after MS]\n"
-    "              [--lease-margin MS] PATH -- COMMAND [ARG...]\n"
+    "              [--lease-margin MS] [--ensemble-lag MS] PATH -- COMMAND [ARG...]\n"
     "       zklock --list [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
@@ -35,6 +35,7 @@ const char zkl_cli_usage[] =
     "      --kill-after MS   then SIGKILL this long after SIGTERM (default grace/2)\n"
     "      --lease-margin MS lease ends this long before the server could expire\n"
     "                        the session (default timeout/10 + 200, at most /4)\n"
+    "      --ensemble-lag MS for an ensemble: syncLimit x tickTime + tickTime/2\n"
     "      --list            print the participants of PATH, holders first\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
     "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost or\n"
@@ -167,10 +168,11 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
             modes++;
             a->mode = ZKL_CLI_SEMAPHORE;
         } else if (!strcmp(name, "--grace") || !strcmp(name, "--kill-after") ||
-                   !strcmp(name, "--lease-margin")) {
-            int *to = !strcmp(name, "--grace")        ? &a->grace_ms
-                      : !strcmp(name, "--kill-after") ? &a->kill_after_ms
-                                                      : &a->lease_margin_ms;
+                   !strcmp(name, "--lease-margin") || !strcmp(name, "--ensemble-lag")) {
+            int *to = !strcmp(name, "--grace")          ? &a->grace_ms
+                      : !strcmp(name, "--kill-after")   ? &a->kill_after_ms
+                      : !strcmp(name, "--lease-margin") ? &a->lease_margin_ms
+                                                        : &a->ensemble_lag_ms;
             v = value(argc, argv, &i, eq);
             if (parse_int(v, 1, 3600000, to))
                 return fail(err, errlen, "%s needs MS, a whole number 1..3600000 (got '%.40s')",
@@ -223,25 +225,35 @@ int zkl_cli_lease_fit(const zkl_cli_args *a, int timeout_ms, int *grace_ms, int 
     int margin = a->lease_margin_ms, grace = a->grace_ms, kill_after = a->kill_after_ms;
     if (!margin) /* the library's default */
         margin = timeout_ms / 10 + 200 < timeout_ms / 4 ? timeout_ms / 10 + 200 : timeout_ms / 4;
-    if (!grace)
+    if (!grace) {
         grace = timeout_ms / 8 > 0 ? timeout_ms / 8 : 1;
+        if (a->ensemble_lag_ms && grace > timeout_ms / 4 - margin - a->ensemble_lag_ms)
+            grace = timeout_ms / 4 - margin - a->ensemble_lag_ms; /* what is left of a quarter */
+        if (grace < 2)
+            grace = 2;
+    }
     if (!kill_after)
         kill_after = grace / 2 > 0 ? grace / 2 : 1;
-    if (margin > timeout_ms / 4)
+    if ((long)margin + a->ensemble_lag_ms > timeout_ms / 4)
         return fail(err, errlen,
-                    "--lease-margin %d does not fit a session timeout of %d ms (at most a "
+                    "--lease-margin %d%s does not fit a session timeout of %d ms (at most a "
                     "quarter of it)",
-                    margin, timeout_ms);
+                    margin, a->ensemble_lag_ms ? " with --ensemble-lag" : "", timeout_ms);
     if (kill_after >= grace)
         return fail(err, errlen,
                     "--kill-after %d must be shorter than --grace %d (SIGKILL must come before "
                     "the lease ends)",
                     kill_after, grace);
-    if ((long)grace + margin > timeout_ms / 2)
+    if (!a->ensemble_lag_ms && (long)grace + margin > timeout_ms / 2)
         return fail(err, errlen,
                     "a session timeout of %d ms is too short for --grace %d and a lease margin "
                     "of %d ms (together at most half of it)",
                     timeout_ms, grace, margin);
+    if (a->ensemble_lag_ms && (long)grace + margin + a->ensemble_lag_ms > timeout_ms / 4)
+        return fail(err, errlen,
+                    "a session timeout of %d ms is too short for --grace %d, a lease margin of "
+                    "%d ms and --ensemble-lag %d (together at most a quarter of it)",
+                    timeout_ms, grace, margin, a->ensemble_lag_ms);
     *grace_ms = grace;
     *kill_after_ms = kill_after;
     return 0;

@@ -28,8 +28,9 @@ typedef struct zkl_cli_args {
     int session_timeout_ms;
     /* the lease (see zklock(1)): 0 means the default, worked out by zkl_cli_lease_fit */
     int lease_margin_ms;
-    int grace_ms;      /* COMMAND gets SIGTERM this long before the lease ends */
-    int kill_after_ms; /* ... and SIGKILL this long after SIGTERM */
+    int ensemble_lag_ms; /* --ensemble-lag: syncLimit x tickTime + tickTime/2 (0: standalone) */
+    int grace_ms;        /* COMMAND gets SIGTERM this long before the lease ends */
+    int kill_after_ms;   /* ... and SIGKILL this long after SIGTERM */
     const char *path;
     char **command; /* NULL-terminated, points into argv */
     int list, help, version;

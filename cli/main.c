@@ -345,6 +345,7 @@ int main(int argc, char **argv)
     zkl_client_options_init(&o);
     o.session_timeout_ms = a.session_timeout_ms;
     o.lease_margin_ms = a.lease_margin_ms;
+    o.ensemble_lag_ms = a.ensemble_lag_ms;
     o.connect_timeout_ms = 15000;
     if (a.timeout_ms > 0 && a.timeout_ms < o.connect_timeout_ms)
         o.connect_timeout_ms = a.timeout_ms;

@@ -103,6 +103,15 @@ typedef struct zkl_client_options {
      * session_timeout_ms.
      */
     int lease_margin_ms;
+    /*
+     * For an ensemble: syncLimit x tickTime + tickTime/2 of its servers, in
+     * ms (0, the default: a standalone server). A follower tells the leader
+     * of a session's activity only in its answers to the leader's pings, so
+     * the leader's view can lag the client's proof by this much plus one
+     * renewal interval, which the lease then gives up (docs/lease.md).
+     * margin + lag must fit in a quarter of session_timeout_ms.
+     */
+    int ensemble_lag_ms;
 } zkl_client_options;
 
 /* Fill opts with the defaults above. */

@@ -757,12 +757,13 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
         opts->retry_max_ms < opts->retry_base_ms || opts->retry_max < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: option out of range (timeouts and retry "
                                      "settings must be positive; use zkl_client_options_init)");
-    if (opts->lease_margin_ms < 0 || opts->lease_margin_ms > opts->session_timeout_ms / 4)
+    if (opts->lease_margin_ms < 0 || opts->ensemble_lag_ms < 0 ||
+        (long)opts->lease_margin_ms + opts->ensemble_lag_ms > opts->session_timeout_ms / 4)
         return zkl__fail(ZKL_EINVAL,
-                         "zkl_client_open: lease_margin_ms %d does not fit a session timeout of "
-                         "%d ms (at most a quarter of it, so that a renewal every third of it "
-                         "keeps the lease)",
-                         opts->lease_margin_ms, opts->session_timeout_ms);
+                         "zkl_client_open: lease_margin_ms %d and ensemble_lag_ms %d do not fit a "
+                         "session timeout of %d ms (together at most a quarter of it, so that a "
+                         "renewal every third of it keeps the lease)",
+                         opts->lease_margin_ms, opts->ensemble_lag_ms, opts->session_timeout_ms);
     if (opts->node_data_len > 0 && !opts->node_data)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len without node_data");
     /* A bigger create packet than the server takes (jute.maxbuffer) is not

@@ -33,12 +33,26 @@ int64_t zkl__lease_margin_ms(const zkl_client *c)
     return m < t / 4 ? m : t / 4;
 }
 
-/* How often a renewal goes out: a third of the timeout, and twice per lease
- * length if the server granted less than was asked. Caller holds c->mu. */
+/*
+ * How often a renewal goes out: a third of the timeout, so that the lease
+ * (T - margin - lag, and one interval less in an ensemble) always outlasts
+ * two intervals; more often only if the server granted less than was asked
+ * and it would not. Caller holds c->mu.
+ */
 static int64_t renew_interval_ms(const zkl_client *c)
 {
-    int64_t t = timeout_ms(c), half = (t - zkl__lease_margin_ms(c)) / 2;
-    return half < t / 3 ? (half > 10 ? half : 10) : t / 3;
+    int64_t t = timeout_ms(c), room = t - zkl__lease_margin_ms(c) - c->opts.ensemble_lag_ms;
+    int64_t r = t / 3;
+    if ((c->opts.ensemble_lag_ms ? 3 : 2) * r > room)
+        r = room / 3;
+    return r > 10 ? r : 10;
+}
+
+/* What an ensemble's late touch reports cost the lease: the lag and one
+ * renewal interval (docs/lease.md, "Ensembles"). Caller holds c->mu. */
+static int64_t ensemble_lag_ms(const zkl_client *c)
+{
+    return c->opts.ensemble_lag_ms ? c->opts.ensemble_lag_ms + renew_interval_ms(c) : 0;
 }
 
 /* A reply the server itself made, for a session it counted alive. */
@@ -61,7 +75,7 @@ void zkl__lease_proof_locked(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms
     int64_t end;
     if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease_lapsed)
         return;
-    end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c);
+    end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c) - ensemble_lag_ms(c);
     if (end > c->lease_end)
         c->lease_end = end;
 }

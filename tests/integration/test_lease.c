@@ -312,6 +312,15 @@ Test(lease, margin_that_cannot_work_is_refused)
     o.lease_margin_ms = 1000;
     ok(zkl_client_open(zkt_servers(), &o, &c), "a quarter fits");
     ok(zkl_client_close(c), "close");
+    o.lease_margin_ms = 500;
+    o.ensemble_lag_ms = 501; /* together past a quarter */
+    cr_assert_eq(zkl_client_open(zkt_servers(), &o, &c), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "ensemble_lag_ms"), "%s", zkl_errmsg());
+    o.ensemble_lag_ms = -1;
+    cr_assert_eq(zkl_client_open(zkt_servers(), &o, &c), ZKL_EINVAL);
+    o.ensemble_lag_ms = 500;
+    ok(zkl_client_open(zkt_servers(), &o, &c), "margin and lag fill a quarter");
+    ok(zkl_client_close(c), "close");
     {
         int64_t x;
         cr_assert_eq(zkl_client_lease_end(NULL, &x), ZKL_EINVAL);

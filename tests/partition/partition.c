@@ -607,6 +607,7 @@ int main(int argc, char **argv)
     snprintf(workdir, sizeof workdir, "/tmp/zklpart-%d", (int)getpid());
     mkdir(workdir, 0777);
     chmod(workdir, 0777);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a round's line shows even if a later one hangs */
     signal(SIGINT, on_fatal);
     signal(SIGTERM, on_fatal);
     signal(SIGHUP, on_fatal);

@@ -143,3 +143,21 @@ Test(cli_args, lease_options)
     /* --list needs none of it */
     cr_assert_eq(parse(&a, NULL, "--list", "--grace", "9000", "/p", NULL), 0);
 }
+
+Test(cli_args, ensemble_lag)
+{
+    zkl_cli_args a;
+    char err[256];
+    int grace, kill_after;
+    cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "1250", "/p", "--", "x", NULL), 0);
+    cr_assert_eq(a.ensemble_lag_ms, 1250);
+    /* the grace shrinks to what is left of a quarter: 2500 - 1200 - 1250 */
+    cr_assert_eq(zkl_cli_lease_fit(&a, 10000, &grace, &kill_after, err, sizeof err), 0);
+    cr_assert_eq(grace, 50);
+    cr_assert_eq(kill_after, 25);
+    cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "1250", "--session-timeout", "4000", "/p", "--",
+                       "x", NULL),
+                 ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "1250", "--grace", "900", "/p", "--", "x", NULL),
+                 ZKL_CLI_EXIT_USAGE);
+}
