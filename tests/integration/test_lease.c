@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "faultproxy.h"
+#include "serverlog.h"
 #include "zkt.h"
 
 static void ok(zkl_status st, const char *what)
@@ -29,37 +30,12 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/*
- * The wall-clock time (ms) of the server's "Expiring session 0x<sid>" log
- * line, or 0 if there is none (yet).
- */
+/* The server's own "Expiring session" time for sid (wall ms), 0 if none yet. */
 static int64_t server_expiry_ms(int64_t sid)
 {
     const char *dir = getenv("ZKL_TEST_ZK_DIR");
-    char file[1024], line[1024], want[64];
-    int64_t at = 0;
-    FILE *f;
     cr_assert(dir, "ZKL_TEST_ZK_DIR is not set");
-    snprintf(file, sizeof file, "%s/server1/zookeeper.log", dir);
-    snprintf(want, sizeof want, "Expiring session 0x%llx,", (unsigned long long)sid);
-    f = fopen(file, "r");
-    cr_assert(f, "no server log %s", file);
-    while (fgets(line, sizeof line, f)) {
-        struct tm tm;
-        int ms;
-        if (!strstr(line, want))
-            continue;
-        memset(&tm, 0, sizeof tm);
-        if (sscanf(line, "%d-%d-%d %d:%d:%d,%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                   &tm.tm_min, &tm.tm_sec, &ms) != 7)
-            continue;
-        tm.tm_year -= 1900;
-        tm.tm_mon -= 1;
-        tm.tm_isdst = -1;
-        at = (int64_t)mktime(&tm) * 1000 + ms;
-    }
-    fclose(f);
-    return at;
+    return zkt_log_expiry_ms(dir, sid, 0);
 }
 
 struct holder {

@@ -38,6 +38,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "faultproxy.h"
+#include "serverlog.h"
 #include "zklock/zklock.h"
 
 static char servers[512], zkdir[512], table[64], workdir[256];
@@ -288,32 +289,7 @@ done:
 
 static int64_t expiry_of(int64_t sid, int64_t since)
 {
-    char file[700], line[1024], want[64];
-    int64_t at = 0;
-    FILE *f;
-    snprintf(file, sizeof file, "%s/server1/zookeeper.log", zkdir);
-    snprintf(want, sizeof want, "Expiring session 0x%llx,", (unsigned long long)sid);
-    if (!(f = fopen(file, "r")))
-        return 0;
-    while (fgets(line, sizeof line, f)) {
-        struct tm tm;
-        int ms;
-        int64_t t;
-        if (!strstr(line, want))
-            continue;
-        memset(&tm, 0, sizeof tm);
-        if (sscanf(line, "%d-%d-%d %d:%d:%d,%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                   &tm.tm_min, &tm.tm_sec, &ms) != 7)
-            continue;
-        tm.tm_year -= 1900;
-        tm.tm_mon -= 1;
-        tm.tm_isdst = -1;
-        t = (int64_t)mktime(&tm) * 1000 + ms;
-        if (t >= since - 1000)
-            at = t;
-    }
-    fclose(f);
-    return at;
+    return zkt_log_expiry_ms(zkdir, sid, since);
 }
 
 /* ---- the waiter ---- */
