@@ -71,7 +71,7 @@ static void *worker(void *arg)
         goto fail;
     for (int i = 0; i < ROUNDS; i++) {
         struct timespec work = {0, 2 * 1000000L};
-        int64_t token;
+        int64_t token, left;
         what = "acquire";
         if (zkl_mutex_acquire(m, ZKL_WAIT_FOREVER) != ZKL_OK)
             goto fail;
@@ -83,6 +83,13 @@ static void *worker(void *arg)
         /* Without the lock, two workers could read the same value here. */
         long v = resource_read();
         nanosleep(&work, NULL);
+        /* Just before the side effect: is there time left on the lease? (The
+         * token still guards a write that outlives it on its way.) */
+        what = "lease";
+        if (zkl_mutex_lease_remaining(m, &left) != ZKL_OK || left < 100) {
+            zkl_mutex_release(m);
+            goto fail;
+        }
         if (!resource_write(token, v + 1))
             fprintf(stderr, "fencing: write with token %lld refused\n", (long long)token);
         what = "release";
