@@ -10,10 +10,15 @@
 
 int64_t zkt_log_expiry_ms(const char *zkdir, int64_t sid, int64_t since_ms)
 {
+    return zkt_log_expiry_ms_in(zkdir, 1, sid, since_ms);
+}
+
+int64_t zkt_log_expiry_ms_in(const char *zkdir, int n, int64_t sid, int64_t since_ms)
+{
     char file[1024], line[1024], want[64];
     int64_t at = 0;
     FILE *f;
-    snprintf(file, sizeof file, "%s/server1/zookeeper.log", zkdir);
+    snprintf(file, sizeof file, "%s/server%d/zookeeper.log", zkdir, n);
     snprintf(want, sizeof want, "Expiring session 0x%llx,", (unsigned long long)sid);
     if (!(f = fopen(file, "r")))
         return 0;

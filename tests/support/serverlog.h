@@ -15,4 +15,7 @@
  */
 int64_t zkt_log_expiry_ms(const char *zkdir, int64_t sid, int64_t since_ms);
 
+/* The same in server n's log (an ensemble's: whichever leader expired it). */
+int64_t zkt_log_expiry_ms_in(const char *zkdir, int n, int64_t sid, int64_t since_ms);
+
 #endif
