@@ -173,10 +173,11 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
                       : !strcmp(name, "--kill-after")   ? &a->kill_after_ms
                       : !strcmp(name, "--lease-margin") ? &a->lease_margin_ms
                                                         : &a->ensemble_lag_ms;
+            int lo = to == &a->ensemble_lag_ms ? 0 : 1; /* --ensemble-lag 0: standalone */
             v = value(argc, argv, &i, eq);
-            if (parse_int(v, 1, 3600000, to))
-                return fail(err, errlen, "%s needs MS, a whole number 1..3600000 (got '%.40s')",
-                            name, v ? v : "");
+            if (parse_int(v, lo, 3600000, to))
+                return fail(err, errlen, "%s needs MS, a whole number %d..3600000 (got '%.40s')",
+                            name, lo, v ? v : "");
         } else if (!strcmp(name, "--session-timeout")) {
             v = value(argc, argv, &i, eq);
             if (parse_int(v, 1, 3600000, &a->session_timeout_ms))

@@ -149,6 +149,10 @@ Test(cli_args, ensemble_lag)
     zkl_cli_args a;
     char err[256];
     int grace, kill_after;
+    cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "0", "/p", "--", "x", NULL), 0);
+    cr_assert_eq(a.ensemble_lag_ms, 0, "0 is a standalone server");
+    cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "-1", "/p", "--", "x", NULL),
+                 ZKL_CLI_EXIT_USAGE);
     cr_assert_eq(parse(&a, NULL, "--ensemble-lag", "1250", "/p", "--", "x", NULL), 0);
     cr_assert_eq(a.ensemble_lag_ms, 1250);
     /* the grace shrinks to what is left of a quarter: 2500 - 1200 - 1250 */
