@@ -760,6 +760,8 @@ static int ens_round_run(const char *kind, const char *fault, int n, figures *fi
         fig->rounds++;
         fig->overlaps += overlap;
         fig->unstopped += !stop;
+        if (stop && stop - granted > fig->overlap_max)
+            fig->overlap_max = stop - granted;
         printf("round %-8s %-18s %3d: server %d (%s) stop %+6lld ms, expiry %+6lld, next grant "
                "%+6lld (slack %lld)%s\n",
                kind, fault, n, x + 1, s[x].mode, (long long)(stop ? stop - cut_at : -1),
