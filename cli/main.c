@@ -424,6 +424,15 @@ int main(int argc, char **argv)
         return ZKL_CLI_EXIT_UNAVAILABLE;
     }
     feeding = pthread_create(&feeder_thread, NULL, feed, &fd) == 0;
+    if (!feeding) { /* unfed, the watchdog would stop COMMAND at the first lease end */
+        set_phase(DONE);
+        zkl_watchdog_finish(&wd);
+        fprintf(stderr, "zklock: cannot start the lease feeder thread\n");
+        lock_release(&l);
+        lock_destroy(&l);
+        zkl_client_close(client);
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
     foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 
     set_phase(RUNNING);
