@@ -350,6 +350,27 @@ typedef struct figures {
     int64_t slack[512], handoff[512], live[512];
 } figures;
 
+/*
+ * Count one finished round in fig: its slack, hand-off and liveness, and
+ * whether the next holder was granted before the holder stopped (stop 0:
+ * it had not stopped). Returns that overlap.
+ */
+static int figures_add(figures *fig, int64_t cut_at, int64_t stop, int64_t expiry, int64_t granted)
+{
+    int overlap = !stop || granted <= stop;
+    if (fig->rounds < 512) {
+        fig->slack[fig->rounds] = expiry && stop ? expiry - stop : -1;
+        fig->handoff[fig->rounds] = stop ? granted - stop : -1;
+        fig->live[fig->rounds] = granted - cut_at;
+    }
+    fig->rounds++;
+    fig->overlaps += overlap;
+    fig->unstopped += !stop;
+    if (stop && stop - granted > fig->overlap_max)
+        fig->overlap_max = stop - granted;
+    return overlap;
+}
+
 static int cmp64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -469,17 +490,7 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
         int64_t granted = atomic_load(&w.granted_at);
         int64_t slack = expiry && stop ? expiry - stop : -1;
         int64_t handoff = stop ? granted - stop : -1;
-        int overlap = !stop || granted <= stop;
-        if (fig->rounds < 512) {
-            fig->slack[fig->rounds] = slack;
-            fig->handoff[fig->rounds] = handoff;
-            fig->live[fig->rounds] = granted - cut_at;
-        }
-        fig->rounds++;
-        fig->overlaps += overlap;
-        fig->unstopped += !stop;
-        if (stop && stop - granted > fig->overlap_max)
-            fig->overlap_max = stop - granted;
+        int overlap = figures_add(fig, cut_at, stop, expiry, granted);
         printf("round %-8s %-12s %3d: stop %+6lld ms, server expiry %+6lld, next grant %+6lld "
                "(slack %lld, hand-off %lld)%s%s\n",
                kind, fault, n, (long long)(stop ? stop - cut_at : -1),
@@ -751,17 +762,7 @@ static int ens_round_run(const char *kind, const char *fault, int n, figures *fi
     if (ok) {
         int64_t granted = atomic_load(&w.granted_at);
         int64_t slack = expiry && stop ? expiry - stop : -1;
-        int overlap = !stop || granted <= stop;
-        if (fig->rounds < 512) {
-            fig->slack[fig->rounds] = slack;
-            fig->handoff[fig->rounds] = stop ? granted - stop : -1;
-            fig->live[fig->rounds] = granted - cut_at;
-        }
-        fig->rounds++;
-        fig->overlaps += overlap;
-        fig->unstopped += !stop;
-        if (stop && stop - granted > fig->overlap_max)
-            fig->overlap_max = stop - granted;
+        int overlap = figures_add(fig, cut_at, stop, expiry, granted);
         printf("round %-8s %-18s %3d: server %d (%s) stop %+6lld ms, expiry %+6lld, next grant "
                "%+6lld (slack %lld)%s\n",
                kind, fault, n, x + 1, s[x].mode, (long long)(stop ? stop - cut_at : -1),
