@@ -270,7 +270,7 @@ int bu_raw_open(bu_raw *r, const char *connect, int session_timeout_ms)
         fprintf(stderr, "zookeeper_init(%s): %s\n", connect, strerror(errno));
         return -1;
     }
-    /* The client setting zklock uses (src/common/client.c): no DNS lookup on
+    /* The client setting zklock uses (src/session/client.c): no DNS lookup on
      * every poll, so the raw floor and the naive variants pay the same
      * per-request client cost as zklock does. */
     zoo_set_servers_resolution_delay(r->zh, -1);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/common/path.h"
+#include "base/path.h"
 #include "args.h"
 
 const char zkl_cli_usage[] =

@@ -13,7 +13,7 @@
  */
 #include "args.h"
 #include "fuzz_check.h"
-#include "path.h"
+#include "base/path.h"
 
 #define MAX_ARGS 64
 

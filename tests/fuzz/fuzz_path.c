@@ -1,5 +1,5 @@
 /*
- * fuzz_path.c - libFuzzer target for zkl__path_validate (src/common/path.c),
+ * fuzz_path.c - libFuzzer target for zkl__path_validate (src/base/path.c),
  * which promises that no lock path it accepts is one the server would refuse.
  * The input is one path. Besides "no crash" it checks:
  *  - an accepted path starts with '/', has no "//", no trailing '/', no "." or
@@ -12,7 +12,7 @@
  *  - the helpers split an accepted path back into what joins to it again.
  */
 #include "fuzz_check.h"
-#include "path.h"
+#include "base/path.h"
 
 /* Length of a well-formed UTF-8 sequence at s (Unicode table 3-7), 0 if none. */
 static size_t utf8_strict(const unsigned char *s, uint32_t *cp)

@@ -1,5 +1,5 @@
 /*
- * fuzz_seq.c - libFuzzer target for the node name parsers of src/common/seq.c:
+ * fuzz_seq.c - libFuzzer target for the node name parsers of src/base/seq.c:
  * zkl__seq_parse, zkl__seq_of, zkl__sort_key and zkl__is_protected. The input
  * is one node name. Besides "no crash, no undefined behaviour" it checks:
  *  - seq_parse accepts exactly the server's %010d spelling of an int32: what it
@@ -13,7 +13,7 @@
  * A C and a Java contender must agree on these, or both may think they hold.
  */
 #include "fuzz_check.h"
-#include "seq.h"
+#include "base/seq.h"
 
 static const char *const MUTEX[] = {"lock-", NULL};
 static const char *const RW[] = {"__READ__", "__WRIT__", NULL};

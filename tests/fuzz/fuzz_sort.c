@@ -1,5 +1,5 @@
 /*
- * fuzz_sort.c - libFuzzer target for zkl__sort_names (src/common/seq.c), the
+ * fuzz_sort.c - libFuzzer target for zkl__sort_names (src/base/seq.c), the
  * order in which every contender sees the queue. Input: one byte choosing the
  * markers (Curator's mutex, its read/write lock, kazoo's, none), then names
  * separated by '\n' (each its own allocation, so ASan sees overreads). Checks:
@@ -15,7 +15,7 @@
  *    lock and whom each watches.
  */
 #include "fuzz_check.h"
-#include "seq.h"
+#include "base/seq.h"
 
 #define MAX_NAMES 128
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "session/client.h"
 #include "faultproxy.h"
 #include "zkt.h"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
-#include "client_internal.h"
+#include "session/client.h"
 #include "expire.h"
 #include "servers.h"
 #include "zklock/zklock.h"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client_internal.h"
+#include "session/client.h"
 #include "expire.h"
 #include "zkt.h"
 

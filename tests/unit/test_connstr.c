@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "connstr.h"
+#include "base/connstr.h"
 #include "zklock/zklock.h"
 
 Test(connstr, accepts_what_the_zookeeper_client_takes)

@@ -5,8 +5,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "internals.h"
-#include "seq.h"
+#include "core/internals.h"
+#include "base/seq.h"
 
 extern const zkl__driver zkl__mutex_driver;
 

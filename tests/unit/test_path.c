@@ -3,7 +3,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "path.h"
+#include "base/path.h"
 
 Test(path, accepts_good_paths)
 {

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "seq.h"
+#include "base/seq.h"
 
 static const char *const MUTEX[] = {"lock-", NULL};
 static const char *const RW[] = {"__READ__", "__WRIT__", NULL};

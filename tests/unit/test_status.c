@@ -7,7 +7,7 @@
 
 #include <zookeeper/zookeeper.h>
 
-#include "status_internal.h"
+#include "base/status.h"
 #include "zklock/zklock.h"
 
 Test(status, every_code_has_text)

@@ -1,0 +1,93 @@
+/*
+ * log.c - one process-wide log hook for zklock and the ZooKeeper C client.
+ * The ZooKeeper client's level is global and its per-handle callback gets no
+ * context, so the hook is global too; the default is silence.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+#include "base/log.h"
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static zkl_log_fn log_fn;
+static void *log_ud;
+static zkl_log_level log_level = ZKL_LOG_OFF;
+static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+
+static void go_quiet(void)
+{
+    zoo_set_debug_level((ZooLogLevel)0);
+}
+
+void zkl__log_init(void)
+{
+    pthread_once(&quiet_once, go_quiet);
+}
+
+void zkl_log_set(zkl_log_fn fn, zkl_log_level level, void *userdata)
+{
+    zkl__log_init();
+    pthread_mutex_lock(&log_mu);
+    log_fn = fn;
+    log_ud = userdata;
+    log_level = fn ? level : ZKL_LOG_OFF;
+    pthread_mutex_unlock(&log_mu);
+    zoo_set_debug_level((ZooLogLevel)(fn ? level : 0));
+}
+
+void zkl_log_stderr(zkl_log_level level, const char *message, void *userdata)
+{
+    static const char *names[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
+    (void)userdata;
+    fprintf(stderr, "zklock %s: %s\n", (level >= 1 && level <= 4) ? names[level] : "?", message);
+}
+
+static void emit(zkl_log_level level, const char *msg)
+{
+    zkl_log_fn fn;
+    void *ud;
+    pthread_mutex_lock(&log_mu);
+    fn = level <= log_level ? log_fn : NULL;
+    ud = log_ud;
+    pthread_mutex_unlock(&log_mu);
+    if (fn)
+        fn(level, msg, ud);
+}
+
+void zkl__log(zkl_log_level level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (level > log_level) /* racy read is fine: emit() checks again */
+        return;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    emit(level, buf);
+}
+
+/* The ZooKeeper client formats "date:pid(0x..):ZOO_LEVEL@func@line: msg". */
+void zkl__zk_log_trampoline(const char *message)
+{
+    zkl_log_level level = ZKL_LOG_DEBUG;
+    size_t n;
+    char buf[1024];
+    if (strstr(message, "ZOO_ERROR"))
+        level = ZKL_LOG_ERROR;
+    else if (strstr(message, "ZOO_WARN"))
+        level = ZKL_LOG_WARN;
+    else if (strstr(message, "ZOO_INFO"))
+        level = ZKL_LOG_INFO;
+    n = strlen(message);
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, message, n);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    buf[n] = '\0';
+    emit(level, buf);
+}

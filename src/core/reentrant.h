@@ -1,0 +1,47 @@
+/*
+ * reentrant.h - the thin reentrancy layer of Curator's InterProcessMutex,
+ * shared by zkl_mutex and both sides of zkl_rwlock: a lock path, a driver,
+ * and a per-thread table of holds. Everything that talks to ZooKeeper is in
+ * the core (internals.c).
+ */
+#ifndef ZKL_REENTRANT_H
+#define ZKL_REENTRANT_H
+
+#include <stdbool.h>
+
+#include "core/holders.h"
+#include "core/internals.h"
+
+typedef struct zkl__side {
+    zkl_client *c;
+    const char *path; /* owned by the recipe */
+    const zkl__driver *driver;
+    zkl__holders holders;
+    const void *data; /* node data (NULL: the client's default) */
+    int data_len;
+    void (*revoke_cb)(void *ctx); /* revocable holds (Curator's makeRevocable) */
+    void *revoke_ctx;
+    zkl__lookahead lookahead; /* see zkl__acquire_args */
+} zkl__side;
+
+void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d);
+void zkl__side_destroy(zkl__side *sd);
+
+/* Re-enter if this thread holds; else acquire through the core. */
+zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
+                             const char *fixed_suffix);
+zkl_status zkl__side_release(zkl__side *sd);
+bool zkl__side_is_held(zkl__side *sd);
+/* True if the calling thread has an entry (held, or lost and not yet released). */
+bool zkl__side_has_entry(zkl__side *sd);
+/* The calling thread's live hold (copy; the caller frees h->node). */
+zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h);
+zkl_status zkl__side_token(zkl__side *sd, int64_t *token);
+/* Time left on the calling thread's hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
+zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms);
+zkl_status zkl__side_node(zkl__side *sd, char **node);
+
+/* Check a timeout argument (>= 0, or ZKL_WAIT_FOREVER). */
+zkl_status zkl__check_timeout(int timeout_ms, const char *fn);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * inspect.c - zkl_inspect: list a lock path, sort it as Curator does, and ask
+ * each recipe's own driver whether a node holds, so the answer is the one the
+ * contenders themselves reach.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internals.h"
+#include "base/path.h"
+#include "base/seq.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "requests/calls.h"
+#include "zklock/inspect.h"
+
+extern const zkl__driver zkl__mutex_driver, zkl__read_driver, zkl__write_driver;
+
+static const char *const all_markers[] = {"__READ__", "__WRIT__", "lock-", NULL};
+static const char *const lease_markers[] = {"lease-", NULL};
+
+static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
+{
+    int rc, attempt = 0;
+    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    do {
+        rc = zkl__zk_children(s, path, kids);
+    } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
+    if (rc == ZNONODE) {
+        kids->n = 0;
+        kids->v = NULL;
+        rc = ZOK;
+    }
+    return rc;
+}
+
+/* Append one node (fetched now); a node gone meanwhile is skipped. */
+static int add(zkl__session *s, const char *parent, const char *name, char kind, bool holds,
+               zkl_participant **v, size_t *n, size_t *cap)
+{
+    struct Stat st;
+    char *data = NULL, *node = zkl__path_join(parent, name);
+    int len = 0, rc;
+    zkl_participant *p;
+    if (!node)
+        return ZSYSTEMERROR;
+    rc = zkl__zk_get(s, node, &data, &len, &st);
+    if (rc == ZNONODE) {
+        free(node);
+        return ZOK;
+    }
+    if (rc != ZOK) {
+        free(node);
+        return rc;
+    }
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        zkl_participant *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv) {
+            free(node);
+            free(data);
+            return ZSYSTEMERROR;
+        }
+        *v = nv;
+        *cap = nc;
+    }
+    p = &(*v)[(*n)++];
+    p->node = node;
+    p->data = malloc((size_t)len + 1);
+    if (p->data) {
+        if (len > 0)
+            memcpy(p->data, data, (size_t)len);
+        p->data[len] = '\0';
+    }
+    free(data);
+    p->data_len = (size_t)len;
+    p->token = st.czxid;
+    p->owner = st.ephemeralOwner;
+    p->kind = kind;
+    p->holds = holds;
+    return p->data ? ZOK : ZSYSTEMERROR;
+}
+
+static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_participant **v,
+                 size_t *n, size_t *cap)
+{
+    size_t i;
+    int rc = ZOK;
+    if (zkl__sort_names(kids->v, kids->n, all_markers) != ZKL_OK)
+        return ZSYSTEMERROR;
+    for (i = 0; i < kids->n && rc == ZOK; i++) {
+        const char *name = kids->v[i];
+        const zkl__driver *d = strstr(name, "__READ__")   ? &zkl__read_driver
+                               : strstr(name, "__WRIT__") ? &zkl__write_driver
+                                                          : &zkl__mutex_driver;
+        zkl__verdict vd = d->decide(d, kids->v, kids->n, i, NULL);
+        char kind = d == &zkl__read_driver ? 'R' : d == &zkl__write_driver ? 'W' : 'M';
+        rc = add(s, path, name, kind, vd.holds, v, n, cap);
+    }
+    return rc;
+}
+
+zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, size_t *n)
+{
+    zkl__session *s;
+    zkl__names kids = {0};
+    zkl_participant *v = NULL;
+    size_t cnt = 0, cap = 0, i;
+    int rc;
+    bool semaphore = false;
+    zkl_status st;
+    int64_t prev;
+    zkl__clear_err();
+    if (!c || !out || !n)
+        return zkl__fail(ZKL_EINVAL, "zkl_inspect: NULL argument");
+    st = zkl__path_validate(path);
+    if (st != ZKL_OK)
+        return st;
+    st = zkl__session_get(c, zkl__now_ms() + c->opts.connect_timeout_ms, &s);
+    if (st != ZKL_OK)
+        return st;
+    prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
+    rc = list(c, s, path, &kids);
+    if (rc == ZOK && kids.n > 0) {
+        semaphore = true;
+        for (i = 0; i < kids.n; i++)
+            if (strcmp(kids.v[i], "locks") != 0 && strcmp(kids.v[i], "leases") != 0)
+                semaphore = false;
+    }
+    if (rc == ZOK && semaphore) {
+        char *leases = zkl__path_join(path, "leases"), *locks = zkl__path_join(path, "locks");
+        zkl__names_free(&kids);
+        rc = leases && locks ? list(c, s, leases, &kids) : ZSYSTEMERROR;
+        /* in the order they were taken, as the lock's waiters are */
+        if (rc == ZOK && zkl__sort_names(kids.v, kids.n, lease_markers) != ZKL_OK)
+            rc = ZSYSTEMERROR;
+        for (i = 0; rc == ZOK && i < kids.n; i++)
+            rc = add(s, leases, kids.v[i], 'S', true, &v, &cnt, &cap);
+        zkl__names_free(&kids);
+        if (rc == ZOK)
+            rc = list(c, s, locks, &kids);
+        if (rc == ZOK) {
+            size_t first = cnt;
+            rc = queue(s, locks, &kids, &v, &cnt, &cap);
+            for (i = first; i < cnt; i++)
+                v[i].holds = false; /* waiters for a lease, whoever counts now */
+        }
+        free(leases);
+        free(locks);
+    } else if (rc == ZOK) {
+        rc = queue(s, path, &kids, &v, &cnt, &cap);
+    }
+    zkl__names_free(&kids);
+    zkl__call_deadline(prev);
+    zkl__session_put(s);
+    if (rc != ZOK) {
+        zkl_participants_free(v, cnt);
+        return rc == ZSYSTEMERROR ? zkl__fail(ZKL_ENOMEM, "out of memory")
+                                  : zkl__from_zk(rc, "inspect", path);
+    }
+    *out = v ? v : calloc(1, sizeof *v);
+    *n = cnt;
+    return *out ? ZKL_OK : zkl__fail(ZKL_ENOMEM, "out of memory");
+}
+
+void zkl_participants_free(zkl_participant *v, size_t n)
+{
+    size_t i;
+    if (!v)
+        return;
+    for (i = 0; i < n; i++) {
+        free(v[i].node);
+        free(v[i].data);
+    }
+    free(v);
+}

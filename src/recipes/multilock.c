@@ -1,0 +1,203 @@
+/*
+ * multilock.c - zkl_multilock: a list of members, each a pair of functions,
+ * taken in order under one deadline and given back in reverse. It composes
+ * the recipes' public calls; the ZooKeeper work is theirs.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "base/util.h"
+#include "zklock/multilock.h"
+
+typedef struct member {
+    void *lock;
+    zkl_status (*acquire)(void *lock, int timeout_ms);
+    zkl_status (*release)(void *lock);
+} member;
+
+struct zkl_multilock {
+    member *v;
+    size_t n, cap;
+    pthread_mutex_t mu;
+    int acquired; /* acquisitions not yet released */
+};
+
+static zkl_status mutex_acq(void *l, int t)
+{
+    return zkl_mutex_acquire(l, t);
+}
+static zkl_status mutex_rel(void *l)
+{
+    return zkl_mutex_release(l);
+}
+static zkl_status read_acq(void *l, int t)
+{
+    return zkl_rwlock_read_acquire(l, t);
+}
+static zkl_status read_rel(void *l)
+{
+    return zkl_rwlock_read_release(l);
+}
+static zkl_status write_acq(void *l, int t)
+{
+    return zkl_rwlock_write_acquire(l, t);
+}
+static zkl_status write_rel(void *l)
+{
+    return zkl_rwlock_write_release(l);
+}
+static zkl_status sem_acq(void *l, int t)
+{
+    return zkl_semaphore_mutex_acquire(l, t);
+}
+static zkl_status sem_rel(void *l)
+{
+    return zkl_semaphore_mutex_release(l);
+}
+
+zkl_status zkl_multilock_create(zkl_multilock **out)
+{
+    zkl_multilock *ml;
+    zkl__clear_err();
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_create: out is NULL");
+    ml = calloc(1, sizeof *ml);
+    if (!ml)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    pthread_mutex_init(&ml->mu, NULL);
+    *out = ml;
+    return ZKL_OK;
+}
+
+static zkl_status add(zkl_multilock *ml, void *lock, zkl_status (*acq)(void *, int),
+                      zkl_status (*rel)(void *))
+{
+    zkl__clear_err();
+    if (!ml || !lock)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_add: NULL argument");
+    pthread_mutex_lock(&ml->mu);
+    if (ml->acquired) {
+        pthread_mutex_unlock(&ml->mu);
+        return zkl__fail(ZKL_EBUSY, "zkl_multilock_add: the set is acquired");
+    }
+    if (ml->n == ml->cap) {
+        size_t cap = ml->cap ? ml->cap * 2 : 4;
+        member *v = realloc(ml->v, cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&ml->mu);
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        }
+        ml->v = v;
+        ml->cap = cap;
+    }
+    ml->v[ml->n].lock = lock;
+    ml->v[ml->n].acquire = acq;
+    ml->v[ml->n].release = rel;
+    ml->n++;
+    pthread_mutex_unlock(&ml->mu);
+    return ZKL_OK;
+}
+
+zkl_status zkl_multilock_add_mutex(zkl_multilock *ml, zkl_mutex *m)
+{
+    return add(ml, m, mutex_acq, mutex_rel);
+}
+
+zkl_status zkl_multilock_add_read(zkl_multilock *ml, zkl_rwlock *l)
+{
+    return add(ml, l, read_acq, read_rel);
+}
+
+zkl_status zkl_multilock_add_write(zkl_multilock *ml, zkl_rwlock *l)
+{
+    return add(ml, l, write_acq, write_rel);
+}
+
+zkl_status zkl_multilock_add_semaphore_mutex(zkl_multilock *ml, zkl_semaphore_mutex *m)
+{
+    return add(ml, m, sem_acq, sem_rel);
+}
+
+zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
+{
+    int64_t deadline;
+    size_t i, n;
+    zkl__clear_err();
+    if (!ml)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_acquire: NULL set");
+    if (timeout_ms < -1)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_acquire: timeout %d ms is negative",
+                         timeout_ms);
+    pthread_mutex_lock(&ml->mu);
+    n = ml->n;
+    pthread_mutex_unlock(&ml->mu);
+    if (n == 0)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_acquire: the set is empty");
+    deadline = zkl__deadline(timeout_ms);
+    for (i = 0; i < n; i++) {
+        int left = -1;
+        zkl_status st;
+        if (timeout_ms >= 0) {
+            int64_t rem = deadline - zkl__now_ms();
+            left = rem > 0 ? (int)rem : 0;
+        }
+        st = ml->v[i].acquire(ml->v[i].lock, left);
+        if (st != ZKL_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "member %zu of %zu: %s", i + 1, n, zkl_errmsg());
+            while (i-- > 0)
+                ml->v[i].release(ml->v[i].lock);
+            return zkl__fail(st, "%s", msg);
+        }
+    }
+    pthread_mutex_lock(&ml->mu);
+    ml->acquired++;
+    pthread_mutex_unlock(&ml->mu);
+    return ZKL_OK;
+}
+
+zkl_status zkl_multilock_release(zkl_multilock *ml)
+{
+    zkl_status first = ZKL_OK;
+    char msg[512] = "";
+    size_t i;
+    zkl__clear_err();
+    if (!ml)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_release: NULL set");
+    pthread_mutex_lock(&ml->mu);
+    if (ml->acquired == 0) {
+        pthread_mutex_unlock(&ml->mu);
+        return zkl__fail(ZKL_ENOTOWNER, "zkl_multilock_release: not acquired");
+    }
+    pthread_mutex_unlock(&ml->mu);
+    for (i = ml->n; i-- > 0;) {
+        zkl_status st = ml->v[i].release(ml->v[i].lock);
+        if (st != ZKL_OK && first == ZKL_OK) {
+            first = st;
+            snprintf(msg, sizeof msg, "member %zu: %s", i + 1, zkl_errmsg());
+        }
+    }
+    pthread_mutex_lock(&ml->mu);
+    ml->acquired--;
+    pthread_mutex_unlock(&ml->mu);
+    return first == ZKL_OK ? ZKL_OK : zkl__fail(first, "%s", msg);
+}
+
+zkl_status zkl_multilock_destroy(zkl_multilock *ml)
+{
+    if (!ml)
+        return zkl__fail(ZKL_EINVAL, "zkl_multilock_destroy: NULL set");
+    pthread_mutex_lock(&ml->mu);
+    if (ml->acquired) {
+        pthread_mutex_unlock(&ml->mu);
+        return zkl__fail(ZKL_EBUSY, "zkl_multilock_destroy: the set is acquired");
+    }
+    pthread_mutex_unlock(&ml->mu);
+    pthread_mutex_destroy(&ml->mu);
+    free(ml->v);
+    free(ml);
+    return ZKL_OK;
+}

@@ -1,0 +1,196 @@
+/*
+ * mutex.c - zkl_mutex, Curator's InterProcessMutex: the standard driver (hold
+ * at index 0, watch the node just before ours) over the lock-internals core,
+ * behind the shared reentrancy layer. Nothing here talks to ZooKeeper.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/path.h"
+#include "core/reentrant.h"
+#include "base/status.h"
+#include "zklock/mutex.h"
+
+static const char *const mutex_markers[] = {"lock-", NULL};
+
+static zkl__verdict mutex_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
+                                 const void *ctx)
+{
+    (void)d;
+    (void)ctx;
+    return zkl__decide_standard(sorted, n, self, 1);
+}
+
+const zkl__driver zkl__mutex_driver = {"lock-", mutex_markers, mutex_decide};
+
+struct zkl_mutex {
+    char *path;
+    zkl__side side;
+    zkl_revoke_fn revoke_fn;
+    void *revoke_ud;
+    zkl_hold_state_fn state_fn;
+    void *state_ud;
+    int listener;
+};
+
+zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
+{
+    zkl_mutex *m;
+    zkl_status st;
+    zkl__clear_err();
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_create: out is NULL");
+    *out = NULL;
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_create: client is NULL");
+    st = zkl__path_validate(path);
+    if (st != ZKL_OK)
+        return st;
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    zkl__side_init(&m->side, c, m->path, &zkl__mutex_driver);
+    m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
+    zkl__client_ref(c);
+    *out = m;
+    return ZKL_OK;
+}
+
+zkl_status zkl_mutex_destroy(zkl_mutex *m)
+{
+    unsigned n;
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_destroy: mutex is NULL");
+    n = zkl__holders_count(&m->side.holders);
+    if (n > 0)
+        return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->path, n);
+    if (m->listener)
+        zkl__listener_remove(m->side.c, m->listener);
+    zkl__client_unref(m->side.c);
+    zkl__side_destroy(&m->side);
+    free(m->path);
+    free(m);
+    return ZKL_OK;
+}
+
+zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms)
+{
+    zkl_status st;
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_acquire: mutex is NULL");
+    st = zkl__check_timeout(timeout_ms, "zkl_mutex_acquire");
+    if (st != ZKL_OK)
+        return st;
+    return zkl__side_acquire(&m->side, timeout_ms, NULL, NULL);
+}
+
+zkl_status zkl_mutex_release(zkl_mutex *m)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_release: mutex is NULL");
+    return zkl__side_release(&m->side);
+}
+
+bool zkl_mutex_is_held(zkl_mutex *m)
+{
+    return m && zkl__side_is_held(&m->side);
+}
+
+zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms)
+{
+    zkl__clear_err();
+    if (!m || !ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_lease_remaining: NULL argument");
+    return zkl__side_lease_remaining(&m->side, ms);
+}
+
+zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token)
+{
+    zkl__clear_err();
+    if (!m || !token)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_fencing_token: NULL argument");
+    return zkl__side_token(&m->side, token);
+}
+
+zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
+{
+    zkl__clear_err();
+    if (!m || !node)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_node: NULL argument");
+    return zkl__side_node(&m->side, node);
+}
+
+zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
+{
+    zkl__clear_err();
+    if (!m || !paths || !n)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_participants: NULL argument");
+    return zkl__participants(m->side.c, m->path, mutex_markers, paths, n);
+}
+
+const char *zkl_mutex_path(const zkl_mutex *m)
+{
+    return m ? m->path : NULL;
+}
+
+static void on_revoke(void *ctx)
+{
+    zkl_mutex *m = ctx;
+    zkl_revoke_fn fn = m->revoke_fn;
+    if (fn)
+        fn(m, m->revoke_ud);
+}
+
+zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_make_revocable: mutex is NULL");
+    m->revoke_fn = fn;
+    m->revoke_ud = userdata;
+    m->side.revoke_cb = fn ? on_revoke : NULL;
+    m->side.revoke_ctx = m;
+    m->side.data = fn ? "" : NULL; /* Curator: revocable nodes carry no data */
+    m->side.data_len = 0;
+    return ZKL_OK;
+}
+
+zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: mutex is NULL");
+    switch (mode) {
+    case ZKL_LOOKAHEAD_OFF: m->side.lookahead = ZKL__LOOKAHEAD_OFF; break;
+    case ZKL_LOOKAHEAD_ON: m->side.lookahead = ZKL__LOOKAHEAD_ON; break;
+    case ZKL_LOOKAHEAD_AUTO: m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED; break;
+    default: return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: unknown mode %d", (int)mode);
+    }
+    return ZKL_OK;
+}
+
+static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
+{
+    zkl_mutex *m = ctx;
+    if (st != ZKL_STATE_CONNECTED && m->state_fn && zkl__holders_in_epoch(&m->side.holders, epoch))
+        m->state_fn(m, st, m->state_ud);
+}
+
+zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_on_state: mutex is NULL");
+    if (m->listener)
+        zkl__listener_remove(m->side.c, m->listener);
+    m->listener = 0;
+    m->state_fn = fn;
+    m->state_ud = userdata;
+    if (fn && !(m->listener = zkl__listener_add(m->side.c, on_state, m)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
+}

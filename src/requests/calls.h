@@ -1,0 +1,106 @@
+/*
+ * zkcall.h - blocking ZooKeeper calls built on the asynchronous API, so that
+ * the core can also send two requests back to back (create, then list) and
+ * wait for both: ZooKeeper answers one session's requests in order, so the
+ * listing already contains the new node. Each call returns a ZooKeeper rc.
+ */
+#ifndef ZKL_ZKCALL_H
+#define ZKL_ZKCALL_H
+
+#include <stddef.h>
+
+#include "session/client.h"
+
+/*
+ * Calls made by this thread give up waiting at this deadline (zkl__now_ms
+ * based; INT64_MAX: no limit) and report ZOPERATIONTIMEOUT, which the core
+ * treats like a connection loss: the request may still be applied. Returns
+ * the previous value, to restore.
+ */
+int64_t zkl__call_deadline(int64_t deadline);
+
+/* The least time an acquire's calls get, whatever its timeout. */
+#define ZKL_CALL_MIN_MS 1000
+
+typedef struct zkl__names {
+    char **v;
+    size_t n;
+} zkl__names;
+
+void zkl__names_free(zkl__names *k);
+
+int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
+                   char **created, struct Stat *stat);
+
+/*
+ * Create path and list parent in one round trip. *list_rc is the listing's rc;
+ * kids is filled only when both succeed.
+ */
+int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
+                        const char *parent, char **created, struct Stat *stat, zkl__names *kids,
+                        int *list_rc);
+
+/*
+ * As zkl__zk_create_list, but the create rides in one multi transaction after
+ * deletes of the paths in del (one commit). No Stat comes back. The multi's rc
+ * is returned; on failure nothing of it was applied.
+ */
+#define ZKL_MULTI_MAX 8 /* deletes one multi may carry */
+
+int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
+                              const void *data, int len, int mode, const char *parent,
+                              char **created, zkl__names *kids, int *list_rc);
+
+/* Take this client's held-back deletes on session s (for a multi); NULL if none. */
+zkl__deferred *zkl__take_deferred(zkl__session *s);
+/* After a multi: the taken deletes are done (applied) or must still be sent. */
+void zkl__deferred_done(zkl__deferred *list, bool applied);
+
+int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
+/*
+ * getChildren with a child watch w (NULL: none). When the call shows the
+ * watch was never set (not sent, or refused by the server), w's ZooKeeper
+ * reference is given back here; the caller drops only its own.
+ */
+int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out);
+int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
+/*
+ * n (at most ZKL_WGETS_MAX) getData calls with data watches ws[i], sent back
+ * to back; rcs[i] is each one's rc, owners[i] the node's ephemeralOwner when
+ * it is ZOK (the data is not kept). Curator's choice: no watch is left if the
+ * node is gone. References as zkl__zk_wchildren.
+ */
+#define ZKL_WGETS_MAX 2
+void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
+                   int *rcs, int64_t *owners);
+int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
+int zkl__zk_delete(zkl__session *s, const char *path);
+/* sync: through the leader; its answer renews the lease (lease.h). */
+int zkl__zk_sync(zkl__session *s, const char *path);
+int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
+
+/*
+ * Send a delete and return at once. If the server does not confirm it, the
+ * node goes to the background delete queue. Counted in c->async_deletes
+ * until the reply, so zkl_client_drain can wait for it. Returns the send rc.
+ */
+int zkl__zk_delete_async(zkl__session *s, const char *path);
+
+/* How long a release of an uncontended hold may hold its delete back. */
+#define ZKL_DEFER_ALONE_US 1000
+/* ... and of a hold with others in line, whom every microsecond keeps waiting. */
+#define ZKL_DEFER_CONTENDED_US 100
+
+/*
+ * Queue path's delete to go out with this client's next request on s, or
+ * after window_us at the latest (the worker sends it then).
+ */
+void zkl__defer_delete(zkl__session *s, const char *path, int window_us);
+
+/*
+ * Send held-back deletes now: all of them, or (due_only) those whose time is
+ * up. Call without c->mu.
+ */
+void zkl__flush_deferred(zkl_client *c, bool due_only);
+
+#endif

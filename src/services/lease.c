@@ -1,0 +1,239 @@
+/*
+ * lease.c - the lease of lease.h: proofs from replies, renewals by the worker,
+ * and the check every is-held query makes against the clock.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "services/lease.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "base/tsan.h"
+#include "base/util.h"
+#include "requests/calls.h"
+
+int64_t zkl__boot_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Granted timeout, or the one asked for before the first connect. Caller holds c->mu. */
+static int64_t timeout_ms(const zkl_client *c)
+{
+    return c->granted_timeout > 0 ? c->granted_timeout : c->opts.session_timeout_ms;
+}
+
+int64_t zkl__lease_margin_ms(const zkl_client *c)
+{
+    int64_t t = timeout_ms(c), m = t / 10 + 200;
+    if (c->opts.lease_margin_ms > 0)
+        return c->opts.lease_margin_ms;
+    return m < t / 4 ? m : t / 4;
+}
+
+/*
+ * How often a renewal goes out: a third of the timeout, so that the lease
+ * (T - margin - lag, and one interval less in an ensemble) always outlasts
+ * two intervals; more often only if the server granted less than was asked
+ * and it would not. Caller holds c->mu.
+ */
+static int64_t renew_interval_ms(const zkl_client *c)
+{
+    int64_t t = timeout_ms(c), room = t - zkl__lease_margin_ms(c) - c->opts.ensemble_lag_ms;
+    int64_t r = t / 3;
+    if ((c->opts.ensemble_lag_ms ? 3 : 2) * r > room)
+        r = room / 3;
+    return r > 10 ? r : 10;
+}
+
+/* What an ensemble's late touch reports cost the lease: the lag and one
+ * renewal interval (docs/lease.md, "Ensembles"). Caller holds c->mu. */
+static int64_t ensemble_lag_ms(const zkl_client *c)
+{
+    return c->opts.ensemble_lag_ms ? c->opts.ensemble_lag_ms + renew_interval_ms(c) : 0;
+}
+
+/* A reply the server itself made, for a session it counted alive. */
+static bool server_answer(int rc)
+{
+    switch (rc) {
+    case ZOK:
+    case ZNONODE:
+    case ZNODEEXISTS:
+    case ZNOTEMPTY:
+    case ZBADVERSION:
+    case ZNOAUTH:
+    case ZNOCHILDRENFOREPHEMERALS: return true;
+    default: return false;
+    }
+}
+
+void zkl__lease_proof_locked(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc)
+{
+    int64_t end;
+    if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease_lapsed)
+        return;
+    end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c) - ensemble_lag_ms(c);
+    if (end > c->lease_end)
+        c->lease_end = end;
+}
+
+void zkl__lease_reset_locked(zkl_client *c)
+{
+    c->lease_end = 0;
+    c->lease_lapsed = false;
+    c->lease_lapse_due = false;
+    c->renew_at = 0;
+}
+
+void zkl__lease_users(zkl_client *c, int holds, int acquires)
+{
+    pthread_mutex_lock(&c->mu);
+    /* a hold let go after its lease ran out, before the worker woke for it:
+     * the lapse is still to be told and acted on */
+    if (holds < 0 && c->lease_holds > 0 && !c->lease_lapsed && c->lease_end != 0 &&
+        zkl__boot_ms() >= c->lease_end) {
+        c->lease_lapse_due = true;
+        pthread_cond_signal(&c->wcv);
+    }
+    c->lease_holds += holds;
+    c->lease_acquires += acquires;
+    if (holds > 0 || acquires > 0)
+        pthread_cond_signal(&c->wcv); /* renewals may be due from now on */
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Caller holds c->mu. */
+static bool lease_good_locked(const zkl_client *c, int64_t now_boot)
+{
+    return !c->lease_lapsed && c->lease_end > now_boot;
+}
+
+bool zkl__hold_alive(zkl_client *c, uint64_t epoch)
+{
+    bool alive;
+    int64_t now = zkl__boot_ms();
+    pthread_mutex_lock(&c->mu);
+    alive = c->sess->epoch == epoch && !c->sess->expired && lease_good_locked(c, now);
+    pthread_mutex_unlock(&c->mu);
+    return alive;
+}
+
+int64_t zkl__lease_end(zkl_client *c, uint64_t epoch)
+{
+    int64_t end = 0, now = zkl__boot_ms();
+    pthread_mutex_lock(&c->mu);
+    if (c->sess->epoch == epoch && !c->sess->expired && lease_good_locked(c, now))
+        end = c->lease_end;
+    pthread_mutex_unlock(&c->mu);
+    return end;
+}
+
+zkl_status zkl__lease_remaining(zkl_client *c, uint64_t epoch, const char *what, int64_t *ms)
+{
+    int64_t end = zkl__lease_end(c, epoch), left = end - zkl__boot_ms();
+    if (!end || left <= 0)
+        return zkl__fail(ZKL_ELOST, "%s: the hold's lease ran out or its session ended", what);
+    *ms = left;
+    return ZKL_OK;
+}
+
+int zkl__lease_fresh(zkl_client *c, zkl__session *s)
+{
+    int64_t need;
+    int rc;
+    pthread_mutex_lock(&c->mu);
+    need = zkl__boot_ms() + renew_interval_ms(c);
+    rc = s->epoch == c->sess->epoch && !c->lease_lapsed && c->lease_end > need ? ZOK : ZNOTHING;
+    pthread_mutex_unlock(&c->mu);
+    if (rc == ZOK)
+        return ZOK;
+    rc = zkl__zk_sync(s, "/"); /* its reply is recorded as a proof */
+    if (rc != ZOK)
+        return rc;
+    pthread_mutex_lock(&c->mu);
+    rc = s->epoch == c->sess->epoch && lease_good_locked(c, zkl__boot_ms()) ? ZOK : ZCONNECTIONLOSS;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* One renewal in flight. */
+typedef struct renewal {
+    zkl_client *c;
+    uint64_t epoch;
+    int64_t sent;
+} renewal;
+
+static void renewed(int rc, const char *value, const void *data)
+{
+    renewal *r = (renewal *)data;
+    zkl_client *c;
+    (void)value;
+    ZKL_RECEIVED(r);
+    c = r->c;
+    pthread_mutex_lock(&c->mu);
+    zkl__lease_proof_locked(c, r->epoch, r->sent, rc);
+    c->renewing = false;
+    pthread_mutex_unlock(&c->mu);
+    free(r);
+}
+
+bool zkl__lease_renew_work(zkl_client *c, int64_t *wake_ms)
+{
+    int64_t now = zkl__now_ms(), interval;
+    zkl__session *s = c->sess;
+    renewal *r;
+    int rc;
+    if (c->lease_holds > 0 && c->lease_end > 0 && !c->lease_lapsed) {
+        /* wake when it runs out, to tell the holders (is_held needs no worker) */
+        int64_t at = now + (c->lease_end - zkl__boot_ms());
+        if (at < *wake_ms)
+            *wake_ms = at > now ? at : now;
+    }
+    if (c->lease_holds <= 0 && c->lease_acquires <= 0)
+        return false; /* nothing held or wanted: no traffic */
+    if (s->expired || !c->connected || c->lease_lapsed)
+        return false;
+    interval = renew_interval_ms(c);
+    if (c->renew_at > now || c->renewing) {
+        int64_t at = c->renew_at > now ? c->renew_at : now + 100; /* still in flight */
+        if (at < *wake_ms)
+            *wake_ms = at;
+        return false;
+    }
+    r = malloc(sizeof *r);
+    c->renew_at = now + (r ? interval : 100);
+    if (!r)
+        return false;
+    r->c = c;
+    r->epoch = s->epoch;
+    r->sent = zkl__boot_ms();
+    c->renewing = true;
+    s->refs++;
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&c->requests, 1);
+    ZKL_HANDOFF(r);
+    rc = zoo_async(s->zh, "/", renewed, r);
+    zkl__session_put(s);
+    pthread_mutex_lock(&c->mu);
+    if (rc != ZOK) {
+        c->renewing = false;
+        c->renew_at = zkl__now_ms() + 100; /* not sent: try again soon */
+        free(r);
+    }
+    return true;
+}
+
+bool zkl__lease_lapsed_locked(zkl_client *c)
+{
+    bool due = c->lease_lapse_due;
+    c->lease_lapse_due = false;
+    if ((c->lease_holds <= 0 && !due) || c->lease_lapsed || c->lease_end == 0 || c->sess->expired)
+        return false;
+    if (zkl__boot_ms() < c->lease_end)
+        return false;
+    c->lease_lapsed = true;
+    return true;
+}
