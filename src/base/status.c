@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <zookeeper/zookeeper.h>
 
 #include "base/status.h"
@@ -40,9 +41,24 @@ const char *zkl_errmsg(void)
     return errmsg;
 }
 
+static _Thread_local int kept;
+
+void zkl__err_keep(void)
+{
+    kept++;
+}
+
+void zkl__err_unkeep(void)
+{
+    if (kept > 0)
+        kept--;
+}
+
 zkl_status zkl__fail(zkl_status st, const char *fmt, ...)
 {
     va_list ap;
+    if (kept)
+        return st;
     va_start(ap, fmt);
     // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
     vsnprintf(errmsg, sizeof errmsg, fmt, ap);
@@ -50,8 +66,30 @@ zkl_status zkl__fail(zkl_status st, const char *fmt, ...)
     return st;
 }
 
+zkl_status zkl__fail_prefix(zkl_status st, const char *fmt, ...)
+{
+    char head[256], tail[sizeof errmsg];
+    va_list ap;
+    if (kept)
+        return st;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    size_t h = strlen(head);
+    memcpy(tail, errmsg, sizeof tail);
+    if (h >= sizeof errmsg)
+        h = sizeof errmsg - 1;
+    memcpy(errmsg, head, h);
+    memcpy(errmsg + h, tail, sizeof errmsg - h - 1); /* truncated if long */
+    errmsg[sizeof errmsg - 1] = '\0';
+    return st;
+}
+
 void zkl__clear_err(void)
 {
+    if (kept)
+        return;
     errmsg[0] = '\0';
 }
 

@@ -21,6 +21,8 @@ zkl_status zkl__uuid4(char out[37]);
 void zkl__local_address(char *out, size_t len);
 
 /* Monotonic milliseconds, and microseconds (the same clock). */
+/* CLOCK_BOOTTIME in ms: goes on while the machine sleeps, as the server's clock does. */
+int64_t zkl__boot_ms(void);
 int64_t zkl__now_ms(void);
 int64_t zkl__now_us(void);
 

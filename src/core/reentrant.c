@@ -8,7 +8,6 @@
 #include "core/reentrant.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "zklock/mutex.h"
 
 void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d)
 {
@@ -22,13 +21,6 @@ void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__d
 void zkl__side_destroy(zkl__side *sd)
 {
     zkl__holders_destroy(&sd->holders);
-}
-
-zkl_status zkl__check_timeout(int timeout_ms, const char *fn)
-{
-    if (timeout_ms < ZKL_WAIT_FOREVER)
-        return zkl__fail(ZKL_EINVAL, "%s: timeout %d ms is negative", fn, timeout_ms);
-    return ZKL_OK;
 }
 
 zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,

@@ -41,7 +41,4 @@ zkl_status zkl__side_token(zkl__side *sd, int64_t *token);
 zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms);
 zkl_status zkl__side_node(zkl__side *sd, char **node);
 
-/* Check a timeout argument (>= 0, or ZKL_WAIT_FOREVER). */
-zkl_status zkl__check_timeout(int timeout_ms, const char *fn);
-
 #endif

@@ -6,26 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/driver.h"
 #include "core/internals.h"
 #include "base/path.h"
 #include "base/seq.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "requests/calls.h"
+#include "requests/retry.h"
 #include "zklock/inspect.h"
 
-extern const zkl__driver zkl__mutex_driver, zkl__read_driver, zkl__write_driver;
+/* Every lock marker a mutex or read/write lock path may hold, for one sort. */
+static const char *const all_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, ZKL_MUTEX_MARKER,
+                                          NULL};
 
-static const char *const all_markers[] = {"__READ__", "__WRIT__", "lock-", NULL};
-static const char *const lease_markers[] = {"lease-", NULL};
-
+/* The children of path (none if it is gone), connection losses retried. */
 static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
 {
-    int rc, attempt = 0;
-    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
-    do {
-        rc = zkl__zk_children(s, path, kids);
-    } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
+    zkl__list_arg arg = {path, kids};
+    int rc = zkl__retry_on(s, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_op, &arg);
     if (rc == ZNONODE) {
         kids->n = 0;
         kids->v = NULL;
@@ -90,9 +89,7 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
         return ZSYSTEMERROR;
     for (i = 0; i < kids->n && rc == ZOK; i++) {
         const char *name = kids->v[i];
-        const zkl__driver *d = strstr(name, "__READ__")   ? &zkl__read_driver
-                               : strstr(name, "__WRIT__") ? &zkl__write_driver
-                                                          : &zkl__mutex_driver;
+        const zkl__driver *d = zkl__driver_of(name);
         zkl__verdict vd = d->decide(d, kids->v, kids->n, i, NULL);
         char kind = d == &zkl__read_driver ? 'R' : d == &zkl__write_driver ? 'W' : 'M';
         rc = add(s, path, name, kind, vd.holds, v, n, cap);
@@ -132,7 +129,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
         zkl__names_free(&kids);
         rc = leases && locks ? list(c, s, leases, &kids) : ZSYSTEMERROR;
         /* in the order they were taken, as the lock's waiters are */
-        if (rc == ZOK && zkl__sort_names(kids.v, kids.n, lease_markers) != ZKL_OK)
+        if (rc == ZOK && zkl__sort_names(kids.v, kids.n, zkl__lease_driver.sort_markers) != ZKL_OK)
             rc = ZSYSTEMERROR;
         for (i = 0; rc == ZOK && i < kids.n; i++)
             rc = add(s, leases, kids.v[i], 'S', true, &v, &cnt, &cap);

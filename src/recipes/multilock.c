@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "base/util.h"
+#include "core/lockobj.h"
 #include "zklock/multilock.h"
 
 typedef struct member {
@@ -128,9 +129,8 @@ zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
     zkl__clear_err();
     if (!ml)
         return zkl__fail(ZKL_EINVAL, "zkl_multilock_acquire: NULL set");
-    if (timeout_ms < -1)
-        return zkl__fail(ZKL_EINVAL, "zkl_multilock_acquire: timeout %d ms is negative",
-                         timeout_ms);
+    if (zkl__check_timeout(timeout_ms, "zkl_multilock_acquire") != ZKL_OK)
+        return ZKL_EINVAL;
     pthread_mutex_lock(&ml->mu);
     n = ml->n;
     pthread_mutex_unlock(&ml->mu);
@@ -146,11 +146,12 @@ zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
         }
         st = ml->v[i].acquire(ml->v[i].lock, left);
         if (st != ZKL_OK) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "member %zu of %zu: %s", i + 1, n, zkl_errmsg());
+            zkl__fail_prefix(st, "member %zu of %zu: ", i + 1, n);
+            zkl__err_keep(); /* the failure's message, not the cleanup's */
             while (i-- > 0)
                 ml->v[i].release(ml->v[i].lock);
-            return zkl__fail(st, "%s", msg);
+            zkl__err_unkeep();
+            return st;
         }
     }
     pthread_mutex_lock(&ml->mu);
@@ -162,7 +163,6 @@ zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
 zkl_status zkl_multilock_release(zkl_multilock *ml)
 {
     zkl_status first = ZKL_OK;
-    char msg[512] = "";
     size_t i;
     zkl__clear_err();
     if (!ml)
@@ -176,14 +176,16 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
     for (i = ml->n; i-- > 0;) {
         zkl_status st = ml->v[i].release(ml->v[i].lock);
         if (st != ZKL_OK && first == ZKL_OK) {
-            first = st;
-            snprintf(msg, sizeof msg, "member %zu: %s", i + 1, zkl_errmsg());
+            first = zkl__fail_prefix(st, "member %zu: ", i + 1);
+            zkl__err_keep(); /* the first failure's message */
         }
     }
+    if (first != ZKL_OK)
+        zkl__err_unkeep();
     pthread_mutex_lock(&ml->mu);
     ml->acquired--;
     pthread_mutex_unlock(&ml->mu);
-    return first == ZKL_OK ? ZKL_OK : zkl__fail(first, "%s", msg);
+    return first;
 }
 
 zkl_status zkl_multilock_destroy(zkl_multilock *ml)

@@ -1,59 +1,48 @@
 /*
  * mutex.c - zkl_mutex, Curator's InterProcessMutex: the standard driver (hold
- * at index 0, watch the node just before ours) over the lock-internals core,
- * behind the shared reentrancy layer. Nothing here talks to ZooKeeper.
+ * at index 0, watch the node just before ours; core/drivers.c) over the
+ * lock-internals core, behind the shared reentrancy layer. Nothing here talks
+ * to ZooKeeper.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/path.h"
+#include "core/lockobj.h"
 #include "core/reentrant.h"
 #include "base/status.h"
 #include "zklock/mutex.h"
 
-static const char *const mutex_markers[] = {"lock-", NULL};
-
-static zkl__verdict mutex_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
-                                 const void *ctx)
-{
-    (void)d;
-    (void)ctx;
-    return zkl__decide_standard(sorted, n, self, 1);
-}
-
-const zkl__driver zkl__mutex_driver = {"lock-", mutex_markers, mutex_decide};
-
 struct zkl_mutex {
-    char *path;
+    zkl__lockobj obj;
     zkl__side side;
     zkl_revoke_fn revoke_fn;
     void *revoke_ud;
-    zkl_hold_state_fn state_fn;
-    void *state_ud;
-    int listener;
 };
+
+static bool holds_in(void *self, uint64_t epoch)
+{
+    return zkl__holders_in_epoch(&((zkl_mutex *)self)->side.holders, epoch);
+}
 
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 {
     zkl_mutex *m;
     zkl_status st;
     zkl__clear_err();
-    if (!out)
-        return zkl__fail(ZKL_EINVAL, "zkl_mutex_create: out is NULL");
-    *out = NULL;
-    if (!c)
-        return zkl__fail(ZKL_EINVAL, "zkl_mutex_create: client is NULL");
-    st = zkl__path_validate(path);
-    if (st != ZKL_OK)
-        return st;
-    m = calloc(1, sizeof *m);
-    if (!m || !(m->path = strdup(path))) {
-        free(m);
+    if (out)
+        *out = NULL;
+    if (!(m = calloc(1, sizeof *m)))
         return zkl__fail(ZKL_ENOMEM, "out of memory");
+    st = zkl__lockobj_init(&m->obj, "zkl_mutex_create", out, c, path);
+    if (st != ZKL_OK || !out) { /* (init refuses a NULL out) */
+        free(m);
+        return st;
     }
-    zkl__side_init(&m->side, c, m->path, &zkl__mutex_driver);
+    m->obj.self = m;
+    m->obj.mine = holds_in;
+    zkl__side_init(&m->side, c, m->obj.path, &zkl__mutex_driver);
     m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
-    zkl__client_ref(c);
     *out = m;
     return ZKL_OK;
 }
@@ -65,12 +54,10 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_destroy: mutex is NULL");
     n = zkl__holders_count(&m->side.holders);
     if (n > 0)
-        return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->path, n);
-    if (m->listener)
-        zkl__listener_remove(m->side.c, m->listener);
-    zkl__client_unref(m->side.c);
+        return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->obj.path,
+                         n);
     zkl__side_destroy(&m->side);
-    free(m->path);
+    zkl__lockobj_destroy(&m->obj);
     free(m);
     return ZKL_OK;
 }
@@ -129,12 +116,12 @@ zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
     zkl__clear_err();
     if (!m || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_participants: NULL argument");
-    return zkl__participants(m->side.c, m->path, mutex_markers, paths, n);
+    return zkl__participants(m->obj.c, m->obj.path, zkl__mutex_driver.sort_markers, paths, n);
 }
 
 const char *zkl_mutex_path(const zkl_mutex *m)
 {
-    return m ? m->path : NULL;
+    return m ? m->obj.path : NULL;
 }
 
 static void on_revoke(void *ctx)
@@ -173,24 +160,10 @@ zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
     return ZKL_OK;
 }
 
-static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
-{
-    zkl_mutex *m = ctx;
-    if (st != ZKL_STATE_CONNECTED && m->state_fn && zkl__holders_in_epoch(&m->side.holders, epoch))
-        m->state_fn(m, st, m->state_ud);
-}
-
 zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata)
 {
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_on_state: mutex is NULL");
-    if (m->listener)
-        zkl__listener_remove(m->side.c, m->listener);
-    m->listener = 0;
-    m->state_fn = fn;
-    m->state_ud = userdata;
-    if (fn && !(m->listener = zkl__listener_add(m->side.c, on_state, m)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    return ZKL_OK;
+    return zkl__lockobj_on_state(&m->obj, fn, userdata);
 }

@@ -14,43 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utlist.h>
+
 #include "core/internals.h"
+#include "core/lockobj.h"
 #include "services/lease.h"
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "zklock/semaphore.h"
 
-extern const zkl__driver zkl__mutex_driver;
-
-static const char *const lease_markers[] = {"lease-", NULL};
-
-static zkl__verdict lease_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
-                                 const void *ctx)
-{
-    zkl__verdict v = {false, -1, false, false, false};
-    (void)d;
-    (void)sorted;
-    (void)self;
-    if (n <= (size_t) * (const int *)ctx)
-        v.holds = true;
-    else
-        v.watch_parent = true;
-    return v;
-}
-
-const zkl__driver zkl__lease_driver = {"lease-", lease_markers, lease_decide};
-
 struct zkl_semaphore {
-    zkl_client *c;
-    char *path, *locks, *leases;
+    zkl__lockobj obj;
+    char *locks, *leases;
     int max_leases;
     pthread_mutex_t mu;
     int out;             /* leases not yet returned */
-    zkl_lease *out_list; /* those leases */
-    zkl_hold_state_fn state_fn;
-    void *state_ud;
-    int listener;
+    zkl_lease *out_list; /* those leases (utlist) */
 };
 
 struct zkl_lease {
@@ -59,40 +39,51 @@ struct zkl_lease {
     zkl_lease *prev, *next;
 };
 
+/* Whether any lease of s out now lives in session epoch (on the worker). */
+static bool leases_in(void *self, uint64_t epoch)
+{
+    zkl_semaphore *s = self;
+    const zkl_lease *l;
+    bool mine = false;
+    pthread_mutex_lock(&s->mu);
+    DL_FOREACH(s->out_list, l)
+    if (l->hold.epoch == epoch)
+        mine = true;
+    pthread_mutex_unlock(&s->mu);
+    return mine;
+}
+
 zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
                                 zkl_semaphore **out)
 {
     zkl_semaphore *s;
     zkl_status st;
     zkl__clear_err();
-    if (!out)
-        return zkl__fail(ZKL_EINVAL, "zkl_semaphore_create: out is NULL");
-    *out = NULL;
-    if (!c)
-        return zkl__fail(ZKL_EINVAL, "zkl_semaphore_create: client is NULL");
-    if (max_leases < 1)
+    if (out)
+        *out = NULL;
+    if (out && c && max_leases < 1)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_create: max_leases %d must be at least 1",
                          max_leases);
-    st = zkl__path_validate(path);
-    if (st != ZKL_OK)
-        return st;
-    s = calloc(1, sizeof *s);
-    if (!s)
+    if (!(s = calloc(1, sizeof *s)))
         return zkl__fail(ZKL_ENOMEM, "out of memory");
-    s->path = strdup(path);
+    st = zkl__lockobj_init(&s->obj, "zkl_semaphore_create", out, c, path);
+    if (st != ZKL_OK || !out) { /* (init refuses a NULL out) */
+        free(s);
+        return st;
+    }
+    s->obj.self = s;
+    s->obj.mine = leases_in;
     s->locks = zkl__path_join(path, "locks");
     s->leases = zkl__path_join(path, "leases");
-    if (!s->path || !s->locks || !s->leases) {
-        free(s->path);
+    if (!s->locks || !s->leases) {
         free(s->locks);
         free(s->leases);
+        zkl__lockobj_destroy(&s->obj);
         free(s);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
-    s->c = c;
     s->max_leases = max_leases;
     pthread_mutex_init(&s->mu, NULL);
-    zkl__client_ref(c);
     *out = s;
     return ZKL_OK;
 }
@@ -107,12 +98,9 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
     pthread_mutex_unlock(&s->mu);
     if (out > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_destroy: %d lease(s) of %s still out", out,
-                         s->path);
-    if (s->listener)
-        zkl__listener_remove(s->c, s->listener);
-    zkl__client_unref(s->c);
+                         s->obj.path);
+    zkl__lockobj_destroy(&s->obj);
     pthread_mutex_destroy(&s->mu);
-    free(s->path);
     free(s->locks);
     free(s->leases);
     free(s);
@@ -134,7 +122,7 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
         /* Its hand-offs are the semaphore's critical path; the look-ahead's
          * request still leaves a lease below Curator's nine. */
         a.lookahead = ZKL__LOOKAHEAD_ON;
-        st = zkl__lock_acquire(s->c, &a, &inner);
+        st = zkl__lock_acquire(s->obj.c, &a, &inner);
         if (st != ZKL_OK)
             return st;
         memset(&a, 0, sizeof a);
@@ -143,22 +131,19 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
         a.ctx = &s->max_leases;
         a.deadline = deadline;
         a.no_restart = true;
-        st = zkl__lock_acquire(s->c, &a, &lease);
-        zkl__lock_release(s->c, &inner);
+        st = zkl__lock_acquire(s->obj.c, &a, &lease);
+        zkl__lock_release(s->obj.c, &inner);
         if (st == ZKL_OK) {
             zkl_lease *l = calloc(1, sizeof *l);
             if (!l) {
-                zkl__lock_release(s->c, &lease);
+                zkl__lock_release(s->obj.c, &lease);
                 return zkl__fail(ZKL_ENOMEM, "out of memory");
             }
             l->sem = s;
             l->hold = lease;
             pthread_mutex_lock(&s->mu);
             s->out++;
-            l->next = s->out_list;
-            if (s->out_list)
-                s->out_list->prev = l;
-            s->out_list = l;
+            DL_PREPEND(s->out_list, l);
             pthread_mutex_unlock(&s->mu);
             *out = l;
             return ZKL_OK;
@@ -173,28 +158,29 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
 {
     int64_t deadline;
     int i;
+    zkl_status st;
     zkl__clear_err();
     if (!s || !leases)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_acquire: NULL argument");
     if (n < 1 || n > s->max_leases)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_acquire: %d leases asked of a semaphore of %d",
                          n, s->max_leases);
-    if (timeout_ms < -1)
-        return zkl__fail(ZKL_EINVAL, "zkl_semaphore_acquire: timeout %d ms is negative",
-                         timeout_ms);
+    st = zkl__check_timeout(timeout_ms, "zkl_semaphore_acquire");
+    if (st != ZKL_OK)
+        return st;
     for (i = 0; i < n; i++)
         leases[i] = NULL;
     deadline = zkl__deadline(timeout_ms);
     for (i = 0; i < n; i++) {
-        zkl_status st = acquire_one(s, deadline, &leases[i]);
+        st = acquire_one(s, deadline, &leases[i]);
         if (st != ZKL_OK) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", zkl_errmsg());
+            zkl__err_keep(); /* the failure's message, not the cleanup's */
             while (i-- > 0) {
                 zkl_lease_return(leases[i]);
                 leases[i] = NULL;
             }
-            return zkl__fail(st, "%s", msg);
+            zkl__err_unkeep();
+            return st;
         }
     }
     return ZKL_OK;
@@ -213,15 +199,10 @@ zkl_status zkl_lease_return(zkl_lease *l)
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_lease_return: lease is NULL");
     s = l->sem;
-    st = zkl__lock_release(s->c, &l->hold);
+    st = zkl__lock_release(s->obj.c, &l->hold);
     pthread_mutex_lock(&s->mu);
     s->out--;
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        s->out_list = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    DL_DELETE(s->out_list, l);
     pthread_mutex_unlock(&s->mu);
     free(l);
     return st;
@@ -229,7 +210,7 @@ zkl_status zkl_lease_return(zkl_lease *l)
 
 bool zkl_lease_is_valid(const zkl_lease *l)
 {
-    return l && zkl__hold_alive(l->sem->c, l->hold.epoch);
+    return l && zkl__hold_alive(l->sem->obj.c, l->hold.epoch);
 }
 
 zkl_status zkl_lease_remaining(const zkl_lease *l, int64_t *ms)
@@ -237,7 +218,7 @@ zkl_status zkl_lease_remaining(const zkl_lease *l, int64_t *ms)
     zkl__clear_err();
     if (!l || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_lease_remaining: NULL argument");
-    return zkl__lease_remaining(l->sem->c, l->hold.epoch, l->hold.node, ms);
+    return zkl__lease_remaining(l->sem->obj.c, l->hold.epoch, l->hold.node, ms);
 }
 
 int64_t zkl_lease_fencing_token(const zkl_lease *l)
@@ -255,21 +236,7 @@ zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n
     zkl__clear_err();
     if (!s || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_participants: NULL argument");
-    return zkl__participants(s->c, s->leases, lease_markers, paths, n);
-}
-
-static void on_state(zkl_conn_state st, uint64_t epoch, void *ctx)
-{
-    zkl_semaphore *s = ctx;
-    zkl_lease *l;
-    bool mine = false;
-    pthread_mutex_lock(&s->mu);
-    for (l = s->out_list; l; l = l->next)
-        if (l->hold.epoch == epoch)
-            mine = true;
-    pthread_mutex_unlock(&s->mu);
-    if (st != ZKL_STATE_CONNECTED && s->state_fn && mine)
-        s->state_fn(s, st, s->state_ud);
+    return zkl__participants(s->obj.c, s->leases, zkl__lease_driver.sort_markers, paths, n);
 }
 
 zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *userdata)
@@ -277,12 +244,5 @@ zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *
     zkl__clear_err();
     if (!s)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_on_state: semaphore is NULL");
-    if (s->listener)
-        zkl__listener_remove(s->c, s->listener);
-    s->listener = 0;
-    s->state_fn = fn;
-    s->state_ud = userdata;
-    if (fn && !(s->listener = zkl__listener_add(s->c, on_state, s)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    return ZKL_OK;
+    return zkl__lockobj_on_state(&s->obj, fn, userdata);
 }

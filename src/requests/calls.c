@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/lease.h"
 #include "base/path.h"
 #include "base/tsan.h"
 #include "base/util.h"
@@ -50,13 +49,14 @@ int64_t zkl__call_deadline(int64_t deadline)
 
 /*
  * One call is one request sent on session s (counted for zkl_client_stats_get).
- * A delete held back by a release goes out first, in the same batch.
+ * The before-send hook goes first: a delete held back by a release goes out
+ * in the same batch.
  */
 static call *call_new(zkl__session *s)
 {
     call *k;
-    if (atomic_load(&s->c->n_deferred) > 0)
-        zkl__flush_deferred(s->c, false);
+    if (s->c->hooks.before_send)
+        s->c->hooks.before_send(s->c);
     k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
@@ -131,11 +131,8 @@ static int call_abandon(call *k, int rc)
 static void call_done(call *k, int rc)
 {
     int last;
-    if (k->proves) {
-        pthread_mutex_lock(&k->c->mu);
-        zkl__lease_proof_locked(k->c, k->epoch, k->sent, rc);
-        pthread_mutex_unlock(&k->c->mu);
-    }
+    if (k->proves && k->c->hooks.answered)
+        k->c->hooks.answered(k->c, k->epoch, k->sent, rc);
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     k->done = 1;
@@ -510,86 +507,6 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     return wait_void(k, zoo_adelete(s->zh, path, -1, on_void, k));
 }
 
-struct zkl__async_delete {
-    zkl_client *c;
-    zkl__session *s;
-    zkl__async_delete *prev, *next;
-    char path[];
-};
-
-/* Caller holds c->mu. */
-static void unlink_delete(zkl__async_delete *d)
-{
-    if (d->prev)
-        d->prev->next = d->next;
-    else
-        d->s->deletes = d->next;
-    if (d->next)
-        d->next->prev = d->prev;
-    d->c->async_deletes--;
-    if (d->c->drainers > 0) /* not the lock waiters: nothing for them here */
-        pthread_cond_broadcast(&d->c->cv);
-}
-
-/* On the completion thread: record the outcome; no ZooKeeper call here. */
-static void on_async_delete(int rc, const void *data)
-{
-    zkl__async_delete *d = (zkl__async_delete *)data;
-    zkl_client *c;
-    ZKL_RECEIVED(data);
-    c = d->c;
-    if (rc != ZOK && rc != ZNONODE)
-        zkl__bg_delete(c, d->path, NULL);
-    pthread_mutex_lock(&c->mu);
-    unlink_delete(d);
-    pthread_mutex_unlock(&c->mu);
-    free(d);
-}
-
-void zkl__async_deletes_abandon(zkl__session *s)
-{
-    zkl__async_delete *d = s->deletes, *next;
-    s->deletes = NULL;
-    pthread_cond_broadcast(&s->c->cv); /* drain waits on the count */
-    for (; d; d = next) {
-        next = d->next;
-        d->c->async_deletes--;
-        zkl__bg_delete_locked(d->c, d->path, NULL);
-        free(d);
-    }
-}
-
-int zkl__zk_delete_async(zkl__session *s, const char *path)
-{
-    size_t n = strlen(path);
-    zkl__async_delete *d = malloc(sizeof *d + n + 1);
-    zkl_client *c = s->c;
-    int rc;
-    if (!d)
-        return ZSYSTEMERROR;
-    d->c = c;
-    d->s = s;
-    d->prev = NULL;
-    memcpy(d->path, path, n + 1);
-    pthread_mutex_lock(&c->mu);
-    c->async_deletes++;
-    d->next = s->deletes;
-    if (s->deletes)
-        s->deletes->prev = d;
-    s->deletes = d;
-    pthread_mutex_unlock(&c->mu);
-    atomic_fetch_add(&c->requests, 1);
-    ZKL_HANDOFF(d);
-    rc = zoo_adelete(s->zh, path, -1, on_async_delete, d);
-    if (rc != ZOK) {
-        pthread_mutex_lock(&c->mu);
-        unlink_delete(d);
-        pthread_mutex_unlock(&c->mu);
-        free(d);
-    }
-    return rc;
-}
-
 static void on_string(int rc, const char *value, const void *data)
 {
     ZKL_RECEIVED(data);
@@ -615,86 +532,23 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
     return wait_void(k, zoo_aset(s->zh, path, (const char *)data, len, -1, on_stat, k));
 }
 
-void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
+/* ---- requests whose reply goes to the caller's own completion ---- */
+
+int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx)
 {
-    zkl_client *c = s->c;
-    size_t n = strlen(path);
-    zkl__deferred *d = malloc(sizeof *d + n + 1), **pp;
-    if (!d) { /* no memory to hold it back: send it now */
-        if (zkl__zk_delete_async(s, path) != ZOK)
-            zkl__bg_delete(c, path, NULL);
-        return;
-    }
-    memcpy(d->path, path, n + 1);
-    d->s = s;
-    d->due_us = zkl__now_us() + window_us;
-    d->next = NULL;
-    pthread_mutex_lock(&c->mu);
-    s->refs++;
-    for (pp = &c->deferred; *pp; pp = &(*pp)->next)
-        ;
-    *pp = d;
-    atomic_fetch_add(&c->n_deferred, 1);
-    pthread_cond_signal(&c->wcv); /* the worker's timer */
-    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&s->c->requests, 1);
+    return zoo_adelete(s->zh, path, -1, done, ctx);
 }
 
-zkl__deferred *zkl__take_deferred(zkl__session *s)
+int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx)
 {
-    zkl_client *c = s->c;
-    zkl__deferred *take = NULL, **tail = &take, **pp, *d;
-    int n = 0;
-    if (atomic_load(&c->n_deferred) == 0)
-        return NULL;
-    pthread_mutex_lock(&c->mu);
-    for (pp = &c->deferred; (d = *pp) != NULL && n < 8;) {
-        if (d->s != s) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        d->next = NULL;
-        *tail = d;
-        tail = &d->next;
-        n++;
-        atomic_fetch_sub(&c->n_deferred, 1);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return take;
+    atomic_fetch_add(&s->c->requests, 1);
+    return zoo_async(s->zh, "/", done, ctx);
 }
 
-void zkl__deferred_done(zkl__deferred *list, bool applied)
+int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
+                      data_completion_t done, const void *ctx)
 {
-    zkl__deferred *d;
-    while ((d = list) != NULL) {
-        zkl_client *c = d->s->c;
-        list = d->next;
-        if (!applied &&
-            (!zkl__epoch_alive(c, d->s->epoch) || zkl__zk_delete_async(d->s, d->path) != ZOK))
-            zkl__bg_delete(c, d->path, NULL);
-        zkl__session_put(d->s);
-        free(d);
-    }
-}
-
-void zkl__flush_deferred(zkl_client *c, bool due_only)
-{
-    zkl__deferred *take = NULL, **tail = &take, **pp, *d;
-    int64_t now = zkl__now_us();
-    pthread_mutex_lock(&c->mu);
-    for (pp = &c->deferred; (d = *pp) != NULL;) {
-        if (due_only && d->due_us > now) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        d->next = NULL;
-        *tail = d;
-        tail = &d->next;
-        atomic_fetch_sub(&c->n_deferred, 1);
-    }
-    pthread_mutex_unlock(&c->mu);
-    /* a node of a session that is gone goes with it, or (lost only locally)
-     * is deleted through the current session by the worker */
-    zkl__deferred_done(take, false);
+    atomic_fetch_add(&s->c->requests, 1);
+    return zoo_awget(s->zh, path, watcher, wctx, done, ctx);
 }

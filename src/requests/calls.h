@@ -51,11 +51,6 @@ int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const
                               const void *data, int len, int mode, const char *parent,
                               char **created, zkl__names *kids, int *list_rc);
 
-/* Take this client's held-back deletes on session s (for a multi); NULL if none. */
-zkl__deferred *zkl__take_deferred(zkl__session *s);
-/* After a multi: the taken deletes are done (applied) or must still be sent. */
-void zkl__deferred_done(zkl__deferred *list, bool applied);
-
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
 /*
  * getChildren with a child watch w (NULL: none). When the call shows the
@@ -80,27 +75,15 @@ int zkl__zk_sync(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
 /*
- * Send a delete and return at once. If the server does not confirm it, the
- * node goes to the background delete queue. Counted in c->async_deletes
- * until the reply, so zkl_client_drain can wait for it. Returns the send rc.
+ * Requests whose reply goes to the caller's completion, run on the ZooKeeper
+ * completion thread (record and signal only there). Counted as requests;
+ * no before-send hook and no lease proof. Return the send rc: on failure
+ * the completion never runs.
  */
-int zkl__zk_delete_async(zkl__session *s, const char *path);
-
-/* How long a release of an uncontended hold may hold its delete back. */
-#define ZKL_DEFER_ALONE_US 1000
-/* ... and of a hold with others in line, whom every microsecond keeps waiting. */
-#define ZKL_DEFER_CONTENDED_US 100
-
-/*
- * Queue path's delete to go out with this client's next request on s, or
- * after window_us at the latest (the worker sends it then).
- */
-void zkl__defer_delete(zkl__session *s, const char *path, int window_us);
-
-/*
- * Send held-back deletes now: all of them, or (due_only) those whose time is
- * up. Call without c->mu.
- */
-void zkl__flush_deferred(zkl_client *c, bool due_only);
+int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx);
+/* sync of "/": through the leader, so its answer proves the session alive */
+int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx);
+int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
+                      data_completion_t done, const void *ctx);
 
 #endif

@@ -12,11 +12,26 @@
 #include "base/util.h"
 #include "requests/calls.h"
 
-int64_t zkl__boot_ms(void)
+struct zkl__lease {
+    int64_t end;      /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
+    int64_t renew_at; /* zkl__now_ms() of the next renewal */
+    int holds;        /* holds that need the lease */
+    int acquires;     /* acquires in progress (their grant needs it too) */
+    bool lapsed;      /* c->sess's lease ran out with holds: acted on */
+    bool renewing;    /* a renewal is in flight */
+    bool lapse_due;   /* a hold released after its lease ran out: tell it all the same */
+};
+
+zkl_status zkl__lease_init(zkl_client *c)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    c->lease = calloc(1, sizeof *c->lease);
+    return c->lease ? ZKL_OK : zkl__fail(ZKL_ENOMEM, "out of memory");
+}
+
+void zkl__lease_free(zkl_client *c)
+{
+    free(c->lease);
+    c->lease = NULL;
 }
 
 /* Granted timeout, or the one asked for before the first connect. Caller holds c->mu. */
@@ -73,19 +88,19 @@ static bool server_answer(int rc)
 void zkl__lease_proof_locked(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc)
 {
     int64_t end;
-    if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease_lapsed)
+    if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease->lapsed)
         return;
     end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c) - ensemble_lag_ms(c);
-    if (end > c->lease_end)
-        c->lease_end = end;
+    if (end > c->lease->end)
+        c->lease->end = end;
 }
 
 void zkl__lease_reset_locked(zkl_client *c)
 {
-    c->lease_end = 0;
-    c->lease_lapsed = false;
-    c->lease_lapse_due = false;
-    c->renew_at = 0;
+    c->lease->end = 0;
+    c->lease->lapsed = false;
+    c->lease->lapse_due = false;
+    c->lease->renew_at = 0;
 }
 
 void zkl__lease_users(zkl_client *c, int holds, int acquires)
@@ -93,13 +108,13 @@ void zkl__lease_users(zkl_client *c, int holds, int acquires)
     pthread_mutex_lock(&c->mu);
     /* a hold let go after its lease ran out, before the worker woke for it:
      * the lapse is still to be told and acted on */
-    if (holds < 0 && c->lease_holds > 0 && !c->lease_lapsed && c->lease_end != 0 &&
-        zkl__boot_ms() >= c->lease_end) {
-        c->lease_lapse_due = true;
+    if (holds < 0 && c->lease->holds > 0 && !c->lease->lapsed && c->lease->end != 0 &&
+        zkl__boot_ms() >= c->lease->end) {
+        c->lease->lapse_due = true;
         pthread_cond_signal(&c->wcv);
     }
-    c->lease_holds += holds;
-    c->lease_acquires += acquires;
+    c->lease->holds += holds;
+    c->lease->acquires += acquires;
     if (holds > 0 || acquires > 0)
         pthread_cond_signal(&c->wcv); /* renewals may be due from now on */
     pthread_mutex_unlock(&c->mu);
@@ -108,7 +123,7 @@ void zkl__lease_users(zkl_client *c, int holds, int acquires)
 /* Caller holds c->mu. */
 static bool lease_good_locked(const zkl_client *c, int64_t now_boot)
 {
-    return !c->lease_lapsed && c->lease_end > now_boot;
+    return !c->lease->lapsed && c->lease->end > now_boot;
 }
 
 bool zkl__hold_alive(zkl_client *c, uint64_t epoch)
@@ -126,7 +141,7 @@ int64_t zkl__lease_end(zkl_client *c, uint64_t epoch)
     int64_t end = 0, now = zkl__boot_ms();
     pthread_mutex_lock(&c->mu);
     if (c->sess->epoch == epoch && !c->sess->expired && lease_good_locked(c, now))
-        end = c->lease_end;
+        end = c->lease->end;
     pthread_mutex_unlock(&c->mu);
     return end;
 }
@@ -146,7 +161,7 @@ int zkl__lease_fresh(zkl_client *c, zkl__session *s)
     int rc;
     pthread_mutex_lock(&c->mu);
     need = zkl__boot_ms() + renew_interval_ms(c);
-    rc = s->epoch == c->sess->epoch && !c->lease_lapsed && c->lease_end > need ? ZOK : ZNOTHING;
+    rc = s->epoch == c->sess->epoch && !c->lease->lapsed && c->lease->end > need ? ZOK : ZNOTHING;
     pthread_mutex_unlock(&c->mu);
     if (rc == ZOK)
         return ZOK;
@@ -175,65 +190,95 @@ static void renewed(int rc, const char *value, const void *data)
     c = r->c;
     pthread_mutex_lock(&c->mu);
     zkl__lease_proof_locked(c, r->epoch, r->sent, rc);
-    c->renewing = false;
+    c->lease->renewing = false;
     pthread_mutex_unlock(&c->mu);
     free(r);
 }
 
-bool zkl__lease_renew_work(zkl_client *c, int64_t *wake_ms)
+/* Send a renewal if one is due; 0 if sent, else when to look again (now_ms based). */
+static int64_t renew_locked(zkl_client *c, int64_t now)
 {
-    int64_t now = zkl__now_ms(), interval;
     zkl__session *s = c->sess;
     renewal *r;
     int rc;
-    if (c->lease_holds > 0 && c->lease_end > 0 && !c->lease_lapsed) {
-        /* wake when it runs out, to tell the holders (is_held needs no worker) */
-        int64_t at = now + (c->lease_end - zkl__boot_ms());
-        if (at < *wake_ms)
-            *wake_ms = at > now ? at : now;
-    }
-    if (c->lease_holds <= 0 && c->lease_acquires <= 0)
-        return false; /* nothing held or wanted: no traffic */
-    if (s->expired || !c->connected || c->lease_lapsed)
-        return false;
-    interval = renew_interval_ms(c);
-    if (c->renew_at > now || c->renewing) {
-        int64_t at = c->renew_at > now ? c->renew_at : now + 100; /* still in flight */
-        if (at < *wake_ms)
-            *wake_ms = at;
-        return false;
-    }
+    if (c->lease->holds <= 0 && c->lease->acquires <= 0)
+        return INT64_MAX; /* nothing held or wanted: no traffic */
+    if (s->expired || !c->connected || c->lease->lapsed)
+        return INT64_MAX; /* a state change wakes the worker */
+    if (c->lease->renew_at > now)
+        return c->lease->renew_at;
+    if (c->lease->renewing)
+        return now + 100; /* still in flight */
     r = malloc(sizeof *r);
-    c->renew_at = now + (r ? interval : 100);
+    c->lease->renew_at = now + (r ? renew_interval_ms(c) : 100);
     if (!r)
-        return false;
+        return c->lease->renew_at;
     r->c = c;
     r->epoch = s->epoch;
     r->sent = zkl__boot_ms();
-    c->renewing = true;
+    c->lease->renewing = true;
     s->refs++;
     pthread_mutex_unlock(&c->mu);
-    atomic_fetch_add(&c->requests, 1);
     ZKL_HANDOFF(r);
-    rc = zoo_async(s->zh, "/", renewed, r);
+    rc = zkl__zk_send_sync(s, renewed, r);
     zkl__session_put(s);
     pthread_mutex_lock(&c->mu);
     if (rc != ZOK) {
-        c->renewing = false;
-        c->renew_at = zkl__now_ms() + 100; /* not sent: try again soon */
+        c->lease->renewing = false;
+        c->lease->renew_at = zkl__now_ms() + 100; /* not sent: try again soon */
         free(r);
     }
+    return 0;
+}
+
+/* The current session's lease ran out while holds exist, not yet acted on;
+ * marks it acted on. Caller holds c->mu. */
+static bool lapsed_locked(zkl_client *c)
+{
+    bool due = c->lease->lapse_due;
+    c->lease->lapse_due = false;
+    if ((c->lease->holds <= 0 && !due) || c->lease->lapsed || c->lease->end == 0 ||
+        c->sess->expired)
+        return false;
+    if (zkl__boot_ms() < c->lease->end)
+        return false;
+    c->lease->lapsed = true;
     return true;
 }
 
-bool zkl__lease_lapsed_locked(zkl_client *c)
+int64_t zkl__lease_turn(zkl_client *c, int64_t now_us)
 {
-    bool due = c->lease_lapse_due;
-    c->lease_lapse_due = false;
-    if ((c->lease_holds <= 0 && !due) || c->lease_lapsed || c->lease_end == 0 || c->sess->expired)
-        return false;
-    if (zkl__boot_ms() < c->lease_end)
-        return false;
-    c->lease_lapsed = true;
-    return true;
+    int64_t now = now_us / 1000, wake = INT64_MAX, at;
+    if (lapsed_locked(c)) {
+        /* Strictly before the server could expire the session; is_held
+         * already reads false. End the session: its nodes go as soon as the
+         * server hears of it, and a hold whose lease ran out is never
+         * silently given back. */
+        zkl__log(ZKL_LOG_WARN, "the lease of this client's holds ran out: ending the session");
+        zkl__session_lose_locked(c, ZKL_STATE_LEASE_EXPIRED);
+        return 0;
+    }
+    if (c->lease->holds > 0 && c->lease->end > 0 && !c->lease->lapsed) {
+        /* wake when it runs out, to tell the holders (is_held needs no worker) */
+        at = now + (c->lease->end - zkl__boot_ms());
+        wake = at > now ? at : now;
+    }
+    at = renew_locked(c, now);
+    if (at == 0)
+        return 0;
+    if (at < wake)
+        wake = at;
+    return wake == INT64_MAX ? INT64_MAX : wake * 1000;
+}
+
+void zkl__lease_installed_locked(zkl_client *c)
+{
+    zkl__lease_reset_locked(c);
+}
+
+void zkl__lease_answered(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc)
+{
+    pthread_mutex_lock(&c->mu);
+    zkl__lease_proof_locked(c, epoch, sent_boot_ms, rc);
+    pthread_mutex_unlock(&c->mu);
 }

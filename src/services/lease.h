@@ -16,16 +16,17 @@
  * ZooKeeper completion thread (record and signal only); renewals are sent
  * and lapses acted on by the worker.
  */
-#ifndef ZKL_LEASE_H
-#define ZKL_LEASE_H
+#ifndef ZKL_SERVICES_LEASE_H
+#define ZKL_SERVICES_LEASE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "session/client.h"
 
-/* Milliseconds on CLOCK_BOOTTIME (counts while the machine is suspended). */
-int64_t zkl__boot_ms(void);
+/* Give c its lease state (c->lease); ZKL_ENOMEM. Free tolerates none. */
+zkl_status zkl__lease_init(struct zkl_client *c);
+void zkl__lease_free(struct zkl_client *c);
 
 /* The margin in use for c: the option, or T/10 + 200 ms (at most T/4) for granted timeout T. */
 int64_t zkl__lease_margin_ms(const struct zkl_client *c);
@@ -64,14 +65,16 @@ int64_t zkl__lease_end(struct zkl_client *c, uint64_t epoch);
 int zkl__lease_fresh(struct zkl_client *c, zkl__session *s);
 
 /*
- * The worker's part, caller holds c->mu: send a renewal if one is due (may
- * unlock c->mu to send; returns true then, and the worker loops). Else
- * lowers *wake_ms (zkl__now_ms based) to when it next has something to do.
+ * The worker's lease phase (caller holds c->mu; released while sending): a
+ * lease run out with holds ends the session (LEASE_EXPIRED, then LOST); a
+ * renewal due is sent. Returns 0 if it did something, else the zkl__now_us()
+ * time it wants to run again (INT64_MAX: none).
  */
-bool zkl__lease_renew_work(struct zkl_client *c, int64_t *wake_ms);
+int64_t zkl__lease_turn(struct zkl_client *c, int64_t now_us);
 
-/* The current session's lease ran out while holds exist, not yet acted on;
- * marks it acted on. Caller holds c->mu. */
-bool zkl__lease_lapsed_locked(struct zkl_client *c);
+/* Hooks (session/client.h): a new session has proved nothing yet; a
+ * leader-routed answer is a proof. */
+void zkl__lease_installed_locked(struct zkl_client *c);
+void zkl__lease_answered(struct zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc);
 
 #endif

@@ -2,21 +2,24 @@
  * revoke.c - see revoke.h. An entry is shared by its owner (until stop), the
  * ZooKeeper client (one reference for a pending getData, one for an armed
  * watch) and the worker while it calls out; it is freed when the last one
- * lets go. Replies and watch events only set flags under c->mu; the worker
- * (zkl__revs_work) sends the getData calls and runs the callbacks.
+ * lets go. Replies and watch events only set flags under c->mu; the worker's
+ * revocation phase (zkl__revs_turn) sends the getData calls and runs the
+ * callbacks.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
 #include <zookeeper/zookeeper.h>
 
-#include "base/status.h"
-#include "requests/calls.h"
-#include "zklock/revoke.h"
-#include <string.h>
-
 #include "base/log.h"
-#include "services/revoke.h"
+#include "base/status.h"
 #include "base/tsan.h"
 #include "base/util.h"
+#include "requests/calls.h"
+#include "requests/rc.h"
+#include "requests/retry.h"
+#include "services/revoke.h"
+#include "zklock/revoke.h"
 
 struct zkl__revwatch {
     zkl_client *c;
@@ -31,17 +34,40 @@ struct zkl__revwatch {
     zkl__revwatch *next;
 };
 
+struct zkl__revs {
+    zkl__revwatch *list; /* utlist */
+    int64_t retry_at_us; /* a watch that could not be sent is tried again then (0: none) */
+    int failures;        /* watches not sent in a row (the retry's back-off) */
+    uint64_t connects;   /* c->connects when the watches were last armed */
+    bool dirty;          /* something for the phase to do */
+};
+
+zkl_status zkl__revs_init(zkl_client *c)
+{
+    c->revs = calloc(1, sizeof *c->revs);
+    return c->revs ? ZKL_OK : zkl__fail(ZKL_ENOMEM, "out of memory");
+}
+
+void zkl__revs_free(zkl_client *c)
+{
+    zkl__revwatch *r, *next;
+    if (!c->revs)
+        return;
+    LL_FOREACH_SAFE(c->revs->list, r, next)
+    {
+        free(r->node);
+        free(r);
+    }
+    free(c->revs);
+    c->revs = NULL;
+}
+
 /* Caller holds c->mu. */
 static void unref_locked(zkl__revwatch *r)
 {
-    zkl__revwatch **pp;
     if (--r->refs > 0)
         return;
-    for (pp = &r->c->revs; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
+    LL_DELETE(r->c->revs->list, r);
     free(r->node);
     free(r);
 }
@@ -50,6 +76,13 @@ static void zk_unref_locked(zkl__revwatch *r)
 {
     r->zk_refs--;
     unref_locked(r);
+}
+
+/* Caller holds c->mu. */
+static void poke_locked(zkl_client *c)
+{
+    c->revs->dirty = true;
+    pthread_cond_signal(&c->wcv);
 }
 
 static void rev_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -66,8 +99,7 @@ static void rev_watcher(zhandle_t *zh, int type, int state, const char *path, vo
     pthread_mutex_lock(&c->mu);
     if (type == ZOO_CHANGED_EVENT && r->registered) {
         r->rearm = true;
-        c->revs_dirty = true;
-        pthread_cond_signal(&c->wcv);
+        poke_locked(c);
     }
     zk_unref_locked(r);
     pthread_mutex_unlock(&c->mu);
@@ -85,12 +117,11 @@ static void rev_data(int rc, const char *value, int len, const struct Stat *stat
         if (r->registered && !r->fired && len == (int)strlen(ZKL_REVOKE_MARKER) &&
             memcmp(value, ZKL_REVOKE_MARKER, (size_t)len) == 0) {
             r->fire = true;
-            c->revs_dirty = true;
-            pthread_cond_signal(&c->wcv);
+            poke_locked(c);
         }
     } else {
         zk_unref_locked(r); /* no watch was left */
-        if (zkl__zk_retryable(rc) && r->registered)
+        if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY && r->registered)
             r->rearm = true; /* armed again on reconnect */
     }
     zk_unref_locked(r);
@@ -113,10 +144,8 @@ zkl__revwatch *zkl__revwatch_start(zkl_client *c, const char *node, uint64_t epo
     r->registered = true;
     r->rearm = true;
     pthread_mutex_lock(&c->mu);
-    r->next = c->revs;
-    c->revs = r;
-    c->revs_dirty = true;
-    pthread_cond_signal(&c->wcv);
+    LL_PREPEND(c->revs->list, r);
+    poke_locked(c);
     pthread_mutex_unlock(&c->mu);
     return r;
 }
@@ -131,70 +160,90 @@ void zkl__revwatch_stop(zkl__revwatch *r)
     r->registered = false;
     /* The owner may free what ctx points to once we return: wait out a
      * callback that is running now, unless we are inside it. */
-    while (r->running && !pthread_equal(pthread_self(), c->worker))
+    while (r->running && !zkl__on_worker(c))
         pthread_cond_wait(&c->cv, &c->mu);
     unref_locked(r);
     pthread_mutex_unlock(&c->mu);
 }
 
-void zkl__revs_work(zkl_client *c)
+/* Run r's callback, c->mu released meanwhile. */
+static void fire_locked(zkl_client *c, zkl__revwatch *r)
 {
-    zkl__revwatch *r;
-    bool again = true;
-    c->revs_dirty = false;
-    while (again) {
-        again = false;
-        for (r = c->revs; r; r = r->next) {
-            if (!r->registered)
-                continue;
-            if (r->fire) {
-                r->fire = false;
-                r->fired = true;
-                r->refs++; /* ours while the callback runs */
-                r->running = true;
-                pthread_mutex_unlock(&c->mu);
-                r->cb(r->ctx);
-                pthread_mutex_lock(&c->mu);
-                r->running = false;
-                pthread_cond_broadcast(&c->cv);
-                unref_locked(r);
-                again = true; /* the list may have changed */
-                break;
-            }
-            if (r->rearm && c->connected && c->sess->epoch == r->epoch && !c->sess->expired) {
-                int rc;
-                r->rearm = false;
-                r->refs += 2; /* the reply and the watch */
-                r->zk_refs += 2;
-                r->armed_on = c->sess;
-                ZKL_HANDOFF(r);
-                atomic_fetch_add(&c->requests, 1);
-                rc = zoo_awget(c->sess->zh, r->node, rev_watcher, r, rev_data, r);
-                if (rc != ZOK) {
-                    /* Not sent (the client could not queue it): a hold made
-                     * revocable must still hear a revoke, so the worker tries
-                     * again, backing off; a marker written meanwhile is read
-                     * by the getData that arms the watch. */
-                    r->zk_refs -= 2;
-                    r->refs -= 2;
-                    r->rearm = true;
-                    c->revs_failures++;
-                    c->revs_retry_at = zkl__now_ms() + zkl__retry_delay_ms(c->revs_failures, 6);
-                    zkl__log(ZKL_LOG_WARN, "revocation watch on %s: %s; trying again", r->node,
-                             zerror(rc));
-                } else {
-                    c->revs_failures = 0;
-                }
-            }
-        }
-    }
+    r->fire = false;
+    r->fired = true;
+    r->refs++; /* ours while the callback runs */
+    r->running = true;
+    pthread_mutex_unlock(&c->mu);
+    r->cb(r->ctx);
+    pthread_mutex_lock(&c->mu);
+    r->running = false;
+    pthread_cond_broadcast(&c->cv);
+    unref_locked(r);
 }
 
-void zkl__revs_session_gone(zkl_client *c, zkl__session *s)
+/* Arm r's watch on session s with a getData (c->mu held). */
+static void arm_locked(zkl_client *c, zkl__revwatch *r, zkl__session *s)
 {
-    zkl__revwatch *r = c->revs, *next;
-    for (; r; r = next) {
-        next = r->next;
+    int rc;
+    r->rearm = false;
+    r->refs += 2; /* the reply and the watch */
+    r->zk_refs += 2;
+    r->armed_on = s;
+    ZKL_HANDOFF(r);
+    rc = zkl__zk_send_wget(s, r->node, rev_watcher, r, rev_data, r);
+    if (rc == ZOK) {
+        c->revs->failures = 0;
+        return;
+    }
+    /* Not sent (the client could not queue it): a hold made revocable must
+     * still hear a revoke, so the phase tries again, backing off; a marker
+     * written meanwhile is read by the getData that arms the watch. */
+    r->zk_refs -= 2;
+    r->refs -= 2;
+    r->rearm = true;
+    c->revs->failures++;
+    c->revs->retry_at_us = zkl__now_us() + zkl__retry_delay_ms(c->revs->failures, 6) * 1000;
+    zkl__log(ZKL_LOG_WARN, "revocation watch on %s: %s; trying again", r->node, zerror(rc));
+}
+
+int64_t zkl__revs_turn(zkl_client *c, int64_t now_us)
+{
+    struct zkl__revs *v = c->revs;
+    zkl__revwatch *r;
+    if (v->connects != c->connects) { /* (re)connected: armed again */
+        v->connects = c->connects;
+        v->dirty = true;
+    }
+    if (v->retry_at_us > 0) {
+        if (now_us < v->retry_at_us)
+            return v->dirty ? 0 : v->retry_at_us;
+        v->retry_at_us = 0;
+        v->dirty = true;
+    }
+    if (!v->dirty)
+        return INT64_MAX;
+    v->dirty = false;
+    LL_FOREACH(v->list, r)
+    {
+        zkl__session *s;
+        if (!r->registered)
+            continue;
+        if (r->fire) {
+            fire_locked(c, r);
+            v->dirty = true; /* the list may have changed: look again */
+            return 0;
+        }
+        if (r->rearm && (s = zkl__session_live_locked(c, r->epoch)) != NULL)
+            arm_locked(c, r, s);
+    }
+    return 0;
+}
+
+void zkl__revs_closed_locked(zkl_client *c, zkl__session *s)
+{
+    zkl__revwatch *r, *next;
+    LL_FOREACH_SAFE(c->revs->list, r, next)
+    {
         if (r->armed_on == s && r->zk_refs > 0) {
             r->refs -= r->zk_refs - 1;
             r->zk_refs = 0;
@@ -203,38 +252,24 @@ void zkl__revs_session_gone(zkl_client *c, zkl__session *s)
     }
 }
 
-void zkl__revs_free_all(zkl_client *c)
+static int set_marker(zkl__session *s, void *node)
 {
-    zkl__revwatch *r, *next;
-    for (r = c->revs; r; r = next) {
-        next = r->next;
-        free(r->node);
-        free(r);
-    }
-    c->revs = NULL;
+    return zkl__zk_set(s, node, ZKL_REVOKE_MARKER, (int)strlen(ZKL_REVOKE_MARKER));
 }
 
 zkl_status zkl_revoke(zkl_client *c, const char *node)
 {
-    zkl__session *s;
     zkl_status st;
-    int rc, attempt = 0;
-    int64_t deadline, prev;
+    int rc;
     zkl__clear_err();
     if (!c || !node)
         return zkl__fail(ZKL_EINVAL, "zkl_revoke: NULL argument");
     if (node[0] != '/')
         return zkl__fail(ZKL_EBADPATH, "zkl_revoke: node path must be absolute: '%.200s'", node);
-    deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
-    st = zkl__session_get(c, deadline, &s);
+    st =
+        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, set_marker, (void *)node, &rc);
     if (st != ZKL_OK)
         return st;
-    prev = zkl__call_deadline(deadline);
-    do {
-        rc = zkl__zk_set(s, node, ZKL_REVOKE_MARKER, (int)strlen(ZKL_REVOKE_MARKER));
-    } while (zkl__zk_retryable(rc) && zkl__backoff(c, &attempt, deadline));
-    zkl__call_deadline(prev);
-    zkl__session_put(s);
     if (rc == ZNONODE) /* already released: nothing to revoke (as Curator's Revoker) */
         return ZKL_OK;
     return rc == ZOK ? ZKL_OK : zkl__from_zk(rc, "revoke", node);

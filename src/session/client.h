@@ -1,15 +1,19 @@
 /*
- * client_internal.h - what the lock core sees of a client: sessions with
- * reference counts, watch tokens, the background delete queue and the
- * test-only fault hooks.
+ * client.h - the session layer: struct zkl_client as every layer above sees
+ * it (the lock, the conditions, the current ZooKeeper session), sessions with
+ * reference counts and epochs, Curator's connection events, and watch tokens.
  *
- * Threading: c->mu guards every field below. The ZooKeeper completion thread
- * only takes c->mu briefly to record an event and broadcast c->cv; it never
- * makes a ZooKeeper call or runs user code. User callbacks and session
- * replacement run on the client's worker thread.
+ * What the services above keep (cleanup, revocation, lease) is theirs: the
+ * client only points at it, and the session layer reaches it through the
+ * hooks, which zkl_client_open sets (the calls outward of hiredis's adapters).
+ *
+ * Threading: c->mu guards every field below and the services' state. The
+ * ZooKeeper completion thread only takes c->mu briefly to record an event and
+ * broadcast c->cv; it never makes a ZooKeeper call or runs user code. User
+ * callbacks and session replacement run on the client's worker thread.
  */
-#ifndef ZKL_CLIENT_INTERNAL_H
-#define ZKL_CLIENT_INTERNAL_H
+#ifndef ZKL_SESSION_CLIENT_H
+#define ZKL_SESSION_CLIENT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,19 +23,17 @@
 #include "zklock/client.h"
 
 typedef struct zkl__watch zkl__watch;
-typedef struct zkl__async_delete zkl__async_delete;
 
 /* One ZooKeeper session (one zhandle). Replaced as a whole after expiry. */
 typedef struct zkl__session {
     zhandle_t *zh;
     struct zkl_client *c;
-    uint64_t epoch;             /* 1, 2, ... : which session of this client */
-    int64_t id;                 /* server session id, once connected */
-    int refs;                   /* the client's own reference + callers inside a call */
-    bool expired;               /* the server said so, or it was lost locally */
-    bool retired;               /* no longer the client's current session */
-    zkl__watch *watches;        /* tokens the ZooKeeper client may still call */
-    zkl__async_delete *deletes; /* releases whose delete reply is still due */
+    uint64_t epoch;      /* 1, 2, ... : which session of this client */
+    int64_t id;          /* server session id, once connected */
+    int refs;            /* the client's own reference + callers inside a call */
+    bool expired;        /* the server said so, or it was lost locally */
+    bool retired;        /* no longer the client's current session */
+    zkl__watch *watches; /* tokens the ZooKeeper client may still call (utlist) */
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -44,7 +46,8 @@ struct zkl__watch {
     zkl__watch *prev, *next;
 };
 
-/* Test-only faults, set through tests/support (never by the library itself). */
+#ifdef ZKL_FAULTS
+/* Test-only faults, set through tests/support; compiled into test builds only. */
 typedef struct zkl__faults {
     int create_reply_lost; /* drop the reply of the next N successful creates */
     int create_send_lost;  /* fail the next N creates with connection loss before sending */
@@ -59,12 +62,7 @@ typedef struct zkl__faults {
      * disconnect or an expiry (a loaded completion thread) */
     _Atomic int session_event_delay_ms;
 } zkl__faults;
-
-typedef struct zkl__bgdel {
-    char *path;   /* node to delete, or the parent when prefix is set */
-    char *prefix; /* delete every child of path whose name starts with it */
-    struct zkl__bgdel *next;
-} zkl__bgdel;
+#endif
 
 #define ZKL_EVQ_MAX 64
 
@@ -82,15 +80,26 @@ typedef struct zkl__listener {
     bool removed;
 } zkl__listener;
 
-typedef struct zkl__revwatch zkl__revwatch;
+/*
+ * Calls outward from the lower layers to the services, set once by
+ * zkl_client_open before the first session opens. A NULL hook is skipped.
+ */
+typedef struct zkl__hooks {
+    /* requests: a request is about to go out (held-back deletes ride first) */
+    void (*before_send)(struct zkl_client *c);
+    /* requests: a request routed through the leader, sent at sent_boot_ms
+     * (zkl__boot_ms) on session epoch, was answered with rc; takes c->mu */
+    void (*answered)(struct zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc);
+    /* session: a new session became c->sess (c->mu held) */
+    void (*installed_locked)(struct zkl_client *c);
+    /* session: s's handle is closed: the ZooKeeper client will call nothing
+     * of it again (c->mu held) */
+    void (*closed_locked)(struct zkl_client *c, zkl__session *s);
+} zkl__hooks;
 
-/* A release's delete held back a moment (zkcall.c: zkl__defer_delete). */
-typedef struct zkl__deferred {
-    struct zkl__session *s; /* with a reference, until sent */
-    int64_t due_us;         /* zkl__now_us() by which the worker sends it */
-    struct zkl__deferred *next;
-    char path[];
-} zkl__deferred;
+struct zkl__cleanup; /* services/cleanup.h */
+struct zkl__revs;    /* services/revoke.h */
+struct zkl__lease;   /* services/lease.h */
 
 struct zkl_client {
     pthread_mutex_t mu;
@@ -105,62 +114,76 @@ struct zkl_client {
     zkl__session *pending; /* being opened: its events count before it is installed */
     uint64_t next_epoch;
     uint64_t state_gen; /* bumped on every connection event */
+    uint64_t connects;  /* bumped on every CONNECTED and RECONNECTED */
     int64_t suspended_at;
     zkl__event evq[ZKL_EVQ_MAX];
-    zkl__bgdel *bg_head, *bg_tail;
-    zkl__deferred *deferred; /* deletes held back a moment (zkcall.c) */
     /* counters; requests is atomic as calls are sent without c->mu */
     _Atomic uint64_t requests;
-    uint64_t watch_events, sessions, bg_deletes;
+    uint64_t watch_events, sessions;
     pthread_t worker;
+    bool worker_started;
+    zkl__hooks hooks;
+    struct zkl__cleanup *cleanup;
+    struct zkl__revs *revs;
+    struct zkl__lease *lease;
+#ifdef ZKL_FAULTS
     zkl__faults faults;
+#endif
     /* listeners: their own recursive mutex, held while the worker calls them */
     pthread_mutex_t listen_mu;
     zkl__listener *listeners;
-    /* revocation watches (revoke.c), guarded by mu */
-    zkl__revwatch *revs;
-    int64_t revs_retry_at; /* ms: a watch that could not be sent is tried again then (0: none) */
     /* the small fields, packed together */
     int n_listeners, cap_listeners, next_listener_id;
     zkl_conn_state state;
     int node_data_len;
     int evq_head, evq_len;
-    int bg_busy;            /* a delete is being tried by the worker */
-    int async_deletes;      /* released nodes whose delete is still in flight */
-    _Atomic int n_deferred; /* the number of deferred deletes, read without c->mu */
-    int handles;            /* live lock objects made on this client */
+    int handles; /* live lock objects made on this client */
     int granted_timeout;
-    int drainers;      /* threads waiting for async deletes to finish (on cv) */
-    int revs_failures; /* revocation watches not sent in a row (the retry's back-off) */
+    bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
     bool connected;
     bool ever_connected;
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
-    bool revs_dirty;
-    /* the lease (lease.c) */
-    int64_t lease_end;    /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
-    int64_t renew_at;     /* zkl__now_ms() of the next renewal */
-    int lease_holds;      /* holds that need the lease */
-    int lease_acquires;   /* acquires in progress (their grant needs it too) */
-    bool lease_lapsed;    /* c->sess's lease ran out with holds: acted on */
-    bool renewing;        /* a renewal is in flight */
-    bool lease_lapse_due; /* a hold released after its lease ran out: tell it all the same */
 };
 
+/* ---- sessions (session.c) ---- */
+
+/*
+ * Open a new session handle and make it the client's current one (epoch:
+ * which session of the client). NULL with errno set if the ZooKeeper client
+ * refused. Called without c->mu.
+ */
+zkl__session *zkl__session_open(struct zkl_client *c, uint64_t epoch);
 /* Current session with a reference, or ZKL_ECLOSED / ZKL_ETIMEDOUT (none usable by deadline). */
 zkl_status zkl__session_get(struct zkl_client *c, int64_t deadline, zkl__session **out);
 void zkl__session_put(zkl__session *s);
+/* c->sess if it is session epoch, connected and not lost; else NULL. Caller holds c->mu. */
+zkl__session *zkl__session_live_locked(struct zkl_client *c, uint64_t epoch);
+/*
+ * The current session is lost (locally, or its lease ran out): mark it
+ * expired and tell the worker, which opens the next. first: an event to
+ * report before LOST (ZKL_STATE_LEASE_EXPIRED), or 0. Caller holds c->mu.
+ */
+void zkl__session_lose_locked(struct zkl_client *c, zkl_conn_state first);
+/*
+ * The worker's session phase: a session suspended for a whole timeout is
+ * lost (Curator's rule), a lost one is replaced. Returns 0 if it did
+ * something, else the zkl__now_us() time it wants to run again (INT64_MAX:
+ * none). Caller holds c->mu; released while a session opens.
+ */
+int64_t zkl__session_turn(struct zkl_client *c, int64_t now_us);
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
 /* "" while connected, else a note for a timeout's message saying it is not. */
 const char *zkl__conn_note(struct zkl_client *c);
-
-/* Queue a delete for the worker: an exact path, or (prefix != NULL) every child of path with that
- * prefix. */
-void zkl__bg_delete(struct zkl_client *c, const char *path, const char *prefix);
-/* The same, for a caller that holds c->mu. */
-void zkl__bg_delete_locked(struct zkl_client *c, const char *path, const char *prefix);
+uint64_t zkl__state_gen(struct zkl_client *c);
+/* The current session's epoch. */
+uint64_t zkl__epoch(struct zkl_client *c);
+/* zkl_client_cancel was called. */
+bool zkl__canceled(struct zkl_client *c);
+/* The calling thread is the client's worker. */
+bool zkl__on_worker(struct zkl_client *c);
 
 /*
  * After a retryable failure: wait out the backoff for try number *attempt
@@ -168,26 +191,48 @@ void zkl__bg_delete_locked(struct zkl_client *c, const char *path, const char *p
  * are spent or the deadline has passed.
  */
 bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
+/*
+ * A request of session epoch failed as if the session were gone, but the
+ * client has not heard so yet (its event is still on the completion thread):
+ * wait until the connection state changes, the client closes or is
+ * canceled, or until (zkl__now_ms based), instead of trying again at once.
+ * Returns at once if epoch is no longer the live session.
+ */
+void zkl__await_session_news(struct zkl_client *c, uint64_t epoch, int64_t until);
 
 /* Lock-object accounting, so zkl_client_close can refuse while objects live. */
 void zkl__client_ref(struct zkl_client *c);
 void zkl__client_unref(struct zkl_client *c);
 
-/* Watch tokens: new (refs: caller + ZooKeeper), and the caller's drop. */
+/* ---- events and listeners (events.c) ---- */
+
+/* Record a connection event of session s for the worker. Caller holds c->mu. */
+void zkl__event_push_locked(struct zkl_client *c, const zkl__session *s, zkl_conn_state st);
+/* Forget queued events (zkl_client_open: CONNECTED is told by its return). Caller holds c->mu. */
+void zkl__events_clear_locked(struct zkl_client *c);
+/*
+ * The worker's event phase: tell the oldest queued event to the user's
+ * state callback and the listeners. Returns 0 if it told one, else
+ * INT64_MAX. Caller holds c->mu; released while calling out.
+ */
+int64_t zkl__events_turn(struct zkl_client *c);
+
+/* Lost-lock notices: add returns an id (> 0), or 0 on no memory. Remove waits
+ * out a running call of the listener, unless called from inside one. */
+int zkl__listener_add(struct zkl_client *c, zkl__listener_fn fn, void *ctx);
+void zkl__listener_remove(struct zkl_client *c, int id);
+
+/* ---- watch tokens (watch.c) ---- */
+
+/* A new token (refs: caller + ZooKeeper), and the caller's drop. */
 zkl__watch *zkl__watch_new(zkl__session *s);
 void zkl__watch_drop(zkl__watch *w);
 /* The ZooKeeper side's reference, when a watch was not registered after all. */
 void zkl__watch_unregistered(zkl__watch *w);
-/*
- * After zookeeper_close: free the deletes whose completion will never run
- * (zookeeper_close does not call every pending one) and queue their nodes for
- * the background in case the session lives on. Caller holds c->mu.
- */
-void zkl__async_deletes_abandon(zkl__session *s);
-
+/* Free the tokens of a closed session (ZooKeeper will not call them). Caller holds c->mu. */
+void zkl__watches_free_locked(zkl__session *s);
 /* ZooKeeper watcher function for tokens. */
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-
 /*
  * Wait until a token fired (w2 may be NULL), the connection state changed
  * since gen, the client closes or is canceled, or the deadline passes.
@@ -199,28 +244,5 @@ zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t
  * and the connection state (gen), session and cancel flag are unchanged.
  */
 bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only);
-
-uint64_t zkl__state_gen(struct zkl_client *c);
-/*
- * A request of session epoch failed as if the session were gone, but the
- * client has not heard so yet (its event is still on the completion thread):
- * wait until the connection state changes, the client closes or is
- * canceled, or until (zkl__now_ms based), instead of trying again at once.
- * Returns at once if epoch is no longer the live session.
- */
-void zkl__await_session_news(struct zkl_client *c, uint64_t epoch, int64_t until);
-
-/* zkl_client_cancel was called. */
-bool zkl__canceled(struct zkl_client *c);
-
-/* Lost-lock notices: add returns an id (> 0), or 0 on no memory. Remove waits
- * out a running call of the listener, unless called from inside one. */
-int zkl__listener_add(struct zkl_client *c, zkl__listener_fn fn, void *ctx);
-void zkl__listener_remove(struct zkl_client *c, int id);
-
-/* revoke.c, driven by the worker (c->mu held; may unlock while calling out). */
-void zkl__revs_work(struct zkl_client *c);
-void zkl__revs_session_gone(struct zkl_client *c, zkl__session *s);
-void zkl__revs_free_all(struct zkl_client *c);
 
 #endif

@@ -1,14 +1,14 @@
 /*
- * test_driver.c - the standard driver's decision on hand-made, sorted child
- * lists: who holds, whom to watch, foreign names. No server.
+ * test_driver.c - the drivers' decisions (core/drivers.c) and the core's
+ * reading of them (core/decide.c: the hand-off and the look-ahead) on
+ * hand-made, sorted child lists: who holds, whom to watch, foreign names.
+ * No server.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "core/internals.h"
 #include "base/seq.h"
-
-extern const zkl__driver zkl__mutex_driver;
+#include "core/driver.h"
 
 #define N0 "_c_aaaaaaaa-f501-47b0-b66a-1afeebcbeb00-lock-0000000000"
 #define N1 "_c_bbbbbbbb-f501-47b0-b66a-1afeebcbeb00-lock-0000000001"
@@ -61,18 +61,16 @@ Test(driver, foreign_name_without_marker_sorts_last)
 Test(driver, standard_with_leases)
 {
     char *names[] = {N0, N1, N2};
-    zkl__verdict v = zkl__decide_standard(names, 3, 1, 2);
+    zkl__verdict v;
+    (void)names;
+    v = zkl__decide_standard(1, 2);
     cr_assert(v.holds);
-    v = zkl__decide_standard(names, 3, 2, 2);
+    v = zkl__decide_standard(2, 2);
     cr_assert_not(v.holds);
     cr_assert_eq(v.watch, 0);
 }
 
 /* ---- read/write and lease drivers ---- */
-
-extern const zkl__driver zkl__read_driver;
-extern const zkl__driver zkl__write_driver;
-extern const zkl__driver zkl__lease_driver;
 
 #define R0 "_c_aaaaaaaa-f501-47b0-b66a-1afeebcbeb00-__READ__0000000000"
 #define W1 "_c_bbbbbbbb-f501-47b0-b66a-1afeebcbeb00-__WRIT__0000000001"
@@ -88,9 +86,9 @@ static zkl__verdict rw(const zkl__driver *d, char **names, size_t n, const char 
     cr_assert_eq(zkl__sort_names(names, n, d->sort_markers), ZKL_OK);
     for (i = 0; i < n; i++)
         if (strcmp(names[i], self) == 0)
-            return d->decide(d, names, n, i, ctx);
+            return zkl__decide(d, names, n, i, ctx);
     cr_assert_fail("self not in list");
-    return (zkl__verdict){false, -1, false, false, false};
+    return (zkl__verdict){false, -1, false, 0};
 }
 
 Test(driver, readers_share)
@@ -136,16 +134,16 @@ Test(driver, writer_handoff_without_listing_only_behind_a_reader)
     /* behind a reader at the head: nothing can come ahead, its going grants */
     char *r[] = {R0, W1};
     char *w[] = {W1, W3};
-    cr_assert(rw(&zkl__write_driver, r, 2, W1, NULL).grant_if_deleted);
+    cr_assert(rw(&zkl__write_driver, r, 2, W1, NULL).flags & ZKL__V_HANDOFF);
     /* behind a writer at the head: it may downgrade (a read node at its
      * sequence), so we must list again */
-    cr_assert_not(rw(&zkl__write_driver, w, 2, W3, NULL).grant_if_deleted);
-    cr_assert(rw(&zkl__write_driver, w, 2, W3, NULL).no_lookahead,
+    cr_assert_not(rw(&zkl__write_driver, w, 2, W3, NULL).flags & ZKL__V_HANDOFF);
+    cr_assert(rw(&zkl__write_driver, w, 2, W3, NULL).flags & ZKL__V_NO_LOOKAHEAD,
               "behind a writer a look-ahead could never pay");
-    cr_assert_not(rw(&zkl__write_driver, r, 2, W1, NULL).no_lookahead);
+    cr_assert_not(rw(&zkl__write_driver, r, 2, W1, NULL).flags & ZKL__V_NO_LOOKAHEAD);
     {
         char *deep[] = {R0, R2, W3};
-        cr_assert_not(rw(&zkl__write_driver, deep, 3, W3, NULL).grant_if_deleted,
+        cr_assert_not(rw(&zkl__write_driver, deep, 3, W3, NULL).flags & ZKL__V_HANDOFF,
                       "a reader not at the head: others ahead may still hold");
     }
 }
@@ -174,4 +172,46 @@ Test(driver, lease_count)
     v = zkl__lease_driver.decide(&zkl__lease_driver, names, 3, 0, &max);
     cr_assert_not(v.holds);
     cr_assert(v.watch_parent, "the lease count is watched on the list itself");
+}
+
+/* The core's hand-off on the mutex: only the one just behind the holder. */
+Test(driver, mutex_handoff_only_second_in_line)
+{
+    char *names[] = {N0, N1, N2};
+    zkl__verdict v;
+    cr_assert_eq(zkl__sort_names(names, 3, zkl__mutex_driver.sort_markers), ZKL_OK);
+    v = zkl__decide(&zkl__mutex_driver, names, 3, 1, NULL);
+    cr_assert(v.flags & ZKL__V_HANDOFF, "second in line: the holder's going grants");
+    v = zkl__decide(&zkl__mutex_driver, names, 3, 2, NULL);
+    cr_assert_not(v.flags & ZKL__V_HANDOFF, "third: the second is still ahead");
+    cr_assert_not(v.flags & ZKL__V_NO_LOOKAHEAD);
+    cr_assert_str_eq(names[0], N0, "the listing is given back as it was");
+    cr_assert_str_eq(names[1], N1);
+    cr_assert_str_eq(names[2], N2);
+}
+
+/* A reader's hand-off: only if the watched writer is the last one ahead. */
+Test(driver, reader_handoff_only_behind_the_last_writer)
+{
+    char *one[] = {W1, R2};
+    char *two[] = {W1, W3, R4};
+    cr_assert(rw(&zkl__read_driver, one, 2, R2, NULL).flags & ZKL__V_HANDOFF);
+    cr_assert_not(rw(&zkl__read_driver, two, 3, R4, NULL).flags & ZKL__V_HANDOFF,
+                  "another writer is still ahead");
+}
+
+Test(driver, driver_of_a_node_name)
+{
+    cr_assert_eq(zkl__driver_of(R0), &zkl__read_driver);
+    cr_assert_eq(zkl__driver_of(W1), &zkl__write_driver);
+    cr_assert_eq(zkl__driver_of(N0), &zkl__mutex_driver);
+}
+
+Test(driver, lease_count_is_never_a_handoff)
+{
+    char *names[] = {"_c_a-lease-0000000000", "_c_b-lease-0000000001", "_c_c-lease-0000000002"};
+    int max = 2;
+    zkl__verdict v = zkl__decide(&zkl__lease_driver, names, 3, 2, &max);
+    cr_assert(v.watch_parent);
+    cr_assert_eq(v.flags, 0u);
 }

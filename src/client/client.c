@@ -1,0 +1,350 @@
+/*
+ * client.c - zkl_client's public face: the constructor that builds a client
+ * and wires its services to the lower layers' hooks, the destructor (which
+ * tolerates a half-built client), and the state queries.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/connstr.h"
+#include "base/log.h"
+#include "base/path.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "client/acl.h"
+#include "client/worker.h"
+#include "services/cleanup.h"
+#include "services/lease.h"
+#include "services/revoke.h"
+
+const char *zkl_conn_state_name(zkl_conn_state st)
+{
+    switch (st) {
+    case ZKL_STATE_CONNECTED: return "CONNECTED";
+    case ZKL_STATE_SUSPENDED: return "SUSPENDED";
+    case ZKL_STATE_RECONNECTED: return "RECONNECTED";
+    case ZKL_STATE_LOST: return "LOST";
+    case ZKL_STATE_LEASE_EXPIRED: return "LEASE_EXPIRED";
+    }
+    return "UNKNOWN";
+}
+
+void zkl_client_options_init(zkl_client_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->session_timeout_ms = 10000;
+    o->connect_timeout_ms = 15000;
+    o->retry_base_ms = 50;
+    o->retry_max_ms = 1000;
+    o->retry_max = 10;
+}
+
+static zkl_status check_options(const zkl_client_options *opts)
+{
+    if (opts->session_timeout_ms <= 0 || opts->connect_timeout_ms < 0 || opts->retry_base_ms <= 0 ||
+        opts->retry_max_ms < opts->retry_base_ms || opts->retry_max < 0)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: option out of range (timeouts and retry "
+                                     "settings must be positive; use zkl_client_options_init)");
+    if (opts->lease_margin_ms < 0 || opts->ensemble_lag_ms < 0 ||
+        (long)opts->lease_margin_ms + opts->ensemble_lag_ms > opts->session_timeout_ms / 4)
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: lease_margin_ms %d and ensemble_lag_ms %d do not fit a "
+                         "session timeout of %d ms (together at most a quarter of it, so that a "
+                         "renewal every third of it keeps the lease)",
+                         opts->lease_margin_ms, opts->ensemble_lag_ms, opts->session_timeout_ms);
+    if (opts->node_data_len > 0 && !opts->node_data)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len without node_data");
+    /* A bigger create packet than the server takes (jute.maxbuffer) is not
+     * refused but drops the connection: every acquire would only retry. */
+    if (opts->node_data_len > ZKL_NODE_DATA_MAX)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len %zu is above %d bytes",
+                         opts->node_data_len, ZKL_NODE_DATA_MAX);
+    if (opts->auth_digest && !strchr(opts->auth_digest, ':'))
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: auth_digest must be \"user:password\"");
+    return ZKL_OK;
+}
+
+/* The one destructor: frees whatever of c was built. */
+static void client_free(zkl_client *c)
+{
+    if (!c)
+        return;
+    zkl__acl_free(&c->acl);
+    zkl__cleanup_free(c);
+    zkl__revs_free(c);
+    zkl__lease_free(c);
+    if (c->locks_ready) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        pthread_cond_destroy(&c->wcv);
+        pthread_mutex_destroy(&c->listen_mu);
+    }
+    free(c->listeners);
+    free(c->connect);
+    free(c->auth_digest);
+    free(c->node_data);
+    free(c);
+}
+
+/* The caller's strings, copied: connect, digest, node data (default: our address). */
+static zkl_status copy_strings(zkl_client *c, const char *connect, const zkl_client_options *o)
+{
+    c->connect = strdup(connect);
+    c->auth_digest = o->auth_digest ? strdup(o->auth_digest) : NULL;
+    if (o->node_data) {
+        c->node_data = malloc(o->node_data_len ? o->node_data_len : 1);
+        if (c->node_data)
+            memcpy(c->node_data, o->node_data, o->node_data_len);
+        c->node_data_len = (int)o->node_data_len;
+    } else {
+        char ip[64];
+        zkl__local_address(ip, sizeof ip);
+        c->node_data = strdup(ip);
+        c->node_data_len = (int)strlen(ip);
+    }
+    if (!c->connect || (o->auth_digest && !c->auth_digest) || !c->node_data)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
+}
+
+static void init_locks(zkl_client *c)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutex_init(&c->mu, NULL);
+    zkl__cond_init(&c->cv);
+    zkl__cond_init(&c->wcv);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&c->listen_mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    c->locks_ready = true;
+}
+
+/* The lower layers' calls outward, to the services (session/client.h). */
+static void closed_locked(zkl_client *c, zkl__session *s)
+{
+    zkl__cleanup_closed_locked(c, s);
+    zkl__revs_closed_locked(c, s);
+}
+
+static const zkl__hooks hooks = {
+    .before_send = zkl__cleanup_before_send,
+    .answered = zkl__lease_answered,
+    .installed_locked = zkl__lease_installed_locked,
+    .closed_locked = closed_locked,
+};
+
+/* Everything but the session and the worker; NULL with *st set on failure. */
+static zkl_client *client_new(const char *connect, const zkl_client_options *opts, zkl_status *st)
+{
+    zkl_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        *st = zkl__fail(ZKL_ENOMEM, "out of memory");
+        return NULL;
+    }
+    c->opts = *opts;
+    c->opts.auth_digest = NULL;
+    c->opts.node_data = NULL;
+    c->opts.acl = NULL;
+    c->hooks = hooks;
+    c->next_epoch = 1;
+    init_locks(c);
+    *st = copy_strings(c, connect, opts);
+    if (*st == ZKL_OK)
+        *st = zkl__acl_copy(&c->acl, opts->acl, opts->acl_len);
+    if (*st == ZKL_OK)
+        *st = zkl__cleanup_init(c);
+    if (*st == ZKL_OK)
+        *st = zkl__revs_init(c);
+    if (*st == ZKL_OK)
+        *st = zkl__lease_init(c);
+    if (*st != ZKL_OK) {
+        client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Wait for the first session to connect; its handle is closed if it does not. */
+static zkl_status await_connected(zkl_client *c, zkl__session *s, const char *connect)
+{
+    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    bool connected, refused;
+    pthread_mutex_lock(&c->mu);
+    while (!c->connected && !s->expired) {
+        if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT)
+            break;
+    }
+    connected = c->connected;
+    refused = s->expired;
+    zkl__events_clear_locked(c); /* CONNECTED is the caller's to see through the return value */
+    pthread_mutex_unlock(&c->mu);
+    if (connected)
+        return ZKL_OK;
+    if (refused)
+        return zkl__fail(ZKL_EAUTH, "server refused the session on '%.200s'", connect);
+    return zkl__fail(ZKL_ECONNECT, "no ZooKeeper server at '%.200s' answered within %d ms", connect,
+                     c->opts.connect_timeout_ms);
+}
+
+zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, zkl_client **out)
+{
+    zkl_client *c;
+    zkl_client_options defaults;
+    zkl__session *s;
+    zkl_status st;
+
+    zkl__clear_err();
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: out is NULL");
+    *out = NULL;
+    if (!connect || !*connect)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_open: empty connect string");
+    if ((st = zkl__connect_check(connect)) != ZKL_OK)
+        return st;
+    if (!opts) {
+        zkl_client_options_init(&defaults);
+        opts = &defaults;
+    }
+    if ((st = check_options(opts)) != ZKL_OK || !(c = client_new(connect, opts, &st)))
+        return st;
+    s = zkl__session_open(c, 1); /* installs itself as c->sess */
+    if (!s) {
+        /* Past running out of memory, zookeeper_init's errno says little
+         * ("Success" for ","): the string is what it could not take. */
+        bool nomem = errno == ENOMEM;
+        client_free(c);
+        if (nomem)
+            return zkl__fail(ZKL_ENOMEM, "out of memory opening a session");
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: bad connect string '%.200s' (want "
+                         "host:port[,host:port...][/chroot])",
+                         connect);
+    }
+    st = await_connected(c, s, connect);
+    if (st == ZKL_OK)
+        st = zkl__worker_start(c);
+    if (st != ZKL_OK) {
+        zookeeper_close(s->zh);
+        free(s);
+        client_free(c);
+        return st;
+    }
+    *out = c;
+    return ZKL_OK;
+}
+
+zkl_status zkl_client_close(zkl_client *c)
+{
+    zkl__session *s;
+    int handles;
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_close: client is NULL");
+    pthread_mutex_lock(&c->mu);
+    handles = c->handles;
+    pthread_mutex_unlock(&c->mu);
+    if (handles > 0)
+        return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", handles);
+    /* Let released nodes' deletes land first: zookeeper_close would drop
+     * their replies and leak its own record of them (the server deletes the
+     * nodes with the session anyway). Also while reconnecting: the reply, or
+     * a connection-loss completion, comes within the bound. */
+    (void)zkl__cleanup_drain(c, zkl__now_ms() + 2000, false);
+    zkl__clear_err();
+    zkl__worker_stop(c);
+    s = c->sess;
+    s->retired = true;
+    zkl__session_put(s); /* the last reference: closes the handle, ephemerals go */
+    client_free(c);
+    return ZKL_OK;
+}
+
+zkl_conn_state zkl_client_state(zkl_client *c)
+{
+    zkl_conn_state st;
+    if (!c)
+        return ZKL_STATE_LOST;
+    pthread_mutex_lock(&c->mu);
+    st = c->state ? c->state : ZKL_STATE_CONNECTED;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+int64_t zkl_client_session_id(zkl_client *c)
+{
+    int64_t id;
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    id = c->sess->expired ? 0 : c->sess->id;
+    pthread_mutex_unlock(&c->mu);
+    return id;
+}
+
+int zkl_client_session_timeout(zkl_client *c)
+{
+    int t;
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    t = c->granted_timeout;
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
+{
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
+    return zkl__cleanup_drain(c, zkl__deadline(timeout_ms), true);
+}
+
+zkl_status zkl_client_lease_end(zkl_client *c, int64_t *boot_ms)
+{
+    int64_t end;
+    zkl__clear_err();
+    if (!c || !boot_ms)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_lease_end: NULL argument");
+    end = zkl__lease_end(c, zkl__epoch(c));
+    if (!end)
+        return zkl__fail(ZKL_ELOST, "no lease: nothing renewed it yet, or it ran out");
+    *boot_ms = end;
+    return ZKL_OK;
+}
+
+zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)
+{
+    if (!c || !out)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_stats_get: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    out->requests = atomic_load(&c->requests);
+    out->watch_events = c->watch_events;
+    out->sessions = c->sessions;
+    out->bg_deletes = zkl__cleanup_queued_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_OK;
+}
+
+zkl_status zkl_client_cancel(zkl_client *c)
+{
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_cancel: client is NULL");
+    pthread_mutex_lock(&c->mu);
+    c->canceled = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_OK;
+}
+
+void zkl_strings_free(char **v, size_t n)
+{
+    size_t i;
+    if (!v)
+        return;
+    for (i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}

@@ -1,0 +1,106 @@
+/*
+ * worker.c - the client's worker thread, a loop of ordered phases in the
+ * manner of libuv's uv_run. Each phase belongs to one subsystem, owns its own
+ * queue, and answers either "I did something" (0: the loop starts over from
+ * the first phase) or the time it next wants to run; the worker sleeps until
+ * the earliest of those, or until someone signals c->wcv.
+ *
+ * DESIGN
+ *
+ * Layers (docs/ARCHITECTURE.md), every arrow pointing down:
+ *
+ *   recipes   mutex, rwlock, semaphore, multilock, inspect
+ *   core      the lock-internals engine, drivers, reentrancy
+ *   client    zkl_client_open/close, this worker
+ *   services  cleanup (deletes), revocation, lease
+ *   requests  blocking and async ZooKeeper calls, retry, rc reading
+ *   session   the zhandle, epochs, events, watch tokens
+ *   base      status, log, path, seq, util
+ *
+ * The lower layers call up only through the hooks of session/client.h, which
+ * zkl_client_open points at the services.
+ *
+ * Threads: the caller's threads (acquire, release, queries), the ZooKeeper
+ * client's I/O and completion threads, and this worker. Completions and
+ * watchers only record under c->mu and signal (c->cv for waiters, c->wcv for
+ * the worker); they never make a call or run user code. The worker runs user
+ * state callbacks, revocation callbacks, renewals and background deletes.
+ *
+ * Lock order: listen_mu (recursive; held while listeners run) before c->mu;
+ * c->mu before a call's own mutex (requests/calls.c); a recipe's own mutex
+ * (the semaphore's) before c->mu. No user code runs under c->mu; every
+ * phase releases it before calling out and takes it again after.
+ *
+ * Phase order, each run with c->mu held:
+ *   1. events     tell queued connection events (user first, then recipes)
+ *   2. revocation run revoke callbacks, arm revocation watches
+ *   3. lease      act on a lapsed lease (end the session), send renewals
+ *   4. deferred   send held-back deletes whose moment is up
+ *   5. session    declare a long suspension lost; replace a lost session
+ *   6. cleanup    try the next background delete
+ */
+#include <errno.h>
+
+#include "base/status.h"
+#include "base/util.h"
+#include "client/worker.h"
+#include "services/cleanup.h"
+#include "services/lease.h"
+#include "services/revoke.h"
+
+typedef int64_t (*phase_fn)(zkl_client *c, int64_t now_us);
+
+static int64_t events_phase(zkl_client *c, int64_t now_us)
+{
+    (void)now_us;
+    return zkl__events_turn(c);
+}
+
+static const phase_fn phases[] = {
+    events_phase,       zkl__revs_turn,    zkl__lease_turn,
+    zkl__deferred_turn, zkl__session_turn, zkl__bg_turn,
+};
+
+/* The idle wake-up: the loop looks around at least this often (us). */
+#define IDLE_US 1000000
+
+static void *worker_main(void *arg)
+{
+    zkl_client *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->closing) {
+        int64_t now = zkl__now_us(), wake = now + IDLE_US;
+        size_t i;
+        for (i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+            int64_t at = phases[i](c, now);
+            if (at == 0)
+                break;
+            if (at < wake)
+                wake = at;
+        }
+        if (i < sizeof phases / sizeof phases[0])
+            continue; /* a phase did something: from the top */
+        /* its own condition: watch events and call ends do not wake it */
+        zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+zkl_status zkl__worker_start(zkl_client *c)
+{
+    if (pthread_create(&c->worker, NULL, worker_main, c) != 0)
+        return zkl__fail(ZKL_ESYS, "could not start the client thread");
+    c->worker_started = true;
+    return ZKL_OK;
+}
+
+void zkl__worker_stop(zkl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->worker, NULL);
+}

@@ -1,0 +1,67 @@
+/*
+ * hold.h - the core's two records: the arguments of one acquire (path,
+ * driver, deadline, options) and the hold it yields (our node, its fencing
+ * token, its session).
+ */
+#ifndef ZKL_CORE_HOLD_H
+#define ZKL_CORE_HOLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/driver.h"
+
+/* When a waiter looks ahead (zkl__acquire_args.lookahead). */
+typedef enum zkl__lookahead {
+    ZKL__LOOKAHEAD_OFF,
+    ZKL__LOOKAHEAD_ON,
+    ZKL__LOOKAHEAD_IF_CARRIED,
+} zkl__lookahead;
+
+/* A lock node we hold: what every recipe keeps per hold. */
+typedef struct zkl__hold {
+    char *node;                /* full path of our lock node */
+    int64_t czxid;             /* creation zxid: the fencing token */
+    uint64_t epoch;            /* which session of the client it lives in */
+    struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
+    bool alone;                /* ours was the only node when we got the lock */
+} zkl__hold;
+
+typedef struct zkl__acquire_args {
+    const char *path; /* the lock path (parent of the nodes) */
+    const zkl__driver *driver;
+    const void *ctx;  /* passed to driver->decide */
+    const void *data; /* node data (NULL: the client's default) */
+    int data_len;
+    int64_t deadline; /* zkl__now_ms() based; INT64_MAX: forever */
+    /*
+     * Non-NULL: create a plain EPHEMERAL node named prefix + lock_name +
+     * fixed_suffix instead of a sequential one (Curator 5.5's downgrade read
+     * node, which takes its writer's sequence).
+     */
+    const char *fixed_suffix;
+    /*
+     * If the session is lost while waiting, give up with ZKL_ELOST instead of
+     * queueing again (the semaphore must first let go of its internal lock).
+     */
+    bool no_restart;
+    /*
+     * The caller can do without the czxid at once (hold->czxid 0 then; fetch
+     * it with zkl__hold_token): lets the create carry this client's held-back
+     * deletes in one multi transaction.
+     */
+    bool token_lazy;
+    /*
+     * Also watch the node ahead of the one we wait for, and list again when
+     * it goes: one more request per acquire in a long line, but the hand-off
+     * to us then needs no listing (lower latency under contention). ON:
+     * always; IF_CARRIED: only if our create carried held-back deletes,
+     * which saved the request that the look-ahead spends.
+     */
+    zkl__lookahead lookahead;
+    /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
+    void (*revoke_cb)(void *ctx);
+    void *revoke_ctx;
+} zkl__acquire_args;
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * lockobj.c - see lockobj.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/path.h"
+#include "base/status.h"
+#include "core/lockobj.h"
+#include "zklock/mutex.h"
+
+zkl_status zkl__lockobj_init(zkl__lockobj *o, const char *fn, const void *out, zkl_client *c,
+                             const char *path)
+{
+    zkl_status st;
+    memset(o, 0, sizeof *o);
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "%s: out is NULL", fn);
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "%s: client is NULL", fn);
+    st = zkl__path_validate(path);
+    if (st != ZKL_OK)
+        return st;
+    if (!(o->path = strdup(path)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    o->c = c;
+    zkl__client_ref(c);
+    return ZKL_OK;
+}
+
+void zkl__lockobj_destroy(zkl__lockobj *o)
+{
+    if (o->listener)
+        zkl__listener_remove(o->c, o->listener);
+    o->listener = 0;
+    if (o->c)
+        zkl__client_unref(o->c);
+    o->c = NULL;
+    free(o->path);
+    o->path = NULL;
+}
+
+/* A connection event: told to the callback if the object holds in its session. */
+static void on_event(zkl_conn_state st, uint64_t epoch, void *ctx)
+{
+    zkl__lockobj *o = ctx;
+    if (st != ZKL_STATE_CONNECTED && o->state_fn && o->mine(o->self, epoch))
+        o->state_fn(o->self, st, o->state_ud);
+}
+
+zkl_status zkl__lockobj_on_state(zkl__lockobj *o, zkl_hold_state_fn fn, void *userdata)
+{
+    if (o->listener)
+        zkl__listener_remove(o->c, o->listener);
+    o->listener = 0;
+    o->state_fn = fn;
+    o->state_ud = userdata;
+    if (fn && !(o->listener = zkl__listener_add(o->c, on_event, o)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
+}
+
+zkl_status zkl__check_timeout(int timeout_ms, const char *fn)
+{
+    if (timeout_ms < ZKL_WAIT_FOREVER)
+        return zkl__fail(ZKL_EINVAL, "%s: timeout %d ms is negative", fn, timeout_ms);
+    return ZKL_OK;
+}

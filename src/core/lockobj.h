@@ -1,0 +1,42 @@
+/*
+ * lockobj.h - what every lock object shares, in the manner of libuv's handle
+ * base: its client, its path, and the wiring of its hold-state callback to
+ * the client's connection events. A recipe embeds one and says, through
+ * mine(), whether the object holds anything in a given session.
+ */
+#ifndef ZKL_CORE_LOCKOBJ_H
+#define ZKL_CORE_LOCKOBJ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session/client.h"
+#include "zklock/revoke.h"
+
+typedef struct zkl__lockobj {
+    zkl_client *c;
+    char *path; /* the object's own copy */
+    void *self; /* the public object, handed to the callback */
+    /* whether self holds anything in session epoch (called on the worker) */
+    bool (*mine)(void *self, uint64_t epoch);
+    zkl_hold_state_fn state_fn;
+    void *state_ud;
+    int listener;
+} zkl__lockobj;
+
+/*
+ * The constructor's checks and copies for function fn: out, the client and
+ * the path (validated), then the copy of the path and a reference on the
+ * client. ZKL_OK or the failure with its message; nothing to undo then.
+ */
+zkl_status zkl__lockobj_init(zkl__lockobj *o, const char *fn, const void *out, zkl_client *c,
+                             const char *path);
+/* Undo init (and on_state). */
+void zkl__lockobj_destroy(zkl__lockobj *o);
+/* Set, replace or (fn NULL) remove the hold-state callback. */
+zkl_status zkl__lockobj_on_state(zkl__lockobj *o, zkl_hold_state_fn fn, void *userdata);
+
+/* Check a timeout argument of function fn (>= 0, or ZKL_WAIT_FOREVER). */
+zkl_status zkl__check_timeout(int timeout_ms, const char *fn);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * cleanup.c - see cleanup.h. State lives in struct zkl__cleanup under c->mu:
+ * the background queue (tried by the worker, one delete at a time, backing
+ * off while the server is unreachable), the deletes in flight (each freed by
+ * its completion, or abandoned when its session closes) and the held-back
+ * deletes (sent by the next request's before-send hook, by a multi that
+ * carries them, or by the worker when their moment is up).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "base/log.h"
+#include "base/path.h"
+#include "base/status.h"
+#include "base/tsan.h"
+#include "base/util.h"
+#include "requests/calls.h"
+#include "requests/rc.h"
+#include "services/cleanup.h"
+
+typedef struct bgdel {
+    char *path;   /* node to delete, or the parent when prefix is set */
+    char *prefix; /* delete every child of path whose name starts with it */
+    struct bgdel *prev, *next;
+} bgdel;
+
+typedef struct async_delete {
+    zkl_client *c;
+    zkl__session *s;
+    struct async_delete *prev, *next;
+    char path[];
+} async_delete;
+
+struct zkl__cleanup {
+    bgdel *queue;         /* the background queue, oldest first (utlist) */
+    async_delete *flying; /* deletes sent, reply still due (utlist) */
+    zkl__deferred *deferred;
+    _Atomic int n_deferred; /* read without c->mu by every request */
+    int64_t retry_at_us;    /* the queue's next try after a failure */
+    int failures;           /* tries failed in a row (the backoff) */
+    int flying_n;
+    int drainers; /* threads waiting for deletes to finish (on c->cv) */
+    bool busy;    /* the worker is trying a queued delete */
+    uint64_t queued;
+};
+
+zkl_status zkl__cleanup_init(zkl_client *c)
+{
+    c->cleanup = calloc(1, sizeof *c->cleanup);
+    return c->cleanup ? ZKL_OK : zkl__fail(ZKL_ENOMEM, "out of memory");
+}
+
+static void bg_free(bgdel *d)
+{
+    free(d->path);
+    free(d->prefix);
+    free(d);
+}
+
+void zkl__cleanup_free(zkl_client *c)
+{
+    bgdel *d, *n;
+    if (!c->cleanup)
+        return;
+    for (d = c->cleanup->queue; d; d = n) { /* all of it: no unlinking */
+        n = d->next;
+        bg_free(d);
+    }
+    free(c->cleanup);
+    c->cleanup = NULL;
+}
+
+/* ---- the background queue ---- */
+
+void zkl__bg_delete_locked(zkl_client *c, const char *path, const char *prefix)
+{
+    bgdel *d = calloc(1, sizeof *d);
+    if (d) {
+        d->path = strdup(path);
+        d->prefix = prefix ? strdup(prefix) : NULL;
+    }
+    if (!d || !d->path || (prefix && !d->prefix)) {
+        /* Cannot queue: the node still goes with the session. */
+        zkl__log(ZKL_LOG_ERROR, "out of memory queueing the delete of %s", path);
+        if (d)
+            bg_free(d);
+        return;
+    }
+    c->cleanup->queued++;
+    DL_APPEND(c->cleanup->queue, d);
+    pthread_cond_signal(&c->wcv);
+}
+
+void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
+{
+    pthread_mutex_lock(&c->mu);
+    zkl__bg_delete_locked(c, path, prefix);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Every child of d->path with d->prefix; ZOK when none is left. */
+static int delete_prefixed(zkl__session *s, const bgdel *d)
+{
+    zkl__names kids = {0};
+    size_t i;
+    int rc = zkl__zk_children(s, d->path, &kids);
+    if (rc == ZNONODE)
+        return ZOK;
+    for (i = 0; i < kids.n && rc == ZOK; i++) {
+        if (strncmp(kids.v[i], d->prefix, strlen(d->prefix)) == 0) {
+            char *p = zkl__path_join(d->path, kids.v[i]);
+            rc = p ? zkl__zk_delete(s, p) : ZSYSTEMERROR;
+            if (rc == ZNONODE)
+                rc = ZOK;
+            free(p);
+        }
+    }
+    zkl__names_free(&kids);
+    return rc;
+}
+
+/* One try at a queued delete; ZOK when it is done for good. */
+static int bg_try(zkl__session *s, const bgdel *d)
+{
+    int rc;
+    if (d->prefix)
+        return delete_prefixed(s, d);
+    rc = zkl__zk_delete(s, d->path);
+    return rc == ZNONODE ? ZOK : rc;
+}
+
+#ifdef ZKL_FAULTS
+static bool bg_fault_locked(zkl_client *c)
+{
+    bool fault = c->faults.bg_delete_lost > 0;
+    if (fault)
+        c->faults.bg_delete_lost--;
+    return fault;
+}
+#else
+#define bg_fault_locked(c) ((void)(c), false)
+#endif
+
+int64_t zkl__bg_turn(zkl_client *c, int64_t now_us)
+{
+    struct zkl__cleanup *k = c->cleanup;
+    bgdel *d = k->queue;
+    zkl__session *s = c->sess;
+    bool fault;
+    int rc;
+    if (!d || !c->connected || s->expired)
+        return INT64_MAX; /* a state change wakes the worker */
+    if (now_us < k->retry_at_us)
+        return k->retry_at_us;
+    fault = bg_fault_locked(c);
+    DL_DELETE(k->queue, d);
+    k->busy = true;
+    s->refs++;
+    pthread_mutex_unlock(&c->mu);
+    rc = fault ? ZCONNECTIONLOSS : bg_try(s, d);
+    zkl__session_put(s);
+    pthread_mutex_lock(&c->mu);
+    k->busy = false;
+    if (rc == ZOK ||
+        !(zkl__rc_kind_of(rc) == ZKL__RC_RETRY || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)) {
+        if (rc != ZOK)
+            zkl__log(ZKL_LOG_ERROR, "giving up deleting %s: %s", d->path, zerror(rc));
+        bg_free(d);
+        k->failures = 0;
+        k->retry_at_us = 0;
+    } else { /* back to the front; retried after a pause */
+        DL_PREPEND(k->queue, d);
+        k->failures++;
+        k->retry_at_us = zkl__now_us() + zkl__retry_delay_ms(k->failures, 5) * 1000;
+    }
+    pthread_cond_broadcast(&c->cv);
+    return 0;
+}
+
+/* ---- deletes in flight ---- */
+
+/* Caller holds c->mu. */
+static void flying_done_locked(async_delete *d)
+{
+    struct zkl__cleanup *k = d->c->cleanup;
+    DL_DELETE(k->flying, d);
+    k->flying_n--;
+    if (k->drainers > 0) /* not the lock waiters: nothing for them here */
+        pthread_cond_broadcast(&d->c->cv);
+}
+
+/* On the completion thread: record the outcome; no ZooKeeper call here. */
+static void on_async_delete(int rc, const void *data)
+{
+    async_delete *d = (async_delete *)data;
+    zkl_client *c;
+    ZKL_RECEIVED(data);
+    c = d->c;
+    pthread_mutex_lock(&c->mu);
+    if (rc != ZOK && rc != ZNONODE)
+        zkl__bg_delete_locked(c, d->path, NULL);
+    flying_done_locked(d);
+    pthread_mutex_unlock(&c->mu);
+    free(d);
+}
+
+void zkl__cleanup_closed_locked(zkl_client *c, zkl__session *s)
+{
+    struct zkl__cleanup *k = c->cleanup;
+    async_delete *d, *next;
+    /* zookeeper_close does not call every pending completion: the nodes go
+     * to the background in case the session lives on */
+    DL_FOREACH_SAFE(k->flying, d, next)
+    {
+        if (d->s != s)
+            continue;
+        /* d is in the list, so its head is not NULL (beyond the analyzer) */
+        DL_DELETE(k->flying, d); // NOLINT(clang-analyzer-core.NullDereference)
+        k->flying_n--;
+        zkl__bg_delete_locked(c, d->path, NULL);
+        free(d);
+    }
+    pthread_cond_broadcast(&c->cv); /* drain waits on the count */
+}
+
+int zkl__delete_async(zkl__session *s, const char *path)
+{
+    size_t n = strlen(path);
+    async_delete *d = malloc(sizeof *d + n + 1);
+    zkl_client *c = s->c;
+    int rc;
+    if (!d)
+        return ZSYSTEMERROR;
+    d->c = c;
+    d->s = s;
+    memcpy(d->path, path, n + 1);
+    pthread_mutex_lock(&c->mu);
+    c->cleanup->flying_n++;
+    DL_PREPEND(c->cleanup->flying, d);
+    pthread_mutex_unlock(&c->mu);
+    ZKL_HANDOFF(d);
+    rc = zkl__zk_send_delete(s, path, on_async_delete, d);
+    if (rc != ZOK) {
+        pthread_mutex_lock(&c->mu);
+        flying_done_locked(d);
+        pthread_mutex_unlock(&c->mu);
+        free(d);
+    }
+    return rc;
+}
+
+/* ---- held-back deletes ---- */
+
+void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
+{
+    zkl_client *c = s->c;
+    size_t n = strlen(path);
+    zkl__deferred *d = malloc(sizeof *d + n + 1);
+    if (!d) { /* no memory to hold it back: send it now */
+        if (zkl__delete_async(s, path) != ZOK)
+            zkl__bg_delete(c, path, NULL);
+        return;
+    }
+    memcpy(d->path, path, n + 1);
+    d->s = s;
+    d->due_us = zkl__now_us() + window_us;
+    d->next = NULL;
+    pthread_mutex_lock(&c->mu);
+    s->refs++;
+    LL_APPEND(c->cleanup->deferred, d);
+    atomic_fetch_add(&c->cleanup->n_deferred, 1);
+    pthread_cond_signal(&c->wcv); /* the worker's timer */
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Unlink the held-back deletes that match (s, or due by due_us) into a list,
+ * at most max. Caller holds c->mu. */
+static zkl__deferred *take_locked(zkl_client *c, const zkl__session *s, int64_t due_us, int max)
+{
+    struct zkl__cleanup *k = c->cleanup;
+    zkl__deferred *take = NULL, *d, *next;
+    int n = 0;
+    LL_FOREACH_SAFE(k->deferred, d, next)
+    {
+        if (n >= max)
+            break;
+        if ((s && d->s != s) || d->due_us > due_us)
+            continue;
+        LL_DELETE(k->deferred, d);
+        d->next = NULL;
+        LL_APPEND(take, d);
+        n++;
+        atomic_fetch_sub(&k->n_deferred, 1);
+    }
+    return take;
+}
+
+zkl__deferred *zkl__take_deferred(zkl__session *s)
+{
+    zkl_client *c = s->c;
+    zkl__deferred *take;
+    if (atomic_load(&c->cleanup->n_deferred) == 0)
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    take = take_locked(c, s, INT64_MAX, ZKL_MULTI_MAX);
+    pthread_mutex_unlock(&c->mu);
+    return take;
+}
+
+void zkl__deferred_done(zkl__deferred *list, bool applied)
+{
+    zkl__deferred *d;
+    while ((d = list) != NULL) {
+        zkl_client *c = d->s->c;
+        list = d->next;
+        if (!applied &&
+            (!zkl__epoch_alive(c, d->s->epoch) || zkl__delete_async(d->s, d->path) != ZOK))
+            zkl__bg_delete(c, d->path, NULL);
+        zkl__session_put(d->s);
+        free(d);
+    }
+}
+
+void zkl__flush_deferred(zkl_client *c, bool due_only)
+{
+    zkl__deferred *take;
+    pthread_mutex_lock(&c->mu);
+    take = take_locked(c, NULL, due_only ? zkl__now_us() : INT64_MAX, INT32_MAX);
+    pthread_mutex_unlock(&c->mu);
+    /* a node of a session that is gone goes with it, or (lost only locally)
+     * is deleted through the current session by the worker */
+    zkl__deferred_done(take, false);
+}
+
+void zkl__cleanup_before_send(zkl_client *c)
+{
+    if (atomic_load(&c->cleanup->n_deferred) > 0)
+        zkl__flush_deferred(c, false);
+}
+
+int64_t zkl__deferred_turn(zkl_client *c, int64_t now_us)
+{
+    const zkl__deferred *d;
+    int64_t due = INT64_MAX;
+    LL_FOREACH(c->cleanup->deferred, d)
+    if (d->due_us < due)
+        due = d->due_us;
+    if (due > now_us)
+        return due;
+    pthread_mutex_unlock(&c->mu);
+    zkl__flush_deferred(c, true);
+    pthread_mutex_lock(&c->mu);
+    return 0;
+}
+
+/* ---- waiting for it all ---- */
+
+uint64_t zkl__cleanup_queued_locked(const zkl_client *c)
+{
+    return c->cleanup->queued;
+}
+
+zkl_status zkl__cleanup_drain(zkl_client *c, int64_t deadline, bool all)
+{
+    struct zkl__cleanup *k = c->cleanup;
+    zkl_status st = ZKL_OK;
+    zkl__flush_deferred(c, false);
+    pthread_mutex_lock(&c->mu);
+    k->drainers++;
+    while (k->flying_n > 0 || (all && (k->queue || k->busy))) {
+        if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
+            st = zkl__fail(ZKL_ETIMEDOUT, "background deletes still pending");
+            break;
+        }
+    }
+    k->drainers--;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}

@@ -1,0 +1,342 @@
+/*
+ * session.c - ZooKeeper sessions of a client: opening one, Curator's
+ * connection states from the session watcher, reference counts, epochs, the
+ * retry backoff, and the worker's session phase (a long suspension is a loss;
+ * a lost session is replaced as a whole).
+ *
+ * Why the watcher only records: libzookeeper_mt runs watchers and completions
+ * on one thread; a blocking call there would stall every reply (Curator's
+ * CURATOR-495). The worker does everything that may block.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "base/tsan.h"
+#include "base/util.h"
+#include "session/client.h"
+
+#ifdef ZKL_FAULTS
+/* A loaded completion thread: the watcher records a loss this much later. */
+static void event_delay_fault(zkl_client *c, int state)
+{
+    int ms = atomic_load(&c->faults.session_event_delay_ms);
+    if (state != ZOO_CONNECTED_STATE && ms > 0)
+        zkl__sleep_ms(ms);
+}
+#else
+#define event_delay_fault(c, state) ((void)(c), (void)(state))
+#endif
+
+/* The session connected (again). Caller holds c->mu. */
+static void connected_locked(zkl_client *c, zkl__session *s, zhandle_t *zh)
+{
+    const clientid_t *cid = zoo_client_id(zh);
+    s->id = cid ? cid->client_id : 0;
+    c->granted_timeout = zoo_recv_timeout(zh);
+    if (c->connected)
+        return;
+    c->connected = true;
+    c->connects++;
+    zkl__event_push_locked(c, s, c->ever_connected ? ZKL_STATE_RECONNECTED : ZKL_STATE_CONNECTED);
+    c->ever_connected = true;
+}
+
+/* Runs on the ZooKeeper completion thread: record and signal only. */
+static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    zkl__session *s = ctx;
+    zkl_client *c;
+    (void)path;
+    ZKL_RECEIVED(s);
+    c = s->c;
+    if (type != ZOO_SESSION_EVENT)
+        return;
+    event_delay_fault(c, state);
+    pthread_mutex_lock(&c->mu);
+    if ((s == c->sess || s == c->pending) && !s->expired) {
+        if (state == ZOO_CONNECTED_STATE) {
+            connected_locked(c, s, zh);
+        } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+            s->expired = true;
+            c->connected = false;
+            if (c->ever_connected)
+                zkl__event_push_locked(c, s, ZKL_STATE_LOST);
+        } else if (c->connected) { /* CONNECTING / ASSOCIATING: the link dropped */
+            c->connected = false;
+            c->suspended_at = zkl__now_ms();
+            zkl__event_push_locked(c, s, ZKL_STATE_SUSPENDED);
+        }
+    }
+    c->state_gen++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void auth_done(int rc, const void *data)
+{
+    (void)data;
+    if (rc != ZOK)
+        zkl__log(ZKL_LOG_ERROR, "digest authentication failed: %s", zerror(rc));
+}
+
+/* Its first events may arrive before zookeeper_init2 returns, so a new
+ * session is "pending" (its events count) from before the call. */
+zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
+{
+    zkl__session *s = calloc(1, sizeof *s);
+    zhandle_t *zh;
+    int e;
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    s->c = c;
+    s->epoch = epoch;
+    s->refs = 1; /* the client's */
+    zkl__log_init();
+    pthread_mutex_lock(&c->mu);
+    c->pending = s;
+    c->sessions++;
+    pthread_mutex_unlock(&c->mu);
+    ZKL_HANDOFF(s);
+    zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
+                         zkl__zk_log_trampoline);
+    e = errno;
+    pthread_mutex_lock(&c->mu);
+    c->pending = NULL;
+    s->zh = zh;
+    if (zh) {
+        c->sess = s;
+        if (c->hooks.installed_locked)
+            c->hooks.installed_locked(c); /* e.g. the new session has proved nothing yet */
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!zh) {
+        free(s);
+        errno = e; /* what zkl_client_open reports */
+        return NULL;
+    }
+    /* By default the C client resolves the connect string again every time
+     * it polls its socket (getaddrinfo and a netlink dump, per request and
+     * per event): most of its CPU under load. Resolve on (re)connects only,
+     * as the Java client does. */
+    zoo_set_servers_resolution_delay(zh, -1);
+    if (c->auth_digest)
+        zoo_add_auth(zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done, NULL);
+    return s;
+}
+
+/* Close a session nobody uses any more. Never on the completion thread. */
+static void session_destroy(zkl__session *s)
+{
+    zkl_client *c = s->c;
+    zookeeper_close(s->zh);
+    pthread_mutex_lock(&c->mu);
+    if (c->hooks.closed_locked)
+        c->hooks.closed_locked(c, s);
+    zkl__watches_free_locked(s);
+    pthread_mutex_unlock(&c->mu);
+    free(s);
+}
+
+zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
+{
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (c->closing) {
+            pthread_mutex_unlock(&c->mu);
+            return zkl__fail(ZKL_ECLOSED, "client is closing");
+        }
+        if (c->canceled) {
+            pthread_mutex_unlock(&c->mu);
+            return zkl__fail(ZKL_ECANCELED, "canceled");
+        }
+        if (!c->sess->expired)
+            break;
+        /* Lost: the worker is opening the next session. */
+        if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
+            pthread_mutex_unlock(&c->mu);
+            return zkl__fail(ZKL_ETIMEDOUT, "no live session before the deadline");
+        }
+    }
+    c->sess->refs++;
+    *out = c->sess;
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_OK;
+}
+
+void zkl__session_put(zkl__session *s)
+{
+    zkl_client *c = s->c;
+    int last;
+    pthread_mutex_lock(&c->mu);
+    last = --s->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last)
+        session_destroy(s);
+}
+
+zkl__session *zkl__session_live_locked(zkl_client *c, uint64_t epoch)
+{
+    zkl__session *s = c->sess;
+    return c->connected && s->epoch == epoch && !s->expired ? s : NULL;
+}
+
+void zkl__session_lose_locked(zkl_client *c, zkl_conn_state first)
+{
+    if (first)
+        zkl__event_push_locked(c, c->sess, first);
+    c->sess->expired = true;
+    c->connected = false;
+    zkl__event_push_locked(c, c->sess, ZKL_STATE_LOST);
+    c->state_gen++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&c->wcv);
+}
+
+/* Open the next session in place of the lost one. Caller holds c->mu. */
+static void replace_locked(zkl_client *c)
+{
+    zkl__session *old = c->sess, *s;
+    uint64_t epoch = ++c->next_epoch;
+    c->connected = false;
+    pthread_mutex_unlock(&c->mu);
+    s = zkl__session_open(c, epoch); /* installs itself as c->sess */
+    pthread_mutex_lock(&c->mu);
+    if (!s) {
+        zkl__log(ZKL_LOG_ERROR, "could not open a new session; retrying");
+        zkl__cond_wait_until(&c->wcv, &c->mu, zkl__now_ms() + 500);
+        return;
+    }
+    old->retired = true;
+    c->state_gen++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    zkl__session_put(old);
+    pthread_mutex_lock(&c->mu);
+}
+
+int64_t zkl__session_turn(zkl_client *c, int64_t now_us)
+{
+    /* A session that never connected has nothing to lose: the ZooKeeper
+     * client keeps trying, and it is fresh when it gets through. */
+    if (!c->sess->expired && !c->connected && c->sess->id != 0) {
+        /* Curator's rule: suspended for a whole session timeout means lost. */
+        int64_t limit = c->suspended_at +
+                        (c->granted_timeout > 0 ? c->granted_timeout : c->opts.session_timeout_ms);
+        if (now_us < limit * 1000)
+            return limit * 1000;
+        zkl__log(ZKL_LOG_WARN, "suspended for a session timeout: session lost");
+        zkl__session_lose_locked(c, 0);
+        return 0;
+    }
+    if (!c->sess->expired)
+        return INT64_MAX;
+    replace_locked(c);
+    return 0;
+}
+
+bool zkl__epoch_alive(zkl_client *c, uint64_t epoch)
+{
+    bool alive;
+    pthread_mutex_lock(&c->mu);
+    alive = c->sess->epoch == epoch && !c->sess->expired;
+    pthread_mutex_unlock(&c->mu);
+    return alive;
+}
+
+const char *zkl__conn_note(zkl_client *c)
+{
+    bool connected;
+    pthread_mutex_lock(&c->mu);
+    connected = c->connected;
+    pthread_mutex_unlock(&c->mu);
+    return connected ? "" : " (not connected to ZooKeeper)";
+}
+
+uint64_t zkl__state_gen(zkl_client *c)
+{
+    uint64_t g;
+    pthread_mutex_lock(&c->mu);
+    g = c->state_gen;
+    pthread_mutex_unlock(&c->mu);
+    return g;
+}
+
+uint64_t zkl__epoch(zkl_client *c)
+{
+    uint64_t e;
+    pthread_mutex_lock(&c->mu);
+    e = c->sess->epoch;
+    pthread_mutex_unlock(&c->mu);
+    return e;
+}
+
+bool zkl__canceled(zkl_client *c)
+{
+    bool v;
+    pthread_mutex_lock(&c->mu);
+    v = c->canceled;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+bool zkl__on_worker(zkl_client *c)
+{
+    return c->worker_started && pthread_equal(pthread_self(), c->worker);
+}
+
+void zkl__await_session_news(zkl_client *c, uint64_t epoch, int64_t until)
+{
+    uint64_t gen;
+    pthread_mutex_lock(&c->mu);
+    gen = c->state_gen;
+    while (c->sess->epoch == epoch && !c->sess->expired && c->state_gen == gen && !c->closing &&
+           !c->canceled)
+        if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__client_ref(zkl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->handles++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__client_unref(zkl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->handles--;
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
+{
+    int64_t delay, until;
+    uint64_t gen;
+    bool canceled;
+    if (*attempt >= c->opts.retry_max)
+        return false;
+    delay = (int64_t)c->opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
+    if (delay > c->opts.retry_max_ms)
+        delay = c->opts.retry_max_ms;
+    (*attempt)++;
+    until = zkl__now_ms() + delay;
+    if (until > deadline)
+        until = deadline;
+    pthread_mutex_lock(&c->mu);
+    gen = c->state_gen;
+    while (!c->closing && !c->canceled && c->state_gen == gen) {
+        if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
+            break;
+    }
+    canceled = c->canceled;
+    pthread_mutex_unlock(&c->mu);
+    return !canceled && zkl__now_ms() < deadline;
+}

@@ -1,0 +1,116 @@
+/*
+ * watch.c - watch tokens: one per data or child watch a waiter sets, shared
+ * by the waiter and the ZooKeeper client (two references), kept on their
+ * session's list so that a closed session's tokens are freed with it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <utlist.h>
+
+#include "base/tsan.h"
+#include "base/util.h"
+#include "session/client.h"
+
+zkl__watch *zkl__watch_new(zkl__session *s)
+{
+    zkl__watch *w = calloc(1, sizeof *w);
+    zkl_client *c = s->c;
+    if (!w)
+        return NULL;
+    w->c = c;
+    w->s = s;
+    w->refs = 2;
+    pthread_mutex_lock(&c->mu);
+    DL_PREPEND(s->watches, w);
+    pthread_mutex_unlock(&c->mu);
+    ZKL_HANDOFF(w);
+    return w;
+}
+
+/* Caller holds c->mu. */
+static void watch_unref_locked(zkl__watch *w)
+{
+    if (--w->refs > 0)
+        return;
+    DL_DELETE(w->s->watches, w);
+    free(w);
+}
+
+void zkl__watch_drop(zkl__watch *w)
+{
+    zkl_client *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    watch_unref_locked(w);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__watch_unregistered(zkl__watch *w)
+{
+    zkl__watch_drop(w);
+}
+
+void zkl__watches_free_locked(zkl__session *s)
+{
+    zkl__watch *w, *next;
+    DL_FOREACH_SAFE(s->watches, w, next)
+    {
+        DL_DELETE(s->watches, w);
+        free(w);
+    }
+}
+
+void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    zkl__watch *w = ctx;
+    zkl_client *c;
+    ZKL_RECEIVED(w);
+    c = w->c;
+    (void)zh;
+    (void)state;
+    (void)path;
+    /* Session events reach every watcher but leave it registered; the
+     * session watcher already bumped state_gen for those. */
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->watch_events++;
+    w->fired = true;
+    w->deleted = type == ZOO_DELETED_EVENT;
+    pthread_cond_broadcast(&c->cv);
+    watch_unref_locked(w);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Under c->mu. */
+static bool either_fired(const zkl__watch *w1, const zkl__watch *w2)
+{
+    return w1->fired || (w2 && w2->fired);
+}
+
+zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t deadline)
+{
+    zkl_client *c = w1->c;
+    zkl_status st = ZKL_OK;
+    pthread_mutex_lock(&c->mu);
+    while (!either_fired(w1, w2) && c->state_gen == gen && !c->closing && !c->canceled) {
+        if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
+            if (!either_fired(w1, w2))
+                st = ZKL_ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only)
+{
+    zkl_client *c = w->c;
+    bool fired;
+    pthread_mutex_lock(&c->mu);
+    fired = w->fired;
+    *deleted_only = fired && w->deleted && c->state_gen == gen && !c->sess->expired &&
+                    !c->canceled && w->s == c->sess;
+    pthread_mutex_unlock(&c->mu);
+    return fired;
+}
