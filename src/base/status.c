@@ -107,7 +107,9 @@ zkl_status zkl__from_zk(int rc, const char *what, const char *path)
     case ZAUTHFAILED: st = ZKL_EAUTH; break;
     case ZCLOSING: st = ZKL_ECLOSED; break;
     case ZBADARGUMENTS: st = ZKL_EBADPATH; break;
-    case ZSYSTEMERROR: st = ZKL_ESYS; break;
+    case ZSYSTEMERROR: /* our calls' own allocation failed, or the ZooKeeper client's */
+        return zkl__fail(ZKL_ENOMEM, "%s %s: out of memory (%s)", what, path ? path : "",
+                         zerror(rc));
     default: st = ZKL_EZK; break;
     }
     return zkl__fail(st, "%s %s: %s", what, path ? path : "", zerror(rc));

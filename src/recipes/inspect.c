@@ -152,8 +152,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
     zkl__session_put(s);
     if (rc != ZOK) {
         zkl_participants_free(v, cnt);
-        return rc == ZSYSTEMERROR ? zkl__fail(ZKL_ENOMEM, "out of memory")
-                                  : zkl__from_zk(rc, "inspect", path);
+        return zkl__from_zk(rc, "inspect", path); /* ZSYSTEMERROR: out of memory */
     }
     *out = v ? v : calloc(1, sizeof *v);
     *n = cnt;

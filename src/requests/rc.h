@@ -15,7 +15,9 @@ typedef enum zkl__rc_kind {
     ZKL__RC_OK,
     ZKL__RC_RETRY,   /* connection loss, or no reply by the call deadline */
     ZKL__RC_SESSION, /* the session is gone or going: start over in the next */
-    ZKL__RC_NOMEM,   /* ZSYSTEMERROR from a call of ours: no memory for the reply */
+    /* ZSYSTEMERROR: a call of ours found no memory (for the call, or to copy
+     * the reply), or the ZooKeeper client none to queue it; always memory */
+    ZKL__RC_NOMEM,
     ZKL__RC_ERROR,   /* anything else: report it */
 } zkl__rc_kind;
 

@@ -40,7 +40,6 @@ zkl_status zkl__rc_status(int rc, const char *what, const char *path)
 {
     switch (zkl__rc_kind_of(rc)) {
     case ZKL__RC_SESSION: return ZKL__RESTART;
-    case ZKL__RC_NOMEM: return zkl__fail(ZKL_ENOMEM, "out of memory (%s %s)", what, path);
     default: return zkl__from_zk(rc, what, path);
     }
 }
