@@ -18,7 +18,7 @@ typedef enum zkl__rc_kind {
     /* ZSYSTEMERROR: a call of ours found no memory (for the call, or to copy
      * the reply), or the ZooKeeper client none to queue it; always memory */
     ZKL__RC_NOMEM,
-    ZKL__RC_ERROR,   /* anything else: report it */
+    ZKL__RC_ERROR, /* anything else: report it */
 } zkl__rc_kind;
 
 static inline zkl__rc_kind zkl__rc_kind_of(int rc)
