@@ -9,11 +9,13 @@
 #include "core/lockobj.h"
 #include "zklock/mutex.h"
 
-zkl_status zkl__lockobj_init(zkl__lockobj *o, const char *fn, const void *out, zkl_client *c,
-                             const char *path)
+zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
+                            const char *path, bool (*mine)(void *self, uint64_t epoch),
+                            zkl__lockobj **obj)
 {
+    zkl__lockobj *o;
     zkl_status st;
-    memset(o, 0, sizeof *o);
+    *obj = NULL;
     if (!out)
         return zkl__fail(ZKL_EINVAL, "%s: out is NULL", fn);
     if (!c)
@@ -21,23 +23,27 @@ zkl_status zkl__lockobj_init(zkl__lockobj *o, const char *fn, const void *out, z
     st = zkl__path_validate(path);
     if (st != ZKL_OK)
         return st;
-    if (!(o->path = strdup(path)))
+    if (!(o = calloc(1, size)) || !(o->path = strdup(path))) {
+        free(o);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
     o->c = c;
+    o->self = o;
+    o->mine = mine;
     zkl__client_ref(c);
+    *obj = o;
     return ZKL_OK;
 }
 
-void zkl__lockobj_destroy(zkl__lockobj *o)
+void zkl__lockobj_free(zkl__lockobj *o)
 {
+    if (!o)
+        return;
     if (o->listener)
         zkl__listener_remove(o->c, o->listener);
-    o->listener = 0;
-    if (o->c)
-        zkl__client_unref(o->c);
-    o->c = NULL;
+    zkl__client_unref(o->c);
     free(o->path);
-    o->path = NULL;
+    free(o);
 }
 
 /* A connection event: told to the callback if the object holds in its session. */

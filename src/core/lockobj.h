@@ -8,15 +8,17 @@
 #define ZKL_CORE_LOCKOBJ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "session/client.h"
 #include "zklock/revoke.h"
 
+/* The first member of every lock object (as libuv's handles share uv_handle_t). */
 typedef struct zkl__lockobj {
     zkl_client *c;
     char *path; /* the object's own copy */
-    void *self; /* the public object, handed to the callback */
+    void *self; /* the public object (the lock object itself), handed to the callback */
     /* whether self holds anything in session epoch (called on the worker) */
     bool (*mine)(void *self, uint64_t epoch);
     zkl_hold_state_fn state_fn;
@@ -25,14 +27,17 @@ typedef struct zkl__lockobj {
 } zkl__lockobj;
 
 /*
- * The constructor's checks and copies for function fn: out, the client and
- * the path (validated), then the copy of the path and a reference on the
- * client. ZKL_OK or the failure with its message; nothing to undo then.
+ * The one constructor of a lock object for function fn: checks out, the
+ * client and the path (validated), then allocates size zeroed bytes whose
+ * first member is the zkl__lockobj, copies the path and takes a reference
+ * on the client. mine: as above. ZKL_OK with *obj the new object's base, or
+ * the failure with its message and nothing to undo.
  */
-zkl_status zkl__lockobj_init(zkl__lockobj *o, const char *fn, const void *out, zkl_client *c,
-                             const char *path);
-/* Undo init (and on_state). */
-void zkl__lockobj_destroy(zkl__lockobj *o);
+zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
+                            const char *path, bool (*mine)(void *self, uint64_t epoch),
+                            zkl__lockobj **obj);
+/* The one destructor: undoes new (and on_state) and frees the object. */
+void zkl__lockobj_free(zkl__lockobj *o);
 /* Set, replace or (fn NULL) remove the hold-state callback. */
 zkl_status zkl__lockobj_on_state(zkl__lockobj *o, zkl_hold_state_fn fn, void *userdata);
 

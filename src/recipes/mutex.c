@@ -28,19 +28,15 @@ static bool holds_in(void *self, uint64_t epoch)
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 {
     zkl_mutex *m;
+    zkl__lockobj *obj;
     zkl_status st;
     zkl__clear_err();
     if (out)
         *out = NULL;
-    if (!(m = calloc(1, sizeof *m)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    st = zkl__lockobj_init(&m->obj, "zkl_mutex_create", out, c, path);
-    if (st != ZKL_OK || !out) { /* (init refuses a NULL out) */
-        free(m);
+    st = zkl__lockobj_new(sizeof *m, "zkl_mutex_create", out, c, path, holds_in, &obj);
+    if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
-    }
-    m->obj.self = m;
-    m->obj.mine = holds_in;
+    m = (zkl_mutex *)obj; /* its first member */
     zkl__side_init(&m->side, c, m->obj.path, &zkl__mutex_driver);
     m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
     *out = m;
@@ -57,8 +53,7 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->obj.path,
                          n);
     zkl__side_destroy(&m->side);
-    zkl__lockobj_destroy(&m->obj);
-    free(m);
+    zkl__lockobj_free(&m->obj);
     return ZKL_OK;
 }
 

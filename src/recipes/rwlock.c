@@ -27,19 +27,15 @@ static bool holds_in(void *self, uint64_t epoch)
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 {
     zkl_rwlock *l;
+    zkl__lockobj *obj;
     zkl_status st;
     zkl__clear_err();
     if (out)
         *out = NULL;
-    if (!(l = calloc(1, sizeof *l)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    st = zkl__lockobj_init(&l->obj, "zkl_rwlock_create", out, c, path);
-    if (st != ZKL_OK || !out) { /* (init refuses a NULL out) */
-        free(l);
+    st = zkl__lockobj_new(sizeof *l, "zkl_rwlock_create", out, c, path, holds_in, &obj);
+    if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
-    }
-    l->obj.self = l;
-    l->obj.mine = holds_in;
+    l = (zkl_rwlock *)obj; /* its first member */
     zkl__side_init(&l->read, c, l->obj.path, &zkl__read_driver);
     zkl__side_init(&l->write, c, l->obj.path, &zkl__write_driver);
     /* Hand-offs between writers and readers need no listing on their path;
@@ -60,8 +56,7 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
         return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s)", l->obj.path, n);
     zkl__side_destroy(&l->read);
     zkl__side_destroy(&l->write);
-    zkl__lockobj_destroy(&l->obj);
-    free(l);
+    zkl__lockobj_free(&l->obj);
     return ZKL_OK;
 }
 

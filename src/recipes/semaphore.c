@@ -57,6 +57,7 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
                                 zkl_semaphore **out)
 {
     zkl_semaphore *s;
+    zkl__lockobj *obj;
     zkl_status st;
     zkl__clear_err();
     if (out)
@@ -64,22 +65,16 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
     if (out && c && max_leases < 1)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_create: max_leases %d must be at least 1",
                          max_leases);
-    if (!(s = calloc(1, sizeof *s)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    st = zkl__lockobj_init(&s->obj, "zkl_semaphore_create", out, c, path);
-    if (st != ZKL_OK || !out) { /* (init refuses a NULL out) */
-        free(s);
+    st = zkl__lockobj_new(sizeof *s, "zkl_semaphore_create", out, c, path, leases_in, &obj);
+    if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
-    }
-    s->obj.self = s;
-    s->obj.mine = leases_in;
+    s = (zkl_semaphore *)obj; /* its first member */
     s->locks = zkl__path_join(path, "locks");
     s->leases = zkl__path_join(path, "leases");
     if (!s->locks || !s->leases) {
         free(s->locks);
         free(s->leases);
-        zkl__lockobj_destroy(&s->obj);
-        free(s);
+        zkl__lockobj_free(&s->obj);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
     s->max_leases = max_leases;
@@ -99,11 +94,10 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
     if (out > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_destroy: %d lease(s) of %s still out", out,
                          s->obj.path);
-    zkl__lockobj_destroy(&s->obj);
     pthread_mutex_destroy(&s->mu);
     free(s->locks);
     free(s->leases);
-    free(s);
+    zkl__lockobj_free(&s->obj);
     return ZKL_OK;
 }
 
