@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,10 +97,160 @@ static const char *value(int argc, char **argv, int *i, const char *eq)
     return argv[++*i];
 }
 
+/* What the options said so far that only their combination decides. */
+typedef struct parsing {
+    int argc;
+    char **argv;
+    int i; /* the argument being read */
+    int modes, n_given, w_given;
+    char *err;
+    size_t errlen;
+} parsing;
+
+/* Stop reading options: help or version was asked for. */
+#define PARSE_STOP (-1)
+
+/* The option's name (a long one up to its '='), *eq its attached value. */
+static int option_name(parsing *p, const char *arg, char name[64], const char **eq)
+{
+    *eq = NULL;
+    if (arg[1] == '-') {
+        size_t k = strcspn(arg, "=");
+        if (k >= 64)
+            return fail(p->err, p->errlen, "unknown option '%.40s'", arg);
+        memcpy(name, arg, k);
+        name[k] = '\0';
+        *eq = arg[k] ? arg + k : NULL;
+        return 0;
+    }
+    if (strlen(arg) != 2)
+        return fail(p->err, p->errlen, "unknown option '%.40s' (options take no attached values)",
+                    arg);
+    snprintf(name, 64, "%s", arg);
+    return 0;
+}
+
+/* The options that take a number of milliseconds. */
+static int ms_option(parsing *p, zkl_cli_args *a, const char *name, const char *eq)
+{
+    int *to = !strcmp(name, "--grace")          ? &a->grace_ms
+              : !strcmp(name, "--kill-after")   ? &a->kill_after_ms
+              : !strcmp(name, "--lease-margin") ? &a->lease_margin_ms
+              : !strcmp(name, "--ensemble-lag") ? &a->ensemble_lag_ms
+                                                : &a->session_timeout_ms;
+    int lo = to == &a->ensemble_lag_ms ? 0 : 1; /* --ensemble-lag 0: standalone */
+    const char *v = value(p->argc, p->argv, &p->i, eq);
+    if (parse_int(v, lo, 3600000, to))
+        return fail(p->err, p->errlen, "%s needs MS, a whole number %d..3600000 (got '%.40s')",
+                    name, lo, v ? v : "");
+    return 0;
+}
+
+/* The options that take a value other than milliseconds. */
+static int value_option(parsing *p, zkl_cli_args *a, const char *name, const char *eq)
+{
+    const char *v = value(p->argc, p->argv, &p->i, eq);
+    if (!strcmp(name, "--zk")) {
+        if (!v || !*v)
+            return fail(p->err, p->errlen, "--zk needs HOSTS (host:port[,host:port...][/chroot])");
+        a->hosts = v;
+    } else if (!strcmp(name, "-w") || !strcmp(name, "--wait")) {
+        if (parse_seconds(v, &a->timeout_ms))
+            return fail(p->err, p->errlen, "-w needs SECONDS, a number >= 0 (got '%.40s')",
+                        v ? v : "");
+        p->w_given = 1;
+    } else if (!strcmp(name, "-E") || !strcmp(name, "--conflict-exit-code")) {
+        if (parse_int(v, 0, 255, &a->conflict_code))
+            return fail(p->err, p->errlen, "-E needs CODE, a whole number 0..255 (got '%.40s')",
+                        v ? v : "");
+    } else { /* --semaphore */
+        if (parse_int(v, 1, 1000000, &a->leases))
+            return fail(p->err, p->errlen,
+                        "--semaphore needs N, a whole number 1..1000000 (got '%.40s')", v ? v : "");
+        p->modes++;
+        a->mode = ZKL_CLI_SEMAPHORE;
+    }
+    return 0;
+}
+
+static bool is(const char *name, const char *s, const char *l)
+{
+    return (s && !strcmp(name, s)) || !strcmp(name, l);
+}
+
+/* One option: 0, PARSE_STOP, or the usage error's exit status. */
+static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
+{
+    char name[64];
+    const char *eq;
+    int rc = option_name(p, arg, name, &eq);
+    if (rc)
+        return rc;
+    if (is(name, "-h", "--help") || is(name, "-V", "--version")) {
+        a->help = is(name, "-h", "--help");
+        a->version = !a->help;
+        return PARSE_STOP;
+    }
+    if (is(name, NULL, "--list") || is(name, "-n", "--nonblock") || is(name, "-s", "--shared") ||
+        is(name, "-x", "--exclusive")) {
+        if (eq)
+            return fail(p->err, p->errlen, "option '%.40s' takes no value", name);
+        if (is(name, NULL, "--list")) {
+            a->list = 1;
+        } else if (is(name, "-n", "--nonblock")) {
+            p->n_given = 1;
+            a->timeout_ms = 0;
+        } else {
+            p->modes++;
+            a->mode = is(name, "-s", "--shared") ? ZKL_CLI_READ : ZKL_CLI_WRITE;
+        }
+        return 0;
+    }
+    if (is(name, NULL, "--zk") || is(name, "-w", "--wait") ||
+        is(name, "-E", "--conflict-exit-code") || is(name, NULL, "--semaphore"))
+        return value_option(p, a, name, eq);
+    if (is(name, NULL, "--grace") || is(name, NULL, "--kill-after") ||
+        is(name, NULL, "--lease-margin") || is(name, NULL, "--ensemble-lag") ||
+        is(name, NULL, "--session-timeout"))
+        return ms_option(p, a, name, eq);
+    return fail(p->err, p->errlen, "unknown option '%.40s'", arg);
+}
+
+/* After the options: their combination, PATH, and COMMAND. */
+static int parse_rest(parsing *p, zkl_cli_args *a)
+{
+    int i = p->i, argc = p->argc;
+    char **argv = p->argv;
+    if (p->n_given && p->w_given)
+        return fail(p->err, p->errlen, "-n and -w cannot be used together");
+    if (p->modes > 1)
+        return fail(p->err, p->errlen, "-s, -x and --semaphore cannot be combined");
+    if (!a->list) {
+        int grace, kill_after;
+        if (zkl_cli_lease_fit(a, a->session_timeout_ms, &grace, &kill_after, p->err, p->errlen))
+            return ZKL_CLI_EXIT_USAGE;
+    }
+    if (i >= argc)
+        return fail(p->err, p->errlen, "PATH is missing");
+    a->path = argv[i++];
+    if (zkl__path_validate(a->path) != ZKL_OK)
+        return fail(p->err, p->errlen, "%s", zkl_errmsg());
+    if (i < argc && strcmp(argv[i], "--") == 0)
+        i++;
+    if (a->list)
+        return i < argc ? fail(p->err, p->errlen, "--list takes no COMMAND") : 0;
+    if (i >= argc)
+        return fail(p->err, p->errlen, "COMMAND is missing (zklock PATH -- COMMAND [ARG...])");
+    if (argv[i][0] == '\0')
+        return fail(p->err, p->errlen, "COMMAND is empty");
+    a->command = argv + i;
+    return 0;
+}
+
 int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *a, char *err,
                   size_t errlen)
 {
-    int i, modes = 0, n_given = 0, w_given = 0;
+    parsing p = {argc, argv, 1, 0, 0, 0, err, errlen};
     memset(a, 0, sizeof *a);
     a->hosts = env_servers && *env_servers ? env_servers : ZKL_CLI_DEFAULT_SERVERS;
     a->timeout_ms = -1;
@@ -107,117 +258,20 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
     a->mode = ZKL_CLI_MUTEX;
     a->session_timeout_ms = 10000;
     err[0] = '\0';
-    for (i = 1; i < argc; i++) {
-        const char *arg = argv[i], *eq = NULL, *v;
-        char name[64];
+    for (; p.i < argc; p.i++) {
+        const char *arg = argv[p.i];
+        int rc;
         if (strcmp(arg, "--") == 0)
             return fail(err, errlen, "PATH is missing before '--'");
         if (arg[0] != '-' || arg[1] == '\0')
             break; /* PATH */
-        if (arg[1] == '-') {
-            size_t k = strcspn(arg, "=");
-            if (k >= sizeof name)
-                return fail(err, errlen, "unknown option '%.40s'", arg);
-            memcpy(name, arg, k);
-            name[k] = '\0';
-            eq = arg[k] ? arg + k : NULL;
-        } else {
-            if (strlen(arg) != 2)
-                return fail(err, errlen, "unknown option '%.40s' (options take no attached values)",
-                            arg);
-            snprintf(name, sizeof name, "%s", arg);
-        }
-        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
-            a->help = 1;
+        rc = one_option(&p, a, arg);
+        if (rc == PARSE_STOP)
             return 0;
-        } else if (!strcmp(name, "-V") || !strcmp(name, "--version")) {
-            a->version = 1;
-            return 0;
-        } else if (!strcmp(name, "--list")) {
-            a->list = 1;
-        } else if (!strcmp(name, "-n") || !strcmp(name, "--nonblock")) {
-            n_given = 1;
-            a->timeout_ms = 0;
-        } else if (!strcmp(name, "-s") || !strcmp(name, "--shared")) {
-            modes++;
-            a->mode = ZKL_CLI_READ;
-        } else if (!strcmp(name, "-x") || !strcmp(name, "--exclusive")) {
-            modes++;
-            a->mode = ZKL_CLI_WRITE;
-        } else if (!strcmp(name, "--zk")) {
-            if (!(v = value(argc, argv, &i, eq)) || !*v)
-                return fail(err, errlen, "--zk needs HOSTS (host:port[,host:port...][/chroot])");
-            a->hosts = v;
-        } else if (!strcmp(name, "-w") || !strcmp(name, "--wait")) {
-            v = value(argc, argv, &i, eq);
-            if (parse_seconds(v, &a->timeout_ms))
-                return fail(err, errlen, "-w needs SECONDS, a number >= 0 (got '%.40s')",
-                            v ? v : "");
-            w_given = 1;
-        } else if (!strcmp(name, "-E") || !strcmp(name, "--conflict-exit-code")) {
-            v = value(argc, argv, &i, eq);
-            if (parse_int(v, 0, 255, &a->conflict_code))
-                return fail(err, errlen, "-E needs CODE, a whole number 0..255 (got '%.40s')",
-                            v ? v : "");
-        } else if (!strcmp(name, "--semaphore")) {
-            v = value(argc, argv, &i, eq);
-            if (parse_int(v, 1, 1000000, &a->leases))
-                return fail(err, errlen,
-                            "--semaphore needs N, a whole number 1..1000000 (got '%.40s')",
-                            v ? v : "");
-            modes++;
-            a->mode = ZKL_CLI_SEMAPHORE;
-        } else if (!strcmp(name, "--grace") || !strcmp(name, "--kill-after") ||
-                   !strcmp(name, "--lease-margin") || !strcmp(name, "--ensemble-lag")) {
-            int *to = !strcmp(name, "--grace")          ? &a->grace_ms
-                      : !strcmp(name, "--kill-after")   ? &a->kill_after_ms
-                      : !strcmp(name, "--lease-margin") ? &a->lease_margin_ms
-                                                        : &a->ensemble_lag_ms;
-            int lo = to == &a->ensemble_lag_ms ? 0 : 1; /* --ensemble-lag 0: standalone */
-            v = value(argc, argv, &i, eq);
-            if (parse_int(v, lo, 3600000, to))
-                return fail(err, errlen, "%s needs MS, a whole number %d..3600000 (got '%.40s')",
-                            name, lo, v ? v : "");
-        } else if (!strcmp(name, "--session-timeout")) {
-            v = value(argc, argv, &i, eq);
-            if (parse_int(v, 1, 3600000, &a->session_timeout_ms))
-                return fail(err, errlen,
-                            "--session-timeout needs MS, a whole number 1..3600000 (got '%.40s')",
-                            v ? v : "");
-        } else {
-            return fail(err, errlen, "unknown option '%.40s'", arg);
-        }
-        if (eq && (!strcmp(name, "--list") || !strcmp(name, "--nonblock") ||
-                   !strcmp(name, "--shared") || !strcmp(name, "--exclusive")))
-            return fail(err, errlen, "option '%.40s' takes no value", name);
+        if (rc)
+            return rc;
     }
-    if (n_given && w_given)
-        return fail(err, errlen, "-n and -w cannot be used together");
-    if (modes > 1)
-        return fail(err, errlen, "-s, -x and --semaphore cannot be combined");
-    if (!a->list) {
-        int grace, kill_after;
-        if (zkl_cli_lease_fit(a, a->session_timeout_ms, &grace, &kill_after, err, errlen))
-            return ZKL_CLI_EXIT_USAGE;
-    }
-    if (i >= argc)
-        return fail(err, errlen, "PATH is missing");
-    a->path = argv[i++];
-    if (zkl__path_validate(a->path) != ZKL_OK)
-        return fail(err, errlen, "%s", zkl_errmsg());
-    if (i < argc && strcmp(argv[i], "--") == 0)
-        i++;
-    if (a->list) {
-        if (i < argc)
-            return fail(err, errlen, "--list takes no COMMAND");
-        return 0;
-    }
-    if (i >= argc)
-        return fail(err, errlen, "COMMAND is missing (zklock PATH -- COMMAND [ARG...])");
-    if (argv[i][0] == '\0')
-        return fail(err, errlen, "COMMAND is empty");
-    a->command = argv + i;
-    return 0;
+    return parse_rest(&p, a);
 }
 
 int zkl_cli_lease_fit(const zkl_cli_args *a, int timeout_ms, int *grace_ms, int *kill_after_ms,

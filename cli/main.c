@@ -298,149 +298,162 @@ static void terminal_to(pid_t pgid)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-int main(int argc, char **argv)
-{
+/* One run of the command, from the lock to COMMAND's end. */
+typedef struct run {
     zkl_cli_args a;
-    zkl_client_options o;
-    char err[256];
-    sigset_t set;
-    pthread_t sigthread;
     lock l;
-    int64_t start = now_ms(), token = 0;
-    int rc, timeout, status, code, grace = 0, kill_after = 0, fired = 0;
-    bool foreground;
-    zkl_status st;
-    pid_t pid;
-    zkl_watchdog wd = {-1, -1};
-    feeder fd = {&wd, 50, 0};
+    bool have_lock; /* l was created (and must be destroyed) */
+    int64_t start, token;
+    int grace, kill_after;
+    zkl_watchdog wd;
+    feeder fd;
     pthread_t feeder_thread;
-    bool feeding = false;
-    int64_t lease_end = 0;
+    bool feeding;
+} run;
 
-    rc = zkl_cli_parse(argc, argv, getenv("ZKLOCK_SERVERS"), &a, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "zklock: %s (see 'zklock --help')\n", err);
-        return rc;
-    }
-    if (a.help) {
-        fputs(zkl_cli_usage, stdout);
-        return 0;
-    }
-    if (a.version) {
-        printf("zklock %s\n", ZKLOCK_VERSION);
-        return 0;
-    }
+/* Exit status "go on" of the steps below; any other value ends the run with it. */
+#define GO_ON (-1)
 
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread made from here on inherits it */
+/* SIGINT, SIGTERM and SIGHUP go to the signal thread alone. */
+static int start_signals(sigset_t *set)
+{
+    pthread_t t;
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL); /* every thread made from here on inherits it */
     signal(SIGPIPE, SIG_IGN);
-    if (pthread_create(&sigthread, NULL, signal_thread, &set) != 0) {
+    if (pthread_create(&t, NULL, signal_thread, set) != 0) {
         fprintf(stderr, "zklock: cannot start the signal thread\n");
         return ZKL_CLI_EXIT_UNAVAILABLE;
     }
+    return GO_ON;
+}
 
+/* Let go of what the run holds: the lock (released if held), the client. */
+static void teardown(run *r, bool release)
+{
+    if (release)
+        lock_release(&r->l);
+    if (r->have_lock)
+        lock_destroy(&r->l);
+    zkl_client_close(client);
+}
+
+/* Open the client (--list ends here), check the lease fits, make the lock. */
+static int open_client(run *r)
+{
+    zkl_client_options o;
+    zkl_status st;
+    char err[256];
     zkl_client_options_init(&o);
-    o.session_timeout_ms = a.session_timeout_ms;
-    o.lease_margin_ms = a.lease_margin_ms;
-    o.ensemble_lag_ms = a.ensemble_lag_ms;
+    o.session_timeout_ms = r->a.session_timeout_ms;
+    o.lease_margin_ms = r->a.lease_margin_ms;
+    o.ensemble_lag_ms = r->a.ensemble_lag_ms;
     o.connect_timeout_ms = 15000;
-    if (a.timeout_ms > 0 && a.timeout_ms < o.connect_timeout_ms)
-        o.connect_timeout_ms = a.timeout_ms;
-    st = zkl_client_open(a.hosts, &o, &client);
+    if (r->a.timeout_ms > 0 && r->a.timeout_ms < o.connect_timeout_ms)
+        o.connect_timeout_ms = r->a.timeout_ms;
+    st = zkl_client_open(r->a.hosts, &o, &client);
     if (st != ZKL_OK) {
         fprintf(stderr, "zklock: %s\n", zkl_errmsg());
         return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
-    if (a.list) {
-        code = list_participants(&a);
-        zkl_client_close(client);
+    if (r->a.list) {
+        int code = list_participants(&r->a);
+        teardown(r, false);
         return code;
     }
     /* the server may grant less than was asked: the lease must still fit */
-    if (zkl_cli_lease_fit(&a, zkl_client_session_timeout(client), &grace, &kill_after, err,
+    if (zkl_cli_lease_fit(&r->a, zkl_client_session_timeout(client), &r->grace, &r->kill_after, err,
                           sizeof err)) {
         fprintf(stderr, "zklock: the server granted a session timeout of %d ms: %s\n",
                 zkl_client_session_timeout(client), err);
-        zkl_client_close(client);
+        teardown(r, false);
         return ZKL_CLI_EXIT_USAGE;
     }
     /* tell the watchdog of renewals well inside its grace */
-    fd.period_ms = grace / 4 < 50 ? (grace / 4 > 1 ? grace / 4 : 1) : 50;
-
-    st = lock_create(&l, &a);
+    r->fd.period_ms = r->grace / 4 < 50 ? (r->grace / 4 > 1 ? r->grace / 4 : 1) : 50;
+    st = lock_create(&r->l, &r->a);
+    r->have_lock = true;
     if (st != ZKL_OK) {
         fprintf(stderr, "zklock: %s\n", zkl_errmsg());
-        lock_destroy(&l);
-        zkl_client_close(client);
+        teardown(r, false);
         return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
+    return GO_ON;
+}
+
+/* Wait for the lock within what is left of the timeout. */
+static int take_lock(run *r)
+{
+    int timeout = r->a.timeout_ms, sig;
+    zkl_status st;
     set_phase(WAITING);
-    timeout = a.timeout_ms;
     if (timeout > 0) {
-        int64_t left = a.timeout_ms - (now_ms() - start);
+        int64_t left = r->a.timeout_ms - (now_ms() - r->start);
         timeout = left > 0 ? (int)left : 0;
     }
-    st = lock_acquire(&l, timeout, &token);
-    if (st != ZKL_OK) {
-        int sig;
-        pthread_mutex_lock(&mu);
-        phase = DONE;
-        sig = stop_signal;
-        pthread_mutex_unlock(&mu);
-        if (st == ZKL_ETIMEDOUT)
-            fprintf(stderr, "zklock: %s: lock not acquired%s\n", a.path,
-                    a.timeout_ms == 0 ? " (it is held)" : " in time");
-        else if (st != ZKL_ECANCELED)
-            fprintf(stderr, "zklock: %s: %s\n", a.path, zkl_errmsg());
-        zkl_client_drain(client, 5000); /* make sure our node is gone */
-        lock_destroy(&l);
-        zkl_client_close(client);
-        if (st == ZKL_ECANCELED && sig)
-            return 128 + sig;
-        return st == ZKL_ETIMEDOUT ? a.conflict_code : ZKL_CLI_EXIT_UNAVAILABLE;
-    }
+    st = lock_acquire(&r->l, timeout, &r->token);
+    if (st == ZKL_OK)
+        return GO_ON;
+    pthread_mutex_lock(&mu);
+    phase = DONE;
+    sig = stop_signal;
+    pthread_mutex_unlock(&mu);
+    if (st == ZKL_ETIMEDOUT)
+        fprintf(stderr, "zklock: %s: lock not acquired%s\n", r->a.path,
+                r->a.timeout_ms == 0 ? " (it is held)" : " in time");
+    else if (st != ZKL_ECANCELED)
+        fprintf(stderr, "zklock: %s: %s\n", r->a.path, zkl_errmsg());
+    zkl_client_drain(client, 5000); /* make sure our node is gone */
+    teardown(r, false);
+    if (st == ZKL_ECANCELED && sig)
+        return 128 + sig;
+    return st == ZKL_ETIMEDOUT ? r->a.conflict_code : ZKL_CLI_EXIT_UNAVAILABLE;
+}
 
-    /* COMMAND starts only with time left on the lease, under the watchdog */
+/* COMMAND starts only with time left on the lease, under the watchdog and its feeder. */
+static int start_watch(run *r)
+{
+    int64_t lease_end = 0;
+    int rc;
     if (zkl_client_lease_end(client, &lease_end) != ZKL_OK ||
-        lease_end - grace - kill_after <= boot_ms()) {
+        lease_end - r->grace - r->kill_after <= boot_ms()) {
         set_phase(DONE);
         fprintf(stderr, "zklock: %s: the lease of the lock ran out before COMMAND could start\n",
-                a.path);
-        lock_release(&l);
-        lock_destroy(&l);
-        zkl_client_close(client);
+                r->a.path);
+        teardown(r, true);
         return ZKL_CLI_EXIT_LOST;
     }
-    rc = zkl_watchdog_start(&wd, lease_end, grace, kill_after);
+    rc = zkl_watchdog_start(&r->wd, lease_end, r->grace, r->kill_after);
     if (rc < 0) {
         set_phase(DONE);
         fprintf(stderr, "zklock: cannot start the lease watchdog: %s\n", strerror(-rc));
-        lock_release(&l);
-        lock_destroy(&l);
-        zkl_client_close(client);
+        teardown(r, true);
         return ZKL_CLI_EXIT_UNAVAILABLE;
     }
-    feeding = pthread_create(&feeder_thread, NULL, feed, &fd) == 0;
-    if (!feeding) { /* unfed, the watchdog would stop COMMAND at the first lease end */
+    r->feeding = pthread_create(&r->feeder_thread, NULL, feed, &r->fd) == 0;
+    if (!r->feeding) { /* unfed, the watchdog would stop COMMAND at the first lease end */
         set_phase(DONE);
-        zkl_watchdog_finish(&wd);
+        zkl_watchdog_finish(&r->wd);
         fprintf(stderr, "zklock: cannot start the lease feeder thread\n");
-        lock_release(&l);
-        lock_destroy(&l);
-        zkl_client_close(client);
+        teardown(r, true);
         return ZKL_CLI_EXIT_UNAVAILABLE;
     }
-    foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    return GO_ON;
+}
 
+/* Start COMMAND in its own group, under the watchdog, passing on what came meanwhile. */
+static pid_t spawn_watched(run *r, bool foreground)
+{
+    pid_t pid;
     set_phase(RUNNING);
-    pid = spawn_command(a.command, a.path, token);
+    pid = spawn_command(r->a.command, r->a.path, r->token);
     pthread_mutex_lock(&mu);
     child = pid > 0 ? pid : 0;
     if (pid > 0) {
-        zkl_watchdog_target(&wd, pid);
+        zkl_watchdog_target(&r->wd, pid);
         if (foreground)
             terminal_to(pid);
     }
@@ -449,44 +462,87 @@ int main(int argc, char **argv)
     if (pid > 0 && (atomic_load(&session_lost) || atomic_load(&lease_expired)))
         kill(-pid, SIGTERM);
     pthread_mutex_unlock(&mu);
+    return pid;
+}
+
+/* Run COMMAND to its end: its exit status; *fired if the watchdog stopped it. */
+static int run_command(run *r, int *fired)
+{
+    bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    pid_t pid = spawn_watched(r, foreground);
+    siginfo_t info;
+    int status;
     if (pid < 0) {
-        fprintf(stderr, "zklock: %s: %s\n", a.command[0], strerror(-pid));
-        code = -pid == ENOENT ? 127 : 126;
-        fired = zkl_watchdog_finish(&wd) == 1;
-    } else {
-        siginfo_t info;
-        /* ended, not yet reaped: its group id cannot be reused before the
-         * watchdog has let go of it */
-        while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
-            ;
-        fired = zkl_watchdog_finish(&wd) == 1;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (foreground)
-            terminal_to(getpgrp());
+        fprintf(stderr, "zklock: %s: %s\n", r->a.command[0], strerror(-pid));
+        *fired = zkl_watchdog_finish(&r->wd) == 1;
+        return -pid == ENOENT ? 127 : 126;
     }
+    /* ended, not yet reaped: its group id cannot be reused before the
+     * watchdog has let go of it */
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    *fired = zkl_watchdog_finish(&r->wd) == 1;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (foreground)
+        terminal_to(getpgrp());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* After COMMAND: stop the feeder, release, and say whether the lock held throughout. */
+static int finish(run *r, int code, int fired)
+{
     set_phase(DONE);
-    if (feeding) {
-        atomic_store(&fd.stop, 1);
-        pthread_join(feeder_thread, NULL);
+    if (r->feeding) {
+        atomic_store(&r->fd.stop, 1);
+        pthread_join(r->feeder_thread, NULL);
     }
-    lock_release(&l);
-    lock_destroy(&l);
-    zkl_client_close(client);
+    teardown(r, true);
     if (fired || atomic_load(&lease_expired)) {
         fprintf(stderr,
                 "zklock: %s: the lease of the lock ran out while COMMAND ran; the lock no longer "
                 "protected it (COMMAND was sent SIGTERM, and SIGKILL if it ran %d ms more)\n",
-                a.path, kill_after);
+                r->a.path, r->kill_after);
         return ZKL_CLI_EXIT_LOST;
     }
     if (atomic_load(&session_lost)) {
         fprintf(stderr,
                 "zklock: %s: the ZooKeeper session was lost while COMMAND ran; the lock "
                 "no longer protected it (COMMAND was sent SIGTERM)\n",
-                a.path);
+                r->a.path);
         return ZKL_CLI_EXIT_LOST;
     }
     return code;
+}
+
+int main(int argc, char **argv)
+{
+    static run r; /* zeroed; the signal thread's set below lives as long */
+    static sigset_t set;
+    char err[256];
+    int code, fired = 0;
+
+    r.start = now_ms();
+    r.wd.pid = -1;
+    r.wd.fd = -1;
+    r.fd.wd = &r.wd;
+    r.fd.period_ms = 50;
+    code = zkl_cli_parse(argc, argv, getenv("ZKLOCK_SERVERS"), &r.a, err, sizeof err);
+    if (code) {
+        fprintf(stderr, "zklock: %s (see 'zklock --help')\n", err);
+        return code;
+    }
+    if (r.a.help) {
+        fputs(zkl_cli_usage, stdout);
+        return 0;
+    }
+    if (r.a.version) {
+        printf("zklock %s\n", ZKLOCK_VERSION);
+        return 0;
+    }
+    if ((code = start_signals(&set)) != GO_ON || (code = open_client(&r)) != GO_ON ||
+        (code = take_lock(&r)) != GO_ON || (code = start_watch(&r)) != GO_ON)
+        return code;
+    code = run_command(&r, &fired);
+    return finish(&r, code, fired);
 }
