@@ -9,10 +9,9 @@
  *  - zkl__find_name finds each name at its first equal place;
  *  - a contender that listed the same children in another order (a shuffle
  *    here) gets the same keys at every place and the same names wherever a
- *    key is unique. The standard driver (zkl__decide_standard, in internals.c
- *    with the ZooKeeper session code, so not linked here) decides from the
- *    index alone, so this is what makes two contenders agree on who holds the
- *    lock and whom each watches.
+ *    key is unique. The standard driver (zkl__decide_standard, in
+ *    core/drivers.c) decides from the index alone, so this is what makes two contenders agree on
+ * who holds the lock and whom each watches.
  */
 #include "fuzz_check.h"
 #include "base/seq.h"

@@ -1184,7 +1184,7 @@ Test(proxy_faults, slow_link_contention_stays_exclusive, .timeout = 180)
  * On a silent link an acquire with a short timeout (or 0, "try once") must not
  * block until the ZooKeeper client gives the connection up (2/3 of the session
  * timeout: 4 s here, 6.7 s with the default 10 s session): its calls give up
- * at max(timeout, 1 s). Found by this proxy; fixed in zkcall.c.
+ * at max(timeout, 1 s). Found by this proxy; fixed in requests/calls.c.
  */
 Test(proxy_faults, acquire_keeps_its_timeout_on_a_silent_link, .timeout = 60)
 {
