@@ -10,8 +10,8 @@
  *  - a contender that listed the same children in another order (a shuffle
  *    here) gets the same keys at every place and the same names wherever a
  *    key is unique. The standard driver (zkl__decide_standard, in
- *    core/drivers.c) decides from the index alone, so this is what makes two contenders agree on
- * who holds the lock and whom each watches.
+ *    core/drivers.c) decides from the index alone, so this is what makes
+ *    two contenders agree on who holds the lock and whom each watches.
  */
 #include "fuzz_check.h"
 #include "base/seq.h"

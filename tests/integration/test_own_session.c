@@ -29,8 +29,8 @@ static void ok(zkl_status st, const char *what)
 
 /*
  * What waits behind what: each pair is one where the core takes the
- * deletion of the node ahead as the hand-off (the core's ZKL__V_HANDOFF reading of the drivers'
- * verdict).
+ * deletion of the node ahead as the hand-off (ZKL__V_HANDOFF, the core's
+ * reading of the drivers' verdict).
  */
 enum kind {
     MUTEX,  /* a mutex behind a mutex */
