@@ -23,6 +23,9 @@ extern "C" {
 
 typedef struct zkl_client zkl_client;
 
+/* Pass as any acquire's timeout_ms to wait as long as it takes. */
+#define ZKL_WAIT_FOREVER (-1)
+
 /* Curator's connection states. */
 typedef enum zkl_conn_state {
     ZKL_STATE_CONNECTED = 1,   /* the first session is connected */

@@ -33,9 +33,6 @@ extern "C" {
 
 typedef struct zkl_mutex zkl_mutex;
 
-/* Pass as timeout_ms to wait as long as it takes. */
-#define ZKL_WAIT_FOREVER (-1)
-
 /*
  * Make a mutex object for the absolute lock path `path` on client c (no
  * ZooKeeper call yet). The path is copied. *out is owned by the caller

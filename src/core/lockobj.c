@@ -7,7 +7,6 @@
 #include "base/path.h"
 #include "base/status.h"
 #include "core/lockobj.h"
-#include "zklock/mutex.h"
 
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
