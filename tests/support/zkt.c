@@ -123,15 +123,25 @@ zhandle_t *zkt_raw(void)
     return raw_open(NULL);
 }
 
-int zkt_children(zhandle_t *zh, const char *path)
+/* The number of children of path in *n (0 if it is gone); the rc. */
+static int children_rc(zhandle_t *zh, const char *path, int *n)
 {
     struct String_vector sv;
-    int rc = zoo_get_children(zh, path, 0, &sv), n;
+    int rc = zoo_get_children(zh, path, 0, &sv);
+    *n = 0;
     if (rc == ZNONODE)
-        return 0;
+        return ZOK;
+    if (rc == ZOK) {
+        *n = sv.count;
+        deallocate_String_vector(&sv);
+    }
+    return rc;
+}
+
+int zkt_children(zhandle_t *zh, const char *path)
+{
+    int n, rc = children_rc(zh, path, &n);
     cr_assert_eq(rc, ZOK, "get_children %s: %s", path, zerror(rc));
-    n = sv.count;
-    deallocate_String_vector(&sv);
     return n;
 }
 
@@ -165,9 +175,15 @@ void zkt_refused_at_once(zkl_client *c, zhandle_t *zh, const char *path, zkl_sta
 int zkt_children_settle(zhandle_t *zh, const char *path, int want)
 {
     int64_t end = zkt_now_ms() + 10000;
-    int n;
-    while ((n = zkt_children(zh, path)) != want && zkt_now_ms() < end)
+    int n, rc;
+    /* a raw handle still reconnecting (after a server restart, say) may
+     * time a request out: that is not yet an answer */
+    while (((rc = children_rc(zh, path, &n)) != ZOK || n != want) && zkt_now_ms() < end) {
+        if (rc != ZOK && rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT)
+            break;
         zkt_sleep_ms(10);
+    }
+    cr_assert_eq(rc, ZOK, "get_children %s: %s", path, zerror(rc));
     return n;
 }
 
