@@ -12,6 +12,16 @@
 #include "base/util.h"
 #include "requests/calls.h"
 
+#ifdef ZKL_FAULTS
+/* Test builds count the lease's own requests (zkl__faults.lease_syncs). */
+static void count_sync(zkl_client *c)
+{
+    atomic_fetch_add(&c->faults.lease_syncs, 1);
+}
+#else
+#define count_sync(c) ((void)(c))
+#endif
+
 struct zkl__lease {
     int64_t end;      /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
     int64_t renew_at; /* zkl__now_ms() of the next renewal */
@@ -165,6 +175,7 @@ int zkl__lease_fresh(zkl_client *c, zkl__session *s)
     pthread_mutex_unlock(&c->mu);
     if (rc == ZOK)
         return ZOK;
+    count_sync(c);
     rc = zkl__zk_sync(s, "/"); /* its reply is recorded as a proof */
     if (rc != ZOK)
         return rc;
@@ -220,6 +231,7 @@ static int64_t renew_locked(zkl_client *c, int64_t now)
     s->refs++;
     pthread_mutex_unlock(&c->mu);
     ZKL_HANDOFF(r);
+    count_sync(c);
     rc = zkl__zk_send_sync(s, renewed, r);
     zkl__session_put(s);
     pthread_mutex_lock(&c->mu);

@@ -61,6 +61,9 @@ typedef struct zkl__faults {
     /* > 0: the session watcher sleeps this long before it records a
      * disconnect or an expiry (a loaded completion thread) */
     _Atomic int session_event_delay_ms;
+    /* counted, not a fault: syncs the lease sent (renewals, and the check
+     * before a grant), so that a test can tell the lock's requests apart */
+    _Atomic uint64_t lease_syncs;
 } zkl__faults;
 #endif
 

@@ -45,6 +45,10 @@ int zkt_children_settle(zhandle_t *zh, const char *path, int want);
  * watches: a fixed sleep is too short under valgrind) and return its request
  * count. Fails the test if it never goes quiet within 15 s.
  */
+/* The client's requests less the lease's own syncs (renewals come every T/3
+ * while anything is held or wanted: not requests of the lock). */
+uint64_t zkt_lock_requests(zkl_client *c);
+/* Wait until c sends no lock request for 300 ms; its zkt_lock_requests then. */
 uint64_t zkt_requests_settle(zkl_client *c);
 
 /*
