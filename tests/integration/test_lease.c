@@ -271,6 +271,34 @@ Test(lease, renewals_only_while_something_is_held, .timeout = 60)
     free(path);
 }
 
+/* Each side of a read/write lock reports its own hold's lease. */
+Test(lease, rwlock_sides_report_their_lease)
+{
+    zkl_client *c = zkt_client(2000);
+    char *path = zkt_path("rwlease");
+    zkl_rwlock *l;
+    int64_t left;
+    ok(zkl_rwlock_create(c, path, &l), "create");
+    cr_assert_eq(zkl_rwlock_write_lease_remaining(l, &left), ZKL_ENOTOWNER, "nothing held");
+    ok(zkl_rwlock_write_acquire(l, 5000), "write");
+    ok(zkl_rwlock_write_lease_remaining(l, &left), "write side's lease");
+    cr_assert(left > 0 && left <= 2000, "lease left %lld ms of a 2000 ms session", (long long)left);
+    cr_assert_eq(zkl_rwlock_read_lease_remaining(l, &left), ZKL_ENOTOWNER, "no read hold");
+    ok(zkl_rwlock_write_release(l), "release");
+    ok(zkl_rwlock_read_acquire(l, 5000), "read");
+    ok(zkl_rwlock_read_lease_remaining(l, &left), "read side's lease");
+    cr_assert(left > 0 && left <= 2000, "lease left %lld ms", (long long)left);
+    cr_assert_eq(zkl_rwlock_read_lease_remaining(NULL, &left), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_read_lease_remaining(l, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_lease_remaining(NULL, &left), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_lease_remaining(l, NULL), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "NULL"), "%s", zkl_errmsg());
+    ok(zkl_rwlock_read_release(l), "release");
+    ok(zkl_rwlock_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
+
 Test(lease, margin_that_cannot_work_is_refused)
 {
     zkl_client_options o;
