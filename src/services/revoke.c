@@ -214,14 +214,12 @@ int64_t zkl__revs_turn(zkl_client *c, int64_t now_us)
         v->connects = c->connects;
         v->dirty = true;
     }
-    if (v->retry_at_us > 0) {
-        if (now_us < v->retry_at_us)
-            return v->dirty ? 0 : v->retry_at_us;
+    if (v->retry_at_us > 0 && now_us >= v->retry_at_us) { /* a watch not sent: again now */
         v->retry_at_us = 0;
         v->dirty = true;
     }
-    if (!v->dirty)
-        return INT64_MAX;
+    if (!v->dirty) /* nothing to do before the retry, if one is pending */
+        return v->retry_at_us > 0 ? v->retry_at_us : INT64_MAX;
     v->dirty = false;
     LL_FOREACH(v->list, r)
     {
