@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "requests/names.h"
 #include "session/client.h"
 
 /*
@@ -21,13 +22,6 @@ int64_t zkl__call_deadline(int64_t deadline);
 
 /* The least time an acquire's calls get, whatever its timeout. */
 #define ZKL_CALL_MIN_MS 1000
-
-typedef struct zkl__names {
-    char **v;
-    size_t n;
-} zkl__names;
-
-void zkl__names_free(zkl__names *k);
 
 int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
                    char **created, struct Stat *stat);
@@ -45,7 +39,6 @@ int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int
  * deletes of the paths in del (one commit). No Stat comes back. The multi's rc
  * is returned; on failure nothing of it was applied.
  */
-#define ZKL_MULTI_MAX 8 /* deletes one multi may carry */
 
 int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
                               const void *data, int len, int mode, const char *parent,

@@ -1,0 +1,237 @@
+/*
+ * call.c - the call object (call.h): its life, the completions that fill it
+ * on the ZooKeeper completion thread (copy the reply and signal or notify,
+ * nothing more), and the senders both kinds of requester share.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/path.h"
+#include "base/tsan.h"
+#include "base/util.h"
+#include "requests/call.h"
+
+/*
+ * One call is one request sent on session s (counted for zkl_client_stats_get).
+ * The before-send hook goes first: a delete held back by a release goes out
+ * in the same batch.
+ */
+call *zkl__call_new(zkl__session *s)
+{
+    call *k;
+    if (s->c->hooks.before_send)
+        s->c->hooks.before_send(s->c);
+    k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    atomic_fetch_add(&s->c->requests, 1);
+    pthread_mutex_init(&k->mu, NULL);
+    zkl__cond_init(&k->cv);
+    k->refs = 2;
+    k->c = s->c;
+    k->epoch = s->epoch;
+    k->sent = zkl__boot_ms();
+    ZKL_HANDOFF(k);
+    return k;
+}
+
+/*
+ * Marked after zkl__call_new handed the call over, so handed over again: the
+ * completion thread reads the mark (ThreadSanitizer cannot see through the
+ * ZooKeeper client).
+ */
+void zkl__call_proves(call *k)
+{
+    k->proves = true;
+    ZKL_HANDOFF(k);
+}
+
+void zkl__call_free(call *k)
+{
+    free(k->results);
+    free(k->created);
+    zkl__names_free(&k->kids);
+    free(k->data);
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    free(k);
+}
+
+void zkl__call_put(call *k)
+{
+    int last;
+    pthread_mutex_lock(&k->mu);
+    last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (last)
+        zkl__call_free(k);
+}
+
+static void call_done(call *k, int rc)
+{
+    void (*notify)(void *);
+    void *arg;
+    if (k->proves && k->c->hooks.answered)
+        k->c->hooks.answered(k->c, k->epoch, k->sent, rc);
+    pthread_mutex_lock(&k->mu);
+    k->rc = rc;
+    k->done = 1;
+    pthread_cond_broadcast(&k->cv);
+    notify = k->notify;
+    arg = k->arg;
+    k->notifying = notify != NULL;
+    pthread_mutex_unlock(&k->mu);
+    if (notify) {
+        notify(arg); /* takes c->mu: never under the call's own */
+        pthread_mutex_lock(&k->mu);
+        k->notifying = false;
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+    }
+    zkl__call_put(k); /* if the requester gave up, nobody reads the results */
+}
+
+void zkl__on_void(int rc, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call_done((call *)data, rc);
+}
+
+void zkl__on_stat(int rc, const struct Stat *stat, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    if (rc == ZOK && stat)
+        k->stat = *stat;
+    call_done(k, rc);
+}
+
+void zkl__on_create(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    if (rc == ZOK) {
+        if (value) {
+            k->created = strdup(value);
+            if (!k->created)
+                rc = ZSYSTEMERROR; /* the node exists; recovery by prefix finds it */
+        }
+        if (stat)
+            k->stat = *stat;
+    }
+    call_done(k, rc);
+}
+
+void zkl__on_strings(int rc, const struct String_vector *sv, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    k->reply_rc = rc;
+    if (rc == ZOK && sv && sv->count > 0) {
+        int i;
+        k->kids.v = calloc((size_t)sv->count, sizeof(char *));
+        if (!k->kids.v) {
+            rc = ZSYSTEMERROR;
+        } else {
+            for (i = 0; i < sv->count; i++) {
+                k->kids.v[i] = strdup(sv->data[i]);
+                if (!k->kids.v[i]) {
+                    rc = ZSYSTEMERROR;
+                    break;
+                }
+                k->kids.n++;
+            }
+        }
+    }
+    call_done(k, rc);
+}
+
+void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    if (rc == ZOK) {
+        if (stat)
+            k->stat = *stat;
+        if (len > 0 && value) {
+            k->data = malloc((size_t)len);
+            if (k->data) {
+                memcpy(k->data, value, (size_t)len);
+                k->datalen = len;
+            } else {
+                rc = ZSYSTEMERROR;
+            }
+        }
+    }
+    call_done(k, rc);
+}
+
+/* getData for its watch alone: the data is not wanted, so nothing can fail
+ * after the server set the watch. */
+void zkl__on_data_watch(int rc, const char *value, int len, const struct Stat *stat,
+                        const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    (void)value;
+    (void)len;
+    k->reply_rc = rc;
+    if (rc == ZOK && stat)
+        k->stat = *stat; /* whose node it is: its ephemeralOwner */
+    call_done(k, rc);
+}
+
+void zkl__on_string(int rc, const char *value, const void *data)
+{
+    ZKL_RECEIVED(data);
+    (void)value;
+    call_done((call *)data, rc);
+}
+
+void zkl__watch_settle(zkl__watch *w, const call *k, int rc)
+{
+    if (!w || rc == ZOK || rc == ZOPERATIONTIMEOUT || (k && k->reply_rc == ZOK))
+        return;
+    zkl__watch_unregistered(w);
+}
+
+void zkl__names_free(zkl__names *k)
+{
+    size_t i;
+    for (i = 0; i < k->n; i++)
+        free(k->v[i]);
+    free(k->v);
+    k->v = NULL;
+    k->n = 0;
+}
+
+int zkl__send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
+                     int mode)
+{
+    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    zkl__call_proves(k);
+    return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, zkl__on_create,
+                        k);
+}
+
+int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel, const char *path,
+                           const void *data, int len, int mode)
+{
+    zoo_op_t ops[ZKL_MULTI_MAX + 1];
+    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    int i;
+    if (ndel < 1 || ndel > ZKL_MULTI_MAX)
+        return ZBADARGUMENTS;
+    /* the client fills results and the path buffer when the reply comes,
+     * which may be after we gave up: they live with the call */
+    km->results = calloc(ZKL_MULTI_MAX + 1, sizeof *km->results);
+    km->created = calloc(1, ZKL_PATH_MAX + 128);
+    if (!km->results || !km->created)
+        return ZSYSTEMERROR;
+    for (i = 0; i < ndel; i++)
+        zoo_delete_op_init(&ops[i], del[i], -1);
+    zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode,
+                       km->created, ZKL_PATH_MAX + 128);
+    zkl__call_proves(km);
+    return zoo_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km);
+}
