@@ -73,6 +73,8 @@ static void client_free(zkl_client *c)
     if (!c)
         return;
     zkl__acl_free(&c->acl);
+    if (c->hooks.engine_free)
+        c->hooks.engine_free(c);
     zkl__cleanup_free(c);
     zkl__revs_free(c);
     zkl__lease_free(c);
@@ -334,7 +336,7 @@ zkl_status zkl_client_cancel(zkl_client *c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_cancel: client is NULL");
     pthread_mutex_lock(&c->mu);
     c->canceled = true;
-    pthread_cond_broadcast(&c->cv);
+    zkl__changed_locked(c);
     pthread_mutex_unlock(&c->mu);
     return ZKL_OK;
 }

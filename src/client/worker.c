@@ -34,10 +34,12 @@
  * Phase order, each run with c->mu held:
  *   1. events     tell queued connection events (user first, then recipes)
  *   2. revocation run revoke callbacks, arm revocation watches
- *   3. lease      act on a lapsed lease (end the session), send renewals
- *   4. deferred   send held-back deletes whose moment is up
- *   5. session    declare a long suspension lost; replace a lost session
- *   6. cleanup    try the next background delete
+ *   3. engine     run the core's ready operations and due timers (async
+ *                 acquires: core/engine.c, through a hook)
+ *   4. lease      act on a lapsed lease (end the session), send renewals
+ *   5. deferred   send held-back deletes whose moment is up
+ *   6. session    declare a long suspension lost; replace a lost session
+ *   7. cleanup    try the next background delete
  */
 #include <errno.h>
 
@@ -56,8 +58,14 @@ static int64_t events_phase(zkl_client *c, int64_t now_us)
     return zkl__events_turn(c);
 }
 
+/* The core's engine, once it has run an operation (a hook: the core is above). */
+static int64_t engine_phase(zkl_client *c, int64_t now_us)
+{
+    return c->hooks.engine_turn ? c->hooks.engine_turn(c, now_us) : INT64_MAX;
+}
+
 static const phase_fn phases[] = {
-    events_phase,       zkl__revs_turn,    zkl__lease_turn,
+    events_phase,       zkl__revs_turn,    engine_phase, zkl__lease_turn,
     zkl__deferred_turn, zkl__session_turn, zkl__bg_turn,
 };
 
@@ -99,7 +107,7 @@ void zkl__worker_stop(zkl_client *c)
 {
     pthread_mutex_lock(&c->mu);
     c->closing = true;
-    pthread_cond_broadcast(&c->cv);
+    zkl__changed_locked(c);
     pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->worker, NULL);

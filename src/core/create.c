@@ -1,5 +1,5 @@
 /*
- * create.c - our node in line (engine.h): Curator's protected
+ * create.c - our node in line (acq.h): Curator's protected
  * ephemeral-sequential create, with the first listing in the same round
  * trip, held-back deletes of this client riding in one multi, missing
  * parents made as containers, and recovery by the protected prefix after a
@@ -15,7 +15,7 @@
 #include "base/seq.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/engine.h"
+#include "core/acq.h"
 #include "requests/rc.h"
 #include "services/chroot.h"
 #include "services/cleanup.h"
@@ -55,261 +55,311 @@ static int create_fault(zkl_client *c)
 #define create_fault(c) ((void)(c), 0)
 #endif
 
-/* One create in the making. */
-typedef struct creating {
-    zkl_client *c;
-    zkl__session *s;
-    const zkl__acquire_args *a;
-    char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
-    char *want; /* the path asked for */
-    int attempt, parents;
-    bool uncertain; /* a try may have reached the server: recover by prefix first */
-} creating;
-
-static zkl_status new_prefix(creating *t)
+static zkl_status new_prefix(zkl__acq *op)
 {
     char uuid[37];
-    if (!uuid_fault(t->c, uuid) && zkl__uuid4(uuid) != ZKL_OK)
-        return ZKL_ESYS;
-    memcpy(t->prefix, "_c_", 3);
-    memcpy(t->prefix + 3, uuid, 36);
-    t->prefix[39] = '-';
-    t->prefix[40] = '\0';
+    if (!uuid_fault(op->c, uuid) && zkl__uuid4(uuid) != ZKL_OK)
+        return zkl__fail(ZKL_ESYS, "no random numbers for the protected prefix");
+    memcpy(op->prefix, "_c_", 3);
+    memcpy(op->prefix + 3, uuid, 36);
+    op->prefix[39] = '-';
+    op->prefix[40] = '\0';
     return ZKL_OK;
 }
 
 /* The path to ask for: path/prefix + lock name (+ the fixed suffix); NULL on no memory. */
-static char *make_want(const creating *t)
+static char *make_want(const zkl__acq *op)
 {
-    const zkl__acquire_args *a = t->a;
+    const zkl__acquire_args *a = &op->a;
     const char *suffix = a->fixed_suffix ? a->fixed_suffix : "";
-    size_t n =
-        strlen(a->path) + 1 + strlen(t->prefix) + strlen(a->driver->lock_name) + strlen(suffix) + 1;
+    size_t n = strlen(a->path) + 1 + strlen(op->prefix) + strlen(a->driver->lock_name) +
+               strlen(suffix) + 1;
     char *want = malloc(n);
     if (want)
-        snprintf(want, n, "%s/%s%s%s", a->path, t->prefix, a->driver->lock_name, suffix);
+        snprintf(want, n, "%s/%s%s%s", a->path, op->prefix, a->driver->lock_name, suffix);
     return want;
 }
 
-/* Create path and any missing ancestors as container nodes (bottom-up, as Curator 5.7+). */
-static int mkdirs(zkl__session *s, const char *path, int depth)
-{
-    int rc = ZNONODE, tries;
-    for (tries = 0; tries < 5; tries++) {
-        size_t plen;
-        char *parent;
-        rc = zkl__zk_create(s, path, "", 0, ZOO_CONTAINER, NULL, NULL);
-        if (rc == ZOK || rc == ZNODEEXISTS)
-            return ZOK;
-        if (rc != ZNONODE || depth > 256 || (plen = zkl__path_parent_len(path)) == 0)
-            return rc;
-        if (!(parent = strndup(path, plen)))
-            return ZSYSTEMERROR;
-        rc = mkdirs(s, parent, depth + 1);
-        free(parent);
-        if (rc != ZOK)
-            return rc;
-    }
-    return rc;
-}
+static zkl__step_result after_create(zkl__acq *op, int rc);
+static zkl__step_result step_recover(zkl__acq *op);
 
-/* Adopt the node at index idx of kids if our session owns it, else queue its delete. */
-static int adopt(zkl__session *s, const char *path, zkl__names *kids, long idx, zkl__own *o)
-{
-    struct Stat st;
-    char *node = zkl__path_join(path, kids->v[idx]);
-    int rc = node ? zkl__zk_exists(s, node, &st) : ZSYSTEMERROR;
-    if (rc == ZOK && st.ephemeralOwner == zkl__session_id(s)) {
-        o->node = node;
-        o->name = zkl__path_basename(node);
-        o->czxid = st.czxid;
-        o->kids = *kids;
-        o->have_kids = true;
-        kids->v = NULL;
-        kids->n = 0;
-        zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", node);
-        return ZOK;
-    }
-    if (rc == ZOK) { /* a node of another (dying) session: not ours to adopt */
-        zkl__log(ZKL_LOG_WARN, "%s carries our prefix but belongs to session %llx: deleting it",
-                 node, (unsigned long long)st.ephemeralOwner);
-        zkl__bg_delete(s->c, node, NULL);
-        rc = ZNONODE;
-    }
-    free(node);
-    return rc;
-}
+/* ---- the parents: made as containers, bottom-up as Curator 5.7+ ---- */
 
-/*
- * After an uncertain create: find a child with our prefix. Adopt it if it is
- * ours (same session), delete it otherwise. Returns ZOK with *o filled on
- * adoption, ZNONODE if there is nothing to adopt (create again), or an rc.
- */
-static int recover(zkl__session *s, const char *path, const char *prefix, zkl__own *o)
+static zkl__step_result after_parents(zkl__acq *op, int rc)
 {
-    zkl__names kids = {0};
-    long idx;
-    int rc = zkl__zk_children(s, path, &kids);
-    if (rc != ZOK)
-        return rc;
-    idx = zkl__find_prefix(kids.v, kids.n, prefix);
-    rc = idx < 0 ? ZNONODE : adopt(s, path, &kids, idx, o);
-    zkl__names_free(&kids);
-    return rc;
-}
-
-/* The create, carrying this client's held-back deletes in one multi. ZNOTHING: none to carry. */
-static int create_carrying(creating *t, const void *data, int len, int mode, zkl__own *o)
-{
-    zkl__deferred *merged = t->a->token_lazy ? zkl__take_deferred(t->s) : NULL, *d;
-    char *del[ZKL_MULTI_MAX];
-    int ndel = 0, rc, list_rc;
-    if (!merged)
-        return ZNOTHING;
-    for (d = merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
-        del[ndel++] = d->path;
-    rc = zkl__zk_multi_create_list(t->s, del, ndel, t->want, data, len, mode, t->a->path, &o->node,
-                                   &o->kids, &list_rc);
-    if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) { /* applied or not, they must go */
-        for (d = merged; d; d = d->next)
-            zkl__bg_delete(t->c, d->path, NULL);
-        zkl__deferred_done(merged, true);
-    } else {
-        zkl__deferred_done(merged, rc == ZOK);
-    }
+    free(op->mk);
+    op->mk = NULL;
     if (rc == ZOK) {
-        o->name = zkl__path_basename(o->node);
-        o->czxid = 0; /* fetched if asked for (zkl__hold_token) */
-        o->have_kids = list_rc == ZOK;
-        o->carried = true;
-    } else if (rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
-               zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
-        rc = ZNOTHING; /* nothing applied (a delete failed, or no memory): a plain create next */
+        op->step = zkl__step_create;
+        return ZKL__STEP_AGAIN;
     }
-    return rc;
+    if (rc == ZNONODE && zkl__chroot_of(op->c->connect)) {
+        /* the root always exists: what is missing is the chroot (made once,
+         * on a handle of its own: this one step may block) */
+        zkl_status st = zkl__chroot_make(op->c, op->a.deadline);
+        if (st != ZKL_OK)
+            return zkl__acq_fail(op, st);
+        op->step = zkl__step_create;
+        return ZKL__STEP_AGAIN;
+    }
+    if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
+        return zkl__acq_backoff(op, zkl__step_create, "creating the parents of");
+    return zkl__acq_fail(op, zkl__rc_status(rc, "create", op->a.path));
 }
 
-/* One try: the create and the first listing in one round trip. */
-static int create_once(creating *t, zkl__own *o)
+static zkl__step_result step_mkdir(zkl__acq *op);
+
+/* op->mk made (or there already): the next level down, or done. */
+static zkl__step_result step_mkdir_done(zkl__acq *op)
 {
-    zkl_client *c = t->c;
-    const void *data = t->a->data ? t->a->data : c->node_data;
-    int len = t->a->data ? t->a->data_len : c->node_data_len, rc, list_rc;
-    int mode = t->a->fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
-    struct Stat stat;
-    switch (create_fault(c)) {
-    case 1: return ZCONNECTIONLOSS;
-    case 2:
-        rc = zkl__zk_create(t->s, t->want, data, len, mode, NULL, NULL);
-        return rc == ZOK ? ZCONNECTIONLOSS : rc; /* the reply "never arrived" */
-    default: break;
+    size_t len, next;
+    int rc;
+    char *mk;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    zkl__acq_untrack(op);
+    if (++op->mk_at > 1024) /* bounded, whatever the server answers */
+        return after_parents(op, rc == ZNODEEXISTS ? ZOK : rc);
+    if (rc == ZNONODE) { /* its parent is missing too: that first */
+        len = zkl__path_parent_len(op->mk);
+        if (len == 0)
+            return after_parents(op, rc);
+        op->mk[len] = '\0';
+        op->step = step_mkdir;
+        return ZKL__STEP_AGAIN;
     }
-    rc = create_carrying(t, data, len, mode, o);
-    if (rc != ZNOTHING)
-        return rc;
-    rc = zkl__zk_create_list(t->s, t->want, data, len, mode, t->a->path, &o->node, &stat, &o->kids,
-                             &list_rc);
-    if (rc == ZOK) {
-        o->name = zkl__path_basename(o->node);
-        o->czxid = stat.czxid;
-        o->have_kids = list_rc == ZOK;
-    }
-    return rc;
+    if (rc != ZOK && rc != ZNODEEXISTS)
+        return after_parents(op, rc);
+    len = strlen(op->mk);
+    if (len >= strlen(op->a.path))
+        return after_parents(op, ZOK);
+    for (next = len + 1; op->a.path[next] && op->a.path[next] != '/'; next++)
+        ;
+    if (!(mk = strndup(op->a.path, next)))
+        return after_parents(op, ZSYSTEMERROR);
+    free(op->mk);
+    op->mk = mk;
+    op->step = step_mkdir;
+    return ZKL__STEP_AGAIN;
 }
 
-/* What a step left to do: go on, or stop with *st (cleanup: queue the prefix's delete). */
-enum next { NEXT_AGAIN, NEXT_DONE, NEXT_CLEANUP };
-
-static enum next after_recover(creating *t, int rc, zkl_status *st)
+static zkl__step_result step_mkdir(zkl__acq *op)
 {
-    if (rc == ZOK)
-        return NEXT_DONE;
-    if (rc == ZNONODE) { /* nothing reached the server: create again */
-        t->uncertain = false;
-        *st = new_prefix(t);
-        return *st == ZKL_OK ? NEXT_AGAIN : NEXT_DONE;
-    }
-    if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) {
-        if (zkl__backoff(t->c, &t->attempt, t->a->deadline))
-            return NEXT_AGAIN;
-        *st = zkl__gave_up(t->c, t->a, "creating the lock node under");
-        return NEXT_CLEANUP;
-    }
-    *st = zkl__rc_status(rc, "list", t->a->path);
-    return NEXT_CLEANUP;
+    int rc;
+    zkl__req *k = zkl__req_create(op->s, op->mk, "", 0, ZOO_CONTAINER, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    op->step = step_mkdir_done;
+    return ZKL__STEP_AGAIN;
 }
 
 /* The parent is missing: make it (and the chroot, if that is what is missing). */
-static enum next make_parents(creating *t, zkl_status *st)
+static zkl__step_result make_parents(zkl__acq *op)
+{
+    if (++op->parents > 10)
+        return zkl__acq_fail(op, zkl__from_zk(ZNONODE, "create parents of", op->a.path));
+    free(op->mk);
+    if (!(op->mk = strdup(op->a.path)))
+        return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory"));
+    op->mk_at = 0;
+    op->step = step_mkdir;
+    return ZKL__STEP_AGAIN;
+}
+
+/* ---- recovery after a create whose reply was lost ---- */
+
+static zkl__step_result after_recover(zkl__acq *op, int rc)
+{
+    zkl_status st;
+    if (rc == ZOK) {
+        op->entry = ZKL__E_WAIT;
+        return ZKL__STEP_AGAIN;
+    }
+    if (rc == ZNONODE) { /* nothing reached the server: create again */
+        op->uncertain = false;
+        if ((st = new_prefix(op)) != ZKL_OK)
+            return zkl__acq_fail(op, st);
+        op->step = zkl__step_create;
+        return ZKL__STEP_AGAIN;
+    }
+    if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
+        return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");
+    return zkl__acq_fail(op, zkl__rc_status(rc, "list", op->a.path));
+}
+
+/* The node with our prefix: adopted if our session owns it, else deleted. */
+static zkl__step_result step_adopting(zkl__acq *op)
+{
+    struct Stat st;
+    int rc;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    if (rc == ZOK)
+        st = zkl__req_stat(op->k[0]);
+    zkl__acq_untrack(op);
+    if (rc == ZOK && st.ephemeralOwner == zkl__session_id(op->s)) {
+        op->name = zkl__path_basename(op->node);
+        op->czxid = st.czxid;
+        op->have_kids = true;
+        op->uncertain = false;
+        zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", op->node);
+        return after_recover(op, ZOK);
+    }
+    if (rc == ZOK) { /* a node of another (dying) session: not ours to adopt */
+        zkl__log(ZKL_LOG_WARN, "%s carries our prefix but belongs to session %llx: deleting it",
+                 op->node, (unsigned long long)st.ephemeralOwner);
+        zkl__bg_delete(op->c, op->node, NULL);
+        rc = ZNONODE;
+    }
+    free(op->node);
+    op->node = NULL;
+    zkl__names_free(&op->kids);
+    op->have_kids = false;
+    return after_recover(op, rc);
+}
+
+/* The listing by our prefix: a node to look at, or nothing reached the server. */
+static zkl__step_result step_recovering(zkl__acq *op)
+{
+    zkl__req *k;
+    long idx;
+    int rc;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    if (rc == ZOK)
+        zkl__req_take_kids(op->k[0], &op->kids);
+    zkl__acq_untrack(op);
+    if (rc != ZOK)
+        return after_recover(op, rc);
+    idx = zkl__find_prefix(op->kids.v, op->kids.n, op->prefix);
+    if (idx < 0 || !(op->node = zkl__path_join(op->a.path, op->kids.v[idx]))) {
+        zkl__names_free(&op->kids);
+        return after_recover(op, idx < 0 ? ZNONODE : ZSYSTEMERROR);
+    }
+    k = zkl__req_exists(op->s, op->node, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    op->step = step_adopting;
+    return ZKL__STEP_AGAIN;
+}
+
+static zkl__step_result step_recover(zkl__acq *op)
 {
     int rc;
-    if (++t->parents > 10) {
-        *st = zkl__from_zk(ZNONODE, "create parents of", t->a->path);
-        return NEXT_DONE;
-    }
-    rc = mkdirs(t->s, t->a->path, 0);
-    if (rc == ZOK)
-        return NEXT_AGAIN;
-    if (rc == ZNONODE && zkl__chroot_of(t->c->connect)) {
-        /* the root always exists: what is missing is the chroot */
-        *st = zkl__chroot_make(t->c, t->a->deadline);
-        return *st == ZKL_OK ? NEXT_AGAIN : NEXT_DONE;
-    }
-    if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) {
-        if (zkl__backoff(t->c, &t->attempt, t->a->deadline))
-            return NEXT_AGAIN;
-        *st = zkl__fail(ZKL_ETIMEDOUT, "timed out creating the parents of %s%s", t->a->path,
-                        zkl__conn_note(t->c));
-        return NEXT_DONE;
-    }
-    *st = zkl__rc_status(rc, "create", t->a->path);
-    return NEXT_DONE;
+    zkl__req *k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    op->step = step_recovering;
+    return ZKL__STEP_AGAIN;
 }
 
-static enum next after_create(creating *t, int rc, zkl_status *st)
+/* ---- the create ---- */
+
+/* The create and its listing are answered. */
+static zkl__step_result step_created(zkl__acq *op)
+{
+    struct Stat stat;
+    int rc, list_rc;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    list_rc = op->nk > 1 ? op->rcs[1] : ZNOTHING;
+    if (op->fault == 2 && rc == ZOK)
+        rc = ZCONNECTIONLOSS; /* the reply "never arrived" */
+    else if (rc == ZOK) {
+        zkl__req_take_created(op->k[0], &op->node, &stat);
+        op->czxid = op->merged ? 0 : stat.czxid; /* fetched if asked for (zkl__hold_token) */
+        op->name = zkl__path_basename(op->node);
+        if (list_rc == ZOK)
+            zkl__req_take_kids(op->k[1], &op->kids);
+        op->have_kids = list_rc == ZOK;
+    }
+    zkl__acq_untrack(op);
+    if (op->merged) {
+        if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) { /* applied or not, they must go */
+            zkl__deferred *d;
+            for (d = op->merged; d; d = d->next)
+                zkl__bg_delete(op->c, d->path, NULL);
+            zkl__deferred_done(op->merged, true);
+        } else {
+            zkl__deferred_done(op->merged, rc == ZOK);
+        }
+        op->merged = NULL;
+        op->carried = rc == ZOK;
+        if (rc != ZOK && rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
+            zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
+            /* nothing applied (a delete failed, or no memory): a plain create next */
+            op->no_carry = true;
+            op->step = zkl__step_create;
+            return ZKL__STEP_AGAIN;
+        }
+    }
+    return after_create(op, rc);
+}
+
+/* Send the create with the first listing behind it (one round trip). */
+static void send_create(zkl__acq *op)
+{
+    zkl_client *c = op->c;
+    const void *data = op->a.data ? op->a.data : c->node_data;
+    int len = op->a.data ? op->a.data_len : c->node_data_len, rc;
+    int mode = op->a.fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
+    zkl__req *k;
+    zkl__deferred *d;
+    char *del[ZKL_MULTI_MAX];
+    int ndel = 0;
+    op->fault = create_fault(c);
+    if (op->fault == 1) { /* "lost before it was sent" */
+        zkl__acq_track(op, NULL, ZCONNECTIONLOSS);
+        return;
+    }
+    /* this client's held-back deletes ride in one multi with the create */
+    op->merged = op->a.token_lazy && !op->no_carry && !op->fault ? zkl__take_deferred(op->s) : NULL;
+    op->no_carry = false;
+    for (d = op->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
+        del[ndel++] = d->path;
+    k = op->merged ? zkl__req_multi_create(op->s, del, ndel, op->want, data, len, mode,
+                                           zkl__acq_notify, op, &rc)
+                   : zkl__req_create(op->s, op->want, data, len, mode, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    if (!k || op->fault)
+        return;
+    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+}
+
+zkl__step_result zkl__step_create(zkl__acq *op)
+{
+    zkl_status st;
+    if (!op->prefix[0] && (st = new_prefix(op)) != ZKL_OK)
+        return zkl__acq_fail(op, st);
+    if (op->uncertain) {
+        op->step = step_recover;
+        return ZKL__STEP_AGAIN;
+    }
+    free(op->want);
+    if (!(op->want = make_want(op)))
+        return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory"));
+    send_create(op);
+    op->step = step_created;
+    return ZKL__STEP_AGAIN;
+}
+
+static zkl__step_result after_create(zkl__acq *op, int rc)
 {
     switch (zkl__rc_kind_of(rc)) {
-    case ZKL__RC_OK: return NEXT_DONE;
+    case ZKL__RC_OK: op->entry = ZKL__E_WAIT; return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
-        t->uncertain = true;
-        if (zkl__backoff(t->c, &t->attempt, t->a->deadline))
-            return NEXT_AGAIN;
-        *st = zkl__gave_up(t->c, t->a, "creating the lock node under");
-        return NEXT_CLEANUP;
+        op->uncertain = true;
+        return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");
     case ZKL__RC_NOMEM: /* no memory for the reply's results: the node may well exist */
-        *st = zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", t->a->path);
-        return NEXT_CLEANUP;
-    case ZKL__RC_SESSION: *st = ZKL__RESTART; return NEXT_CLEANUP;
+        op->uncertain = true;
+        return zkl__acq_fail(
+            op, zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", op->a.path));
+    case ZKL__RC_SESSION: op->uncertain = true; return zkl__acq_restart(op);
     default:
         if (rc == ZNONODE)
-            return make_parents(t, st);
-        *st = zkl__from_zk(rc, "create", t->want);
-        return NEXT_DONE;
+            return make_parents(op);
+        return zkl__acq_fail(op, zkl__from_zk(rc, "create", op->want));
     }
-}
-
-zkl_status zkl__create_node(zkl_client *c, zkl__session *s, const zkl__acquire_args *a, zkl__own *o)
-{
-    creating t = {c, s, a, {0}, NULL, 0, 0, false};
-    zkl_status st = ZKL_OK;
-    enum next next = NEXT_AGAIN;
-    memset(o, 0, sizeof *o);
-    if (new_prefix(&t) != ZKL_OK)
-        return ZKL_ESYS;
-    while (next == NEXT_AGAIN) {
-        if (t.uncertain) {
-            next = after_recover(&t, recover(s, a->path, t.prefix, o), &st);
-            continue;
-        }
-        free(t.want);
-        if (!(t.want = make_want(&t))) {
-            st = zkl__fail(ZKL_ENOMEM, "out of memory");
-            break;
-        }
-        next = after_create(&t, create_once(&t, o), &st);
-    }
-    if (next == NEXT_CLEANUP) /* an earlier try may have reached the server */
-        zkl__bg_delete(c, a->path, t.prefix);
-    free(t.want);
-    return st;
 }

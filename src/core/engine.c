@@ -1,34 +1,304 @@
 /*
- * engine.c - what the steps of an acquire share (engine.h).
+ * engine.c - the engine that runs acquires (acq.h): who runs an operation,
+ * when, and how it learns that something happened.
+ *
+ * DESIGN
+ *
+ * An operation (zkl__acq) is a state machine whose steps never block. It is
+ * run by one thread at a time: its blocking owner (the caller of
+ * zkl_mutex_acquire and the like, on its own thread, so that a blocking
+ * acquire costs what it did before the engine: a reply wakes the caller
+ * directly), or, for an async operation, the client's worker in its engine
+ * phase. Nothing else touches the fields a step uses.
+ *
+ * The rest only marks an operation ready, under c->mu: a reply (the request's
+ * notice, on the ZooKeeper completion thread), a watch event (its token's
+ * notice, same thread), a change of the connection state, a cancel or the
+ * close (the changed_locked hook readies every live operation), and a timer
+ * (the blocking owner's timed wait, or the worker's heap of async timers).
+ * Readiness is only "look again": each step checks what it waits for, and
+ * yields again if it has not come.
+ *
+ * State under c->mu: the engine's lists and heap, and each operation's
+ * ready, running, queued, done, cancel_req and granted flags and its timer's
+ * place in the heap. Lock order: c->mu is never held while a step runs, nor
+ * while a request is let go (zkl__req_drop waits out a running notice, which
+ * takes c->mu).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "base/status.h"
 #include "base/util.h"
-#include "core/engine.h"
+#include "core/acq.h"
+#include "requests/calls.h"
 
-void zkl__own_free(zkl__own *o)
+/* ---- the timer heap (async operations only; c->mu held) ---- */
+
+static void heap_set(struct zkl__engine *e, size_t i, zkl__acq *op)
 {
-    free(o->node);
-    zkl__names_free(&o->kids);
-    memset(o, 0, sizeof *o);
+    e->heap[i] = op;
+    op->heap_at = i + 1;
 }
 
-int64_t zkl__session_id(zkl__session *s)
+static void heap_up(struct zkl__engine *e, size_t i)
 {
-    int64_t id;
-    pthread_mutex_lock(&s->c->mu);
-    id = s->id;
-    pthread_mutex_unlock(&s->c->mu);
-    return id;
+    zkl__acq *op = e->heap[i];
+    while (i > 0 && e->heap[(i - 1) / 2]->wake_ms > op->wake_ms) {
+        heap_set(e, i, e->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(e, i, op);
 }
 
-zkl_status zkl__gave_up(zkl_client *c, const zkl__acquire_args *a, const char *doing)
+static void heap_down(struct zkl__engine *e, size_t i)
 {
-    if (zkl__canceled(c))
-        return zkl__fail(ZKL_ECANCELED, "%s %s was canceled", doing, a->path);
-    if (zkl__now_ms() >= a->deadline)
-        return zkl__fail(ZKL_ETIMEDOUT, "timed out %s %s%s", doing, a->path, zkl__conn_note(c));
-    return zkl__fail(ZKL_ECONNLOSS, "connection lost %s %s", doing, a->path);
+    zkl__acq *op = e->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        int64_t best = op->wake_ms;
+        if (l < e->heap_n && e->heap[l]->wake_ms < best)
+            best = e->heap[m = l]->wake_ms;
+        if (l + 1 < e->heap_n && e->heap[l + 1]->wake_ms < best)
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(e, i, e->heap[m]);
+        i = m;
+    }
+    heap_set(e, i, op);
+}
+
+static void heap_remove(struct zkl__engine *e, zkl__acq *op)
+{
+    size_t i = op->heap_at - 1;
+    zkl__acq *last;
+    if (!op->heap_at)
+        return;
+    op->heap_at = 0;
+    last = e->heap[--e->heap_n];
+    if (last == op)
+        return;
+    heap_set(e, i, last);
+    heap_up(e, i);
+    heap_down(e, last->heap_at - 1);
+}
+
+/* Put op's timer in the heap (or take it out: none). false: no memory (the
+ * operation then only runs when something happens, and is readied at once). */
+static bool heap_update(struct zkl__engine *e, zkl__acq *op)
+{
+    heap_remove(e, op);
+    if (op->wake_ms == INT64_MAX)
+        return true;
+    if (e->heap_n == e->heap_cap) {
+        size_t cap = e->heap_cap ? e->heap_cap * 2 : 64;
+        zkl__acq **h = realloc(e->heap, cap * sizeof(zkl__acq *));
+        if (!h)
+            return false;
+        e->heap = h;
+        e->heap_cap = cap;
+    }
+    heap_set(e, e->heap_n++, op);
+    heap_up(e, op->heap_at - 1);
+    return true;
+}
+
+/* ---- readiness ---- */
+
+/* The changed_locked hook: every live operation looks again. */
+static void changed_locked(zkl_client *c)
+{
+    zkl__acq *op;
+    DL_FOREACH(c->engine->live, op)
+    zkl__acq_ready_locked(op);
+}
+
+static int64_t engine_turn(zkl_client *c, int64_t now_us);
+
+static void engine_free(zkl_client *c)
+{
+    if (!c->engine)
+        return;
+    free(c->engine->heap);
+    free(c->engine);
+    c->engine = NULL;
+}
+
+/* The client's engine, made with its first operation. Caller holds c->mu. */
+static struct zkl__engine *engine_locked(zkl_client *c)
+{
+    if (c->engine)
+        return c->engine;
+    c->engine = calloc(1, sizeof *c->engine);
+    if (!c->engine)
+        return NULL;
+    c->hooks.changed_locked = changed_locked;
+    c->hooks.engine_turn = engine_turn;
+    c->hooks.engine_free = engine_free;
+    return c->engine;
+}
+
+/* ---- life ---- */
+
+zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
+                       zkl__acq_done_fn done_fn, void *arg)
+{
+    zkl__acq *op = calloc(1, sizeof *op);
+    int64_t floor = zkl__now_ms() + ZKL_CALL_MIN_MS;
+    if (!op)
+        return NULL;
+    op->c = c;
+    op->a = *a;
+    op->entry = ZKL__E_START;
+    op->wake_ms = INT64_MAX;
+    /* every request on the way gives up at the deadline, but gets at least
+     * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
+    op->call_until = a->deadline > floor ? a->deadline : floor;
+    op->blocking = blocking;
+    op->done_fn = done_fn;
+    op->done_arg = arg;
+    if (blocking)
+        zkl__cond_init(&op->cv);
+    pthread_mutex_lock(&c->mu);
+    if (!engine_locked(c)) {
+        pthread_mutex_unlock(&c->mu);
+        if (blocking)
+            pthread_cond_destroy(&op->cv);
+        free(op);
+        return NULL;
+    }
+    DL_APPEND(c->engine->live, op);
+    pthread_mutex_unlock(&c->mu);
+    return op;
+}
+
+void zkl__acq_free(zkl__acq *op)
+{
+    zkl_client *c;
+    if (!op)
+        return;
+    c = op->c;
+    pthread_mutex_lock(&c->mu);
+    heap_remove(c->engine, op);
+    DL_DELETE(c->engine->live, op);
+    pthread_mutex_unlock(&c->mu);
+    if (op->blocking)
+        pthread_cond_destroy(&op->cv);
+    free(op->hold.node);
+    free(op);
+}
+
+bool zkl__acq_cancel(zkl__acq *op)
+{
+    bool live;
+    pthread_mutex_lock(&op->c->mu);
+    live = !op->done && !op->granted;
+    if (live) {
+        op->cancel_req = true;
+        zkl__acq_ready_locked(op);
+    }
+    pthread_mutex_unlock(&op->c->mu);
+    return live;
+}
+
+/* Run op's steps until one yields or the last is done. */
+static void run_steps(zkl__acq *op)
+{
+    static const zkl__step entries[] = {
+        [ZKL__E_START] = zkl__step_start,
+        [ZKL__E_CREATE] = zkl__step_create,
+        [ZKL__E_WAIT] = zkl__step_wait,
+        [ZKL__E_GRANT] = zkl__step_grant,
+    };
+    for (;;) {
+        if (op->entry != ZKL__E_NONE) {
+            op->step = entries[op->entry];
+            op->entry = ZKL__E_NONE;
+        }
+        if (!op->step)
+            break;
+        op->wake_ms = INT64_MAX;
+        if (op->step(op) == ZKL__STEP_YIELD && op->entry == ZKL__E_NONE)
+            break;
+    }
+}
+
+void zkl__acq_run_blocking(zkl__acq *op)
+{
+    zkl_client *c = op->c;
+    for (;;) {
+        run_steps(op);
+        pthread_mutex_lock(&c->mu);
+        if (!op->step) {
+            op->done = true;
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        while (!op->ready)
+            if (zkl__cond_wait_until(&op->cv, &c->mu, op->wake_ms) == ETIMEDOUT)
+                break;
+        op->ready = false;
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (op->st != ZKL_OK) /* the step that failed may have run on another thread */
+        zkl__fail(op->st, "%s", op->msg);
+}
+
+void zkl__acq_start_async(zkl__acq *op)
+{
+    pthread_mutex_lock(&op->c->mu);
+    zkl__acq_ready_locked(op);
+    pthread_mutex_unlock(&op->c->mu);
+}
+
+/* Run one ready async operation (c->mu held; released while it runs). */
+static void run_async_locked(zkl_client *c, zkl__acq *op)
+{
+    op->queued = false;
+    op->ready = false;
+    op->running = true;
+    pthread_mutex_unlock(&c->mu);
+    run_steps(op);
+    pthread_mutex_lock(&c->mu);
+    op->running = false;
+    if (!op->step) {
+        op->done = true;
+        heap_remove(c->engine, op);
+        pthread_mutex_unlock(&c->mu);
+        op->done_fn(op, op->done_arg); /* may free op */
+        pthread_mutex_lock(&c->mu);
+        return;
+    }
+    if (!heap_update(c->engine, op))
+        op->ready = true; /* no room for its timer: keep looking */
+    if (op->ready) {
+        op->ready = false;
+        zkl__acq_ready_locked(op);
+    }
+}
+
+/* The worker's engine phase: due timers, then up to a batch of ready operations. */
+static int64_t engine_turn(zkl_client *c, int64_t now_us)
+{
+    struct zkl__engine *e = c->engine;
+    int64_t now_ms = now_us / 1000;
+    int n;
+    while (e->heap_n && e->heap[0]->wake_ms <= now_ms) {
+        zkl__acq *op = e->heap[0];
+        heap_remove(e, op);
+        zkl__acq_ready_locked(op);
+    }
+    if (!e->ready)
+        return e->heap_n ? e->heap[0]->wake_ms * 1000 : INT64_MAX;
+    for (n = 0; n < 64 && e->ready; n++) {
+        zkl__acq *op = e->ready;
+        e->ready = op->rnext;
+        if (!e->ready)
+            e->ready_end = NULL;
+        run_async_locked(c, op);
+    }
+    return 0;
 }

@@ -32,7 +32,7 @@
 #include "base/seq.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/engine.h"
+#include "core/acq.h"
 #include "requests/calls.h"
 #include "requests/rc.h"
 #include "requests/retry.h"
@@ -41,18 +41,6 @@
 #include "services/revoke.h"
 
 #ifdef ZKL_FAULTS
-/* Test hook: the next foreground delete "loses its connection". */
-static bool delete_fault(zkl_client *c)
-{
-    bool fault;
-    pthread_mutex_lock(&c->mu);
-    fault = c->faults.delete_lost > 0;
-    if (fault)
-        c->faults.delete_lost--;
-    pthread_mutex_unlock(&c->mu);
-    return fault;
-}
-
 /* Test hook: the contended window a test set, or 0. */
 static int defer_fault(zkl_client *c)
 {
@@ -63,7 +51,6 @@ static int defer_fault(zkl_client *c)
     return us;
 }
 #else
-#define delete_fault(c) ((void)(c), false)
 #define defer_fault(c) ((void)(c), 0)
 #endif
 
@@ -77,122 +64,21 @@ static int defer_window_us(zkl_client *c, bool alone)
     return us > 0 ? us : ZKL_DEFER_CONTENDED_US;
 }
 
-/* Delete our node now if we can, else in the background. */
-static void delete_guaranteed(zkl_client *c, zkl__session *s, const char *node)
-{
-    int rc = ZCONNECTIONLOSS;
-    /* the caller's deadline may be spent: cleanup gets a moment of its own,
-     * then the worker takes over */
-    int64_t prev = zkl__call_deadline(zkl__now_ms() + 2000);
-    if (s && !delete_fault(c))
-        rc = zkl__zk_delete(s, node);
-    zkl__call_deadline(prev);
-    if (rc != ZOK && rc != ZNONODE)
-        zkl__bg_delete(c, node, NULL);
-}
-
-/*
- * A grant needs a lease with at least a renewal interval left: usually the
- * renewals made while we waited (or the create) give it; after a long
- * silence a sync does. Connection trouble is retried until the deadline.
- */
-static zkl_status lease_for_grant(zkl_client *c, zkl__session *s, const zkl__acquire_args *a)
-{
-    int attempt = 0;
-    for (;;) {
-        int rc = zkl__lease_fresh(c, s);
-        if (rc == ZOK)
-            return ZKL_OK;
-        if (zkl__rc_kind_of(rc) != ZKL__RC_RETRY)
-            return zkl__rc_status(rc, "sync", a->path);
-        if (!zkl__backoff(c, &attempt, a->deadline))
-            return zkl__gave_up(c, a, "waiting for");
-    }
-}
-
-/* Wait in line with our node o, then the lease and revocation: the hold, or why not. */
-static zkl_status wait_and_grant(zkl_client *c, zkl__session *s, const zkl__acquire_args *a,
-                                 zkl__own *o, zkl__hold *hold)
-{
-    zkl__revwatch *rev = NULL;
-    zkl_status st = zkl__wait_for_lock(c, s, a, o);
-    if (st == ZKL_OK)
-        st = lease_for_grant(c, s, a);
-    if (st == ZKL_OK && a->revoke_cb &&
-        !(rev = zkl__revwatch_start(c, o->node, s->epoch, a->revoke_cb, a->revoke_ctx)))
-        /* a hold that cannot be revoked as asked is not handed out */
-        st = zkl__fail(ZKL_ENOMEM, "out of memory");
-    if (st != ZKL_OK)
-        return st;
-    hold->node = o->node;
-    hold->czxid = o->czxid;
-    hold->epoch = s->epoch;
-    hold->alone = o->alone;
-    hold->rev = rev;
-    o->node = NULL;
-    return ZKL_OK;
-}
-
-/* One place in line, in the current session (*epoch). ZKL__RESTART: its session went. */
-static zkl_status one_place(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold,
-                            uint64_t *epoch)
-{
-    zkl__session *s;
-    zkl__own o;
-    zkl_status st = zkl__session_get(c, a->deadline, &s);
-    if (st != ZKL_OK)
-        return st;
-    *epoch = s->epoch;
-    st = zkl__create_node(c, s, a, &o);
-    if (st == ZKL_OK) {
-        st = wait_and_grant(c, s, a, &o, hold);
-        /* Timeout, error, no memory or lost session: our node must go,
-         * whatever happens. */
-        if (st != ZKL_OK)
-            delete_guaranteed(c, st == ZKL__RESTART ? NULL : s, o.node);
-        zkl__own_free(&o);
-    }
-    zkl__session_put(s);
-    return st;
-}
-
-static zkl_status lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
-{
-    int restarts = 0;
-    for (;;) {
-        uint64_t epoch = 0;
-        int64_t until;
-        zkl_status st = one_place(c, a, hold, &epoch);
-        if (st != ZKL__RESTART)
-            return st;
-        if (a->no_restart)
-            return zkl__fail(ZKL_ELOST,
-                             "lost our place in line for %s (session lost, or node deleted)",
-                             a->path);
-        if (zkl__now_ms() >= a->deadline)
-            return zkl__fail(ZKL_ETIMEDOUT, "lost our place in line for %s, and out of time",
-                             a->path);
-        zkl__log(ZKL_LOG_INFO, "lost our place in line for %s: trying again", a->path);
-        /* The server refused the session, or our node went, while the client
-         * still counts the session alive: its end is usually on the way.
-         * Trying again at once would only spin on the dying session (and
-         * queue a cleanup each time) until the client hears of it. */
-        until = zkl__now_ms() + zkl__retry_delay_ms(restarts++, 4);
-        zkl__await_session_news(c, epoch, until < a->deadline ? until : a->deadline);
-    }
-}
-
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
-    /* Every call on the way gives up at the caller's deadline, but gets at
-     * least ZKL_CALL_MIN_MS: "try once" must be able to make its round trips. */
-    int64_t floor = zkl__now_ms() + ZKL_CALL_MIN_MS;
-    int64_t prev = zkl__call_deadline(a->deadline > floor ? a->deadline : floor);
+    zkl__acq *op = zkl__acq_new(c, a, true, NULL, NULL);
     zkl_status st;
+    if (!op)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
     zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
-    st = lock_acquire(c, a, hold);
+    zkl__acq_run_blocking(op);
+    st = op->st;
+    if (st == ZKL_OK) {
+        *hold = op->hold;
+        op->hold.node = NULL;
+    }
     zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
-    zkl__call_deadline(prev);
+    zkl__acq_free(op);
     return st;
 }
 
@@ -211,7 +97,7 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
         /* Not waiting for the reply: others get the lock only once the
          * server has applied the delete, and this session's next request
          * is ordered after it. A delete that fails goes to the background. */
-        if (!s || delete_fault(c))
+        if (!s || zkl__delete_fault(c))
             zkl__bg_delete(c, hold->node, NULL);
         else
             /* Hold the delete back a moment, so that our next request

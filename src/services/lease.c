@@ -165,7 +165,7 @@ zkl_status zkl__lease_remaining(zkl_client *c, uint64_t epoch, const char *what,
     return ZKL_OK;
 }
 
-int zkl__lease_fresh(zkl_client *c, zkl__session *s)
+int zkl__lease_check(zkl_client *c, zkl__session *s)
 {
     int64_t need;
     int rc;
@@ -173,12 +173,14 @@ int zkl__lease_fresh(zkl_client *c, zkl__session *s)
     need = zkl__boot_ms() + renew_interval_ms(c);
     rc = s->epoch == c->sess->epoch && !c->lease->lapsed && c->lease->end > need ? ZOK : ZNOTHING;
     pthread_mutex_unlock(&c->mu);
-    if (rc == ZOK)
-        return ZOK;
-    count_sync(c);
-    rc = zkl__zk_sync(s, "/"); /* its reply is recorded as a proof */
     if (rc != ZOK)
-        return rc;
+        count_sync(c); /* the caller sends the sync */
+    return rc;
+}
+
+int zkl__lease_after_sync(zkl_client *c, zkl__session *s)
+{
+    int rc;
     pthread_mutex_lock(&c->mu);
     rc = s->epoch == c->sess->epoch && lease_good_locked(c, zkl__boot_ms()) ? ZOK : ZCONNECTIONLOSS;
     pthread_mutex_unlock(&c->mu);

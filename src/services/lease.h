@@ -58,11 +58,13 @@ zkl_status zkl__lease_remaining(struct zkl_client *c, uint64_t epoch, const char
 int64_t zkl__lease_end(struct zkl_client *c, uint64_t epoch);
 
 /*
- * Before a grant: make sure session s has at least a renewal interval (T/3)
- * of lease left, sending a sync and waiting for it if not. ZOK if the lease
- * is good, else the sync's rc (connection loss, session expired, ...).
+ * Before a grant, session s must have at least a renewal interval (T/3) of
+ * lease left. zkl__lease_check: ZOK if it has, else ZNOTHING, and the caller
+ * sends a sync (its answer is recorded as a proof) and then asks
+ * zkl__lease_after_sync: ZOK if the lease is good now, else ZCONNECTIONLOSS.
  */
-int zkl__lease_fresh(struct zkl_client *c, zkl__session *s);
+int zkl__lease_check(struct zkl_client *c, zkl__session *s);
+int zkl__lease_after_sync(struct zkl_client *c, zkl__session *s);
 
 /*
  * The worker's lease phase (caller holds c->mu; released while sending): a

@@ -43,6 +43,9 @@ struct zkl__watch {
     int refs;
     bool fired;
     bool deleted; /* the event was the watched node's deletion */
+    /* told when it fires (c->mu held): the engine readies the op it wakes */
+    void (*notify_locked)(void *arg);
+    void *notify_arg;
     zkl__watch *prev, *next;
 };
 
@@ -98,11 +101,20 @@ typedef struct zkl__hooks {
     /* session: s's handle is closed: the ZooKeeper client will call nothing
      * of it again (c->mu held) */
     void (*closed_locked)(struct zkl_client *c, zkl__session *s);
+    /* session, client: the connection state changed, or the client was
+     * canceled or is closing: waits must look again (c->mu held) */
+    void (*changed_locked)(struct zkl_client *c);
+    /* client: the engine's worker phase (core/engine.c), set by the core
+     * with its first operation (c->mu held; as the phases of worker.c) */
+    int64_t (*engine_turn)(struct zkl_client *c, int64_t now_us);
+    /* client: free the engine's state at close (nothing outstanding) */
+    void (*engine_free)(struct zkl_client *c);
 } zkl__hooks;
 
 struct zkl__cleanup; /* services/cleanup.h */
 struct zkl__revs;    /* services/revoke.h */
 struct zkl__lease;   /* services/lease.h */
+struct zkl__engine;  /* core/engine.c */
 
 struct zkl_client {
     pthread_mutex_t mu;
@@ -129,6 +141,7 @@ struct zkl_client {
     struct zkl__cleanup *cleanup;
     struct zkl__revs *revs;
     struct zkl__lease *lease;
+    struct zkl__engine *engine; /* the core's, once it has run an operation */
 #ifdef ZKL_FAULTS
     zkl__faults faults;
 #endif
@@ -160,6 +173,13 @@ zkl__session *zkl__session_open(struct zkl_client *c, uint64_t epoch);
 /* Current session with a reference, or ZKL_ECLOSED / ZKL_ETIMEDOUT (none usable by deadline). */
 zkl_status zkl__session_get(struct zkl_client *c, int64_t deadline, zkl__session **out);
 void zkl__session_put(zkl__session *s);
+/*
+ * The same without waiting: ZKL__RESTART (no message) while the lost
+ * session is being replaced. Caller holds c->mu.
+ */
+zkl_status zkl__session_try_get_locked(struct zkl_client *c, zkl__session **out);
+/* Tell waits to look again (the changed_locked hook). Caller holds c->mu. */
+void zkl__changed_locked(struct zkl_client *c);
 /* c->sess if it is session epoch, connected and not lost; else NULL. Caller holds c->mu. */
 zkl__session *zkl__session_live_locked(struct zkl_client *c, uint64_t epoch);
 /*
@@ -195,6 +215,12 @@ bool zkl__on_worker(struct zkl_client *c);
  */
 bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
 /*
+ * The same without waiting: false when the retries are spent, else the
+ * zkl__now_ms() time (at most deadline) the backoff lasts until, which a
+ * change of the connection state cuts short.
+ */
+bool zkl__backoff_until(struct zkl_client *c, int *attempt, int64_t deadline, int64_t *until);
+/*
  * A request of session epoch failed as if the session were gone, but the
  * client has not heard so yet (its event is still on the completion thread):
  * wait until the connection state changes, the client closes or is
@@ -227,9 +253,11 @@ void zkl__listener_remove(struct zkl_client *c, int id);
 
 /* ---- watch tokens (watch.c) ---- */
 
-/* A new token (refs: caller + ZooKeeper), and the caller's drop. */
+/* A new token (refs: caller + ZooKeeper), and the caller's drop (no notice after it). */
 zkl__watch *zkl__watch_new(zkl__session *s);
 void zkl__watch_drop(zkl__watch *w);
+/* Call fn(arg) with c->mu held when w fires (before the request that sets it is sent). */
+void zkl__watch_notify(zkl__watch *w, void (*fn)(void *arg), void *arg);
 /* The ZooKeeper side's reference, when a watch was not registered after all. */
 void zkl__watch_unregistered(zkl__watch *w);
 /* Free the tokens of a closed session (ZooKeeper will not call them). Caller holds c->mu. */

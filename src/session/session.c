@@ -71,7 +71,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         }
     }
     c->state_gen++;
-    pthread_cond_broadcast(&c->cv);
+    zkl__changed_locked(c);
     pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -180,6 +180,26 @@ void zkl__session_put(zkl__session *s)
         session_destroy(s);
 }
 
+zkl_status zkl__session_try_get_locked(zkl_client *c, zkl__session **out)
+{
+    if (c->closing)
+        return zkl__fail(ZKL_ECLOSED, "client is closing");
+    if (c->canceled)
+        return zkl__fail(ZKL_ECANCELED, "canceled");
+    if (c->sess->expired)
+        return ZKL__RESTART;
+    c->sess->refs++;
+    *out = c->sess;
+    return ZKL_OK;
+}
+
+void zkl__changed_locked(zkl_client *c)
+{
+    pthread_cond_broadcast(&c->cv);
+    if (c->hooks.changed_locked)
+        c->hooks.changed_locked(c);
+}
+
 zkl__session *zkl__session_live_locked(zkl_client *c, uint64_t epoch)
 {
     zkl__session *s = c->sess;
@@ -194,7 +214,7 @@ void zkl__session_lose_locked(zkl_client *c, zkl_conn_state first)
     c->connected = false;
     zkl__event_push_locked(c, c->sess, ZKL_STATE_LOST);
     c->state_gen++;
-    pthread_cond_broadcast(&c->cv);
+    zkl__changed_locked(c);
     pthread_cond_signal(&c->wcv);
 }
 
@@ -214,7 +234,7 @@ static void replace_locked(zkl_client *c)
     }
     old->retired = true;
     c->state_gen++;
-    pthread_cond_broadcast(&c->cv);
+    zkl__changed_locked(c);
     pthread_mutex_unlock(&c->mu);
     zkl__session_put(old);
     pthread_mutex_lock(&c->mu);
@@ -316,20 +336,28 @@ void zkl__client_unref(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
+bool zkl__backoff_until(zkl_client *c, int *attempt, int64_t deadline, int64_t *until)
 {
-    int64_t delay, until;
-    uint64_t gen;
-    bool canceled;
+    int64_t delay;
     if (*attempt >= c->opts.retry_max)
         return false;
     delay = (int64_t)c->opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
     if (delay > c->opts.retry_max_ms)
         delay = c->opts.retry_max_ms;
     (*attempt)++;
-    until = zkl__now_ms() + delay;
-    if (until > deadline)
-        until = deadline;
+    *until = zkl__now_ms() + delay;
+    if (*until > deadline)
+        *until = deadline;
+    return true;
+}
+
+bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
+{
+    int64_t until;
+    uint64_t gen;
+    bool canceled;
+    if (!zkl__backoff_until(c, attempt, deadline, &until))
+        return false;
     pthread_mutex_lock(&c->mu);
     gen = c->state_gen;
     while (!c->closing && !c->canceled && c->state_gen == gen) {

@@ -36,17 +36,30 @@ static void watch_unref_locked(zkl__watch *w)
     free(w);
 }
 
+void zkl__watch_notify(zkl__watch *w, void (*fn)(void *arg), void *arg)
+{
+    zkl_client *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    w->notify_locked = fn;
+    w->notify_arg = arg;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkl__watch_drop(zkl__watch *w)
 {
     zkl_client *c = w->c;
     pthread_mutex_lock(&c->mu);
+    w->notify_locked = NULL; /* its owner is going: a late event tells nobody */
     watch_unref_locked(w);
     pthread_mutex_unlock(&c->mu);
 }
 
 void zkl__watch_unregistered(zkl__watch *w)
 {
-    zkl__watch_drop(w);
+    zkl_client *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    watch_unref_locked(w);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void zkl__watches_free_locked(zkl__session *s)
@@ -77,6 +90,8 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
     w->fired = true;
     w->deleted = type == ZOO_DELETED_EVENT;
     pthread_cond_broadcast(&c->cv);
+    if (w->notify_locked)
+        w->notify_locked(w->notify_arg);
     watch_unref_locked(w);
     pthread_mutex_unlock(&c->mu);
 }

@@ -1,0 +1,173 @@
+/*
+ * acq.h - one acquire as a state machine (docs/design/async.md), private to
+ * the core. Its steps are functions that send the next request, or look at
+ * what came back, and name the step that comes next; none of them blocks.
+ * Replies, watch events, state changes and timers only make an operation
+ * ready; whoever runs it (the blocking caller's own thread, or the worker's
+ * engine phase for async operations) calls its step until it yields.
+ *
+ * create.c: our node (protected create, recovery, parents); wait.c: the wait
+ * in line; grant.c: the lease, the hold, the cleanup and the restart;
+ * engine.c: readiness, timers, and who runs what.
+ */
+#ifndef ZKL_CORE_ACQ_H
+#define ZKL_CORE_ACQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/seq.h"
+#include "core/driver.h"
+#include "core/hold.h"
+#include "requests/pending.h"
+#include "session/client.h"
+
+typedef struct zkl__acq zkl__acq;
+
+/* The client's engine (c->engine), made with its first operation; under c->mu. */
+struct zkl__engine {
+    zkl__acq *live;              /* every operation not yet freed (utlist, prev/next) */
+    zkl__acq *ready, *ready_end; /* async operations to run (rnext) */
+    zkl__acq **heap;             /* async operations' timers, by wake_ms */
+    size_t heap_n, heap_cap;
+};
+
+/* Where a step of one file sends the op into another's (engine.c's table). */
+typedef enum zkl__entry {
+    ZKL__E_NONE,
+    ZKL__E_START,  /* grant.c: a session, a place */
+    ZKL__E_CREATE, /* create.c: our node */
+    ZKL__E_WAIT,   /* wait.c: the line, from the listing */
+    ZKL__E_GRANT,  /* grant.c: the lease, the hold */
+} zkl__entry;
+
+/* What a step did: go on with the next step at once, or wait to be readied. */
+typedef enum zkl__step_result { ZKL__STEP_AGAIN, ZKL__STEP_YIELD } zkl__step_result;
+typedef zkl__step_result (*zkl__step)(zkl__acq *op);
+
+/* A data or child watch the op keeps (the watched node, the one before it). */
+typedef struct zkl__armed {
+    char *name; /* the child's basename (NULL: the child list) */
+    zkl__watch *w;
+    /* the child is an ephemeral of our own session: its deletion proves
+     * nothing until a listing shows the session alive (issue 17) */
+    bool ours;
+} zkl__armed;
+
+/* Reported when an op is done (engine.c's owner: blocking waiter or async handle). */
+typedef void (*zkl__acq_done_fn)(zkl__acq *op, void *arg);
+
+struct zkl__acq {
+    zkl_client *c;
+    zkl__acquire_args a;
+    zkl__step step;   /* what runs next (a step of the same file) */
+    zkl__entry entry; /* or: the entry of another file's part, run next */
+    zkl__step resume; /* after a backoff */
+    int64_t wake_ms;  /* the step's timer (zkl__now_ms), INT64_MAX: none */
+    int64_t call_until;
+    /* the place in line */
+    zkl__session *s; /* with a reference, while we have a place */
+    uint64_t epoch;
+    char *node; /* full path of our node */
+    const char *name;
+    int64_t czxid;
+    zkl__names kids; /* a listing to look at */
+    bool have_kids, alone, carried;
+    /* creating */
+    char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
+    char *want;
+    int attempt, parents, restarts, fault;
+    bool uncertain;               /* a try may have reached the server: recover by prefix first */
+    bool no_carry;                /* the next create goes alone (a multi failed unapplied) */
+    char *mk;                     /* mkdirs: the path being made */
+    size_t mk_at;                 /* how much of a->path it is */
+    struct zkl__deferred *merged; /* held-back deletes riding in our multi */
+    /* requests in flight (at most two: a write and its listing, or two watches) */
+    zkl__req *k[2];
+    int nk;
+    int rcs[2];
+    /* waiting */
+    zkl__armed prim, ahead;
+    zkl__verdict v;
+    uint64_t gen; /* the connection state a listing was taken in */
+    /* a backoff or a wait for session news: until when, since which state */
+    int64_t until;
+    uint64_t since_gen;
+    const char *doing;
+    /* the outcome */
+    zkl_status st;
+    char msg[256];
+    zkl__hold hold;
+    struct zkl__revwatch *rev;
+    /* the engine's, under c->mu */
+    bool ready, running, queued, done, cancel_req, granted, blocking;
+    pthread_cond_t cv; /* a blocking owner sleeps on it */
+    size_t heap_at;    /* 1 + index in the timer heap, 0: not in it */
+    zkl__acq_done_fn done_fn;
+    void *done_arg;
+    zkl__acq *prev, *next; /* the engine's live list */
+    zkl__acq *rnext;       /* the ready list */
+};
+
+/* ---- engine.c: who runs what ---- */
+
+/*
+ * A new op for args a (copied: a's strings must outlive the op). blocking:
+ * run by the caller (zkl__acq_run_blocking), else by the worker, which calls
+ * done_fn(op, arg) on its thread when it is done. NULL on no memory.
+ */
+zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
+                       zkl__acq_done_fn done_fn, void *arg);
+/* Start it: the blocking owner runs it to the end; an async one goes to the worker. */
+void zkl__acq_run_blocking(zkl__acq *op);
+void zkl__acq_start_async(zkl__acq *op);
+/* Free a done op (nothing of it is in flight any more). */
+void zkl__acq_free(zkl__acq *op);
+/* Ask a live op to stop with ZKL_ECANCELED; false if it is done already. */
+bool zkl__acq_cancel(zkl__acq *op);
+
+/* ---- op.c: what steps share ---- */
+
+/* Readies op (a reply came, a watch fired): c->mu held / not held. */
+void zkl__acq_ready_locked(zkl__acq *op);
+/* For a watch token: it fired (c->mu held); arg is the op. */
+void zkl__acq_ready_locked_fn(void *op);
+/* For zkl__req: a reply came (completion thread, no lock held). */
+void zkl__acq_notify(void *op);
+
+/* Requests of the op: track what was sent (k may be NULL: its rc was a send failure). */
+void zkl__acq_track(zkl__acq *op, zkl__req *k, int send_rc);
+/*
+ * Whether every tracked request is answered (or the call deadline passed:
+ * those not answered read ZOPERATIONTIMEOUT); op->rcs then has each rc.
+ * Not yet: the step's timer is set to the call deadline.
+ */
+bool zkl__acq_answered(zkl__acq *op);
+/* Let go of the tracked requests (after reading them). */
+void zkl__acq_untrack(zkl__acq *op);
+/* Wait until the zkl__now_ms() time at (or the connection state changes): true once due. */
+bool zkl__acq_sleep(zkl__acq *op, int64_t at);
+/* The connection state, cancel flag or closing changed since op->gen. */
+bool zkl__acq_changed(zkl__acq *op);
+
+/* ---- the steps: where each part begins ---- */
+zkl__step_result zkl__step_start(zkl__acq *op);  /* grant.c: a session, a place */
+zkl__step_result zkl__step_create(zkl__acq *op); /* create.c: our node */
+zkl__step_result zkl__step_wait(zkl__acq *op);   /* wait.c: the line, from the listing */
+zkl__step_result zkl__step_grant(zkl__acq *op);  /* grant.c: the lease, the hold */
+/* Finish with st: cleanup of our node (if any), then done. */
+zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st);
+/* The place is lost (ZKL__RESTART): start again, or give up. */
+zkl__step_result zkl__acq_restart(zkl__acq *op);
+/* Retry after a backoff: resume at step, or give up with "doing". */
+zkl__step_result zkl__acq_backoff(zkl__acq *op, zkl__step step, const char *doing);
+/* The session's server id (0 before it connected). */
+int64_t zkl__session_id(zkl__session *s);
+/* Test hook (ZKL_FAULTS): the next foreground delete of a lock node "loses its connection". */
+bool zkl__delete_fault(zkl_client *c);
+/* The op ran out of retries: canceled, timed out or connection lost. */
+zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing);
+void zkl__armed_clear(zkl__armed *x);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * op.c - what the steps of an acquire share (acq.h): readiness, the requests
+ * an operation has in flight, its timers, its watches, and how it gives up.
+ * The engine (engine.c) runs operations; this file only marks them ready.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "base/util.h"
+#include "core/acq.h"
+
+void zkl__acq_ready_locked(zkl__acq *op)
+{
+    struct zkl__engine *e = op->c->engine;
+    op->ready = true;
+    if (op->done)
+        return;
+    if (op->blocking) {
+        pthread_cond_signal(&op->cv);
+        return;
+    }
+    if (op->queued || op->running)
+        return; /* the runner looks at ready when the step yields */
+    op->queued = true;
+    op->rnext = NULL;
+    if (e->ready_end)
+        e->ready_end->rnext = op;
+    else
+        e->ready = op;
+    e->ready_end = op;
+    pthread_cond_signal(&op->c->wcv);
+}
+
+void zkl__acq_ready_locked_fn(void *arg)
+{
+    zkl__acq_ready_locked(arg);
+}
+
+void zkl__acq_notify(void *arg)
+{
+    zkl__acq *op = arg;
+    pthread_mutex_lock(&op->c->mu);
+    zkl__acq_ready_locked(op);
+    pthread_mutex_unlock(&op->c->mu);
+}
+
+void zkl__acq_track(zkl__acq *op, zkl__req *k, int send_rc)
+{
+    op->k[op->nk] = k;
+    op->rcs[op->nk] = send_rc;
+    op->nk++;
+}
+
+bool zkl__acq_answered(zkl__acq *op)
+{
+    bool all = true;
+    int i;
+    for (i = 0; i < op->nk; i++)
+        if (op->k[i] && !zkl__req_done(op->k[i], &op->rcs[i]))
+            all = false;
+    if (all)
+        return true;
+    if (zkl__now_ms() < op->call_until) {
+        if (op->call_until < op->wake_ms)
+            op->wake_ms = op->call_until;
+        return false;
+    }
+    /* a silent link can hold a reply back for most of a session timeout:
+     * retryable, as the request may still be applied */
+    for (i = 0; i < op->nk; i++)
+        if (op->k[i] && !zkl__req_done(op->k[i], &op->rcs[i]))
+            op->rcs[i] = ZOPERATIONTIMEOUT;
+    return true;
+}
+
+void zkl__acq_untrack(zkl__acq *op)
+{
+    int i;
+    for (i = 0; i < op->nk; i++)
+        if (op->k[i])
+            zkl__req_drop(op->k[i]);
+    op->nk = 0;
+    op->k[0] = op->k[1] = NULL;
+}
+
+bool zkl__acq_sleep(zkl__acq *op, int64_t at)
+{
+    if (zkl__now_ms() >= at)
+        return true;
+    if (at < op->wake_ms)
+        op->wake_ms = at;
+    return false;
+}
+
+bool zkl__acq_changed(zkl__acq *op)
+{
+    zkl_client *c = op->c;
+    bool changed;
+    pthread_mutex_lock(&c->mu);
+    changed = c->state_gen != op->since_gen || c->canceled || c->closing || op->cancel_req;
+    pthread_mutex_unlock(&c->mu);
+    return changed;
+}
+
+void zkl__armed_clear(zkl__armed *x)
+{
+    if (x->w)
+        zkl__watch_drop(x->w);
+    free(x->name);
+    x->w = NULL;
+    x->name = NULL;
+    x->ours = false;
+}
+
+int64_t zkl__session_id(zkl__session *s)
+{
+    int64_t id;
+    pthread_mutex_lock(&s->c->mu);
+    id = s->id;
+    pthread_mutex_unlock(&s->c->mu);
+    return id;
+}
+
+#ifdef ZKL_FAULTS
+bool zkl__delete_fault(zkl_client *c)
+{
+    bool fault;
+    pthread_mutex_lock(&c->mu);
+    fault = c->faults.delete_lost > 0;
+    if (fault)
+        c->faults.delete_lost--;
+    pthread_mutex_unlock(&c->mu);
+    return fault;
+}
+#else
+bool zkl__delete_fault(zkl_client *c)
+{
+    (void)c;
+    return false;
+}
+#endif
+
+zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing)
+{
+    zkl_client *c = op->c;
+    if (zkl__canceled(c))
+        return zkl__fail(ZKL_ECANCELED, "%s %s was canceled", doing, op->a.path);
+    if (zkl__now_ms() >= op->a.deadline)
+        return zkl__fail(ZKL_ETIMEDOUT, "timed out %s %s%s", doing, op->a.path, zkl__conn_note(c));
+    return zkl__fail(ZKL_ECONNLOSS, "connection lost %s %s", doing, op->a.path);
+}
