@@ -12,6 +12,7 @@
 #include "multilock.h"
 #include "revoke.h"
 #include "inspect.h"
+#include "async.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

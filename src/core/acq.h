@@ -31,6 +31,10 @@ struct zkl__engine {
     zkl__acq *ready, *ready_end; /* async operations to run (rnext) */
     zkl__acq **heap;             /* async operations' timers, by wake_ms */
     size_t heap_n, heap_cap;
+    /* descriptor delivery (zkl_client_event_fd): finished async acquires
+     * wait here for zkl_client_dispatch (async.c) */
+    int efd; /* -1: callbacks on the worker */
+    struct zkl_op *reports, *reports_end;
 };
 
 /* Where a step of one file sends the op into another's (engine.c's table). */
@@ -119,13 +123,16 @@ struct zkl__acq {
  */
 zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
                        zkl__acq_done_fn done_fn, void *arg);
+/* The client's engine, made if need be (NULL: no memory). Caller holds c->mu. */
+struct zkl__engine *zkl__engine_locked(zkl_client *c);
 /* Start it: the blocking owner runs it to the end; an async one goes to the worker. */
 void zkl__acq_run_blocking(zkl__acq *op);
 void zkl__acq_start_async(zkl__acq *op);
 /* Free a done op (nothing of it is in flight any more). */
 void zkl__acq_free(zkl__acq *op);
-/* Ask a live op to stop with ZKL_ECANCELED; false if it is done already. */
-bool zkl__acq_cancel(zkl__acq *op);
+/* Ask a live op to stop with ZKL_ECANCELED; false if it is done or granted already. Caller holds
+ * c->mu. */
+bool zkl__acq_cancel_locked(zkl__acq *op);
 
 /* ---- op.c: what steps share ---- */
 
@@ -166,6 +173,8 @@ zkl__step_result zkl__acq_backoff(zkl__acq *op, zkl__step step, const char *doin
 int64_t zkl__session_id(zkl__session *s);
 /* Test hook (ZKL_FAULTS): the next foreground delete of a lock node "loses its connection". */
 bool zkl__delete_fault(zkl_client *c);
+/* zkl_client_cancel, or this op's cancel. */
+bool zkl__acq_canceled(zkl__acq *op);
 /* The op ran out of retries: canceled, timed out or connection lost. */
 zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing);
 void zkl__armed_clear(zkl__armed *x);

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <utlist.h>
 
 #include "base/status.h"
@@ -122,19 +123,22 @@ static void engine_free(zkl_client *c)
 {
     if (!c->engine)
         return;
+    if (c->engine->efd >= 0)
+        close(c->engine->efd);
     free(c->engine->heap);
     free(c->engine);
     c->engine = NULL;
 }
 
 /* The client's engine, made with its first operation. Caller holds c->mu. */
-static struct zkl__engine *engine_locked(zkl_client *c)
+struct zkl__engine *zkl__engine_locked(zkl_client *c)
 {
     if (c->engine)
         return c->engine;
     c->engine = calloc(1, sizeof *c->engine);
     if (!c->engine)
         return NULL;
+    c->engine->efd = -1;
     c->hooks.changed_locked = changed_locked;
     c->hooks.engine_turn = engine_turn;
     c->hooks.engine_free = engine_free;
@@ -163,7 +167,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
     if (blocking)
         zkl__cond_init(&op->cv);
     pthread_mutex_lock(&c->mu);
-    if (!engine_locked(c)) {
+    if (!zkl__engine_locked(c)) {
         pthread_mutex_unlock(&c->mu);
         if (blocking)
             pthread_cond_destroy(&op->cv);
@@ -191,16 +195,13 @@ void zkl__acq_free(zkl__acq *op)
     free(op);
 }
 
-bool zkl__acq_cancel(zkl__acq *op)
+bool zkl__acq_cancel_locked(zkl__acq *op)
 {
-    bool live;
-    pthread_mutex_lock(&op->c->mu);
-    live = !op->done && !op->granted;
+    bool live = !op->done && !op->granted;
     if (live) {
         op->cancel_req = true;
         zkl__acq_ready_locked(op);
     }
-    pthread_mutex_unlock(&op->c->mu);
     return live;
 }
 

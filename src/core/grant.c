@@ -57,6 +57,10 @@ zkl__step_result zkl__step_start(zkl__acq *op)
     pthread_mutex_lock(&c->mu);
     st = zkl__session_try_get_locked(c, &op->s);
     pthread_mutex_unlock(&c->mu);
+    if (st == ZKL__RESTART && zkl__acq_canceled(op)) {
+        drop_session(op);
+        return finish(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
+    }
     if (st == ZKL__RESTART) { /* lost: the worker is opening the next session */
         if (zkl__acq_sleep(op, op->a.deadline))
             return finish(op, zkl__fail(ZKL_ETIMEDOUT, "no live session before the deadline"));
@@ -80,7 +84,7 @@ static zkl__step_result step_news(zkl__acq *op)
     bool news;
     pthread_mutex_lock(&c->mu);
     news = c->sess->epoch != op->epoch || c->sess->expired || c->state_gen != op->since_gen ||
-           c->closing || c->canceled;
+           c->closing || c->canceled || op->cancel_req;
     pthread_mutex_unlock(&c->mu);
     if (!news && !zkl__acq_sleep(op, op->until))
         return ZKL__STEP_YIELD;
@@ -170,7 +174,7 @@ static zkl__step_result step_backoff(zkl__acq *op)
 {
     if (!zkl__acq_changed(op) && !zkl__acq_sleep(op, op->until))
         return ZKL__STEP_YIELD;
-    if (zkl__canceled(op->c) || op->cancel_req || zkl__now_ms() >= op->a.deadline)
+    if (zkl__acq_canceled(op) || zkl__now_ms() >= op->a.deadline)
         return zkl__acq_fail(op, zkl__acq_gave_up(op, op->doing));
     op->step = op->resume;
     return ZKL__STEP_AGAIN;

@@ -141,10 +141,19 @@ bool zkl__delete_fault(zkl_client *c)
 }
 #endif
 
+bool zkl__acq_canceled(zkl__acq *op)
+{
+    bool canceled;
+    pthread_mutex_lock(&op->c->mu);
+    canceled = op->c->canceled || op->cancel_req;
+    pthread_mutex_unlock(&op->c->mu);
+    return canceled;
+}
+
 zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing)
 {
     zkl_client *c = op->c;
-    if (zkl__canceled(c))
+    if (zkl__acq_canceled(op))
         return zkl__fail(ZKL_ECANCELED, "%s %s was canceled", doing, op->a.path);
     if (zkl__now_ms() >= op->a.deadline)
         return zkl__fail(ZKL_ETIMEDOUT, "timed out %s %s%s", doing, op->a.path, zkl__conn_note(c));

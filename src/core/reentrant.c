@@ -23,30 +23,67 @@ void zkl__side_destroy(zkl__side *sd)
     zkl__holders_destroy(&sd->holders);
 }
 
+void zkl__side_args(const zkl__side *sd, int timeout_ms, const void *ctx, const char *fixed_suffix,
+                    zkl__acquire_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->path = sd->path;
+    a->driver = sd->driver;
+    a->ctx = ctx;
+    a->data = sd->data;
+    a->data_len = sd->data_len;
+    a->deadline = zkl__deadline(timeout_ms);
+    a->fixed_suffix = fixed_suffix;
+    a->token_lazy = true;
+    a->lookahead = sd->lookahead;
+    a->revoke_cb = sd->revoke_cb;
+    a->revoke_ctx = sd->revoke_ctx;
+}
+
+zkl_status zkl__side_mode(zkl__side *sd, int mode, const char *fn)
+{
+    int was;
+    pthread_mutex_lock(&sd->c->mu);
+    was = sd->mode;
+    if (was == ZKL__MODE_NONE)
+        sd->mode = mode;
+    pthread_mutex_unlock(&sd->c->mu);
+    if (was == ZKL__MODE_NONE || was == mode)
+        return ZKL_OK;
+    return zkl__fail(ZKL_EBUSY,
+                     "%s: %s is in %s mode (its first acquire was %s); a lock object is "
+                     "in one mode for its life",
+                     fn, sd->path, was == ZKL__MODE_ASYNC ? "async" : "thread",
+                     was == ZKL__MODE_ASYNC ? "async: holds belong to zkl_op handles"
+                                            : "blocking: holds belong to threads");
+}
+
+int zkl__side_async_ops(zkl__side *sd)
+{
+    int n;
+    pthread_mutex_lock(&sd->c->mu);
+    n = sd->async_ops;
+    pthread_mutex_unlock(&sd->c->mu);
+    return n;
+}
+
 zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
                              const char *fixed_suffix)
 {
     zkl__acquire_args a;
     zkl__hold hold = {0};
     zkl_status st;
-    int re = zkl__holders_reenter(&sd->holders, sd->c);
+    int re;
+    st = zkl__side_mode(sd, ZKL__MODE_THREAD, "acquire");
+    if (st != ZKL_OK)
+        return st;
+    re = zkl__holders_reenter(&sd->holders, sd->c);
     if (re > 0)
         return ZKL_OK;
     if (re < 0)
         return zkl__fail(ZKL_ELOST, "%s: this thread's hold was lost with its session; release it",
                          sd->path);
-    memset(&a, 0, sizeof a);
-    a.path = sd->path;
-    a.driver = sd->driver;
-    a.ctx = ctx;
-    a.data = sd->data;
-    a.data_len = sd->data_len;
-    a.deadline = zkl__deadline(timeout_ms);
-    a.fixed_suffix = fixed_suffix;
-    a.token_lazy = true;
-    a.lookahead = sd->lookahead;
-    a.revoke_cb = sd->revoke_cb;
-    a.revoke_ctx = sd->revoke_ctx;
+    zkl__side_args(sd, timeout_ms, ctx, fixed_suffix, &a);
     st = zkl__lock_acquire(sd->c, &a, &hold);
     if (st != ZKL_OK)
         return st;

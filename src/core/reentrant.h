@@ -22,7 +22,20 @@ typedef struct zkl__side {
     void (*revoke_cb)(void *ctx); /* revocable holds (Curator's makeRevocable) */
     void *revoke_ctx;
     zkl__lookahead lookahead; /* see zkl__acquire_args */
+    /* under c->mu: thread mode (holders) or async mode (handles), for life */
+    int mode;
+    int async_ops; /* handles not yet released */
 } zkl__side;
+
+enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };
+
+/* The core's arguments for an acquire of sd (as a thread-mode acquire makes them). */
+void zkl__side_args(const zkl__side *sd, int timeout_ms, const void *ctx, const char *fixed_suffix,
+                    zkl__acquire_args *a);
+/* Put sd in mode for fn (ZKL__MODE_*), or ZKL_EBUSY if it is in the other one. */
+zkl_status zkl__side_mode(zkl__side *sd, int mode, const char *fn);
+/* Handles of sd not yet released (zkl_mutex_destroy refuses while any). */
+int zkl__side_async_ops(zkl__side *sd);
 
 void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d);
 void zkl__side_destroy(zkl__side *sd);

@@ -130,7 +130,7 @@ static zkl__step_result settle(zkl__acq *op, enum look look, size_t n)
 /* After the watches (rc: arming's) and the wait (slept): stop, or list again. */
 static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
 {
-    if (zkl__canceled(op->c) || op->cancel_req)
+    if (zkl__acq_canceled(op))
         return zkl__acq_fail(op,
                              zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", op->a.path));
     if (rc == ZOK || rc == ZNONODE) {

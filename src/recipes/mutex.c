@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/path.h"
+#include "core/async.h"
 #include "core/lockobj.h"
 #include "core/reentrant.h"
 #include "base/status.h"
@@ -52,6 +53,10 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->obj.path,
                          n);
+    n = (unsigned)zkl__side_async_ops(&m->side);
+    if (n > 0)
+        return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s has %u async handle(s) not released",
+                         m->obj.path, n);
     zkl__side_destroy(&m->side);
     zkl__lockobj_free(&m->obj);
     return ZKL_OK;
@@ -67,6 +72,18 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms)
     if (st != ZKL_OK)
         return st;
     return zkl__side_acquire(&m->side, timeout_ms, NULL, NULL);
+}
+
+zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, void *userdata,
+                                   zkl_op **op)
+{
+    zkl__clear_err();
+    if (!m) {
+        if (op)
+            *op = NULL;
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_acquire_async: mutex is NULL");
+    }
+    return zkl__async_acquire(&m->side, timeout_ms, fn, userdata, "zkl_mutex_acquire_async", op);
 }
 
 zkl_status zkl_mutex_release(zkl_mutex *m)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/path.h"
+#include "core/async.h"
 #include "core/lockobj.h"
 #include "core/reentrant.h"
 #include "base/status.h"
@@ -52,8 +53,10 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_destroy: lock is NULL");
     n = zkl__holders_count(&l->read.holders) + zkl__holders_count(&l->write.holders);
+    n += (unsigned)(zkl__side_async_ops(&l->read) + zkl__side_async_ops(&l->write));
     if (n > 0)
-        return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s)", l->obj.path, n);
+        return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s) or async handle(s)",
+                         l->obj.path, n);
     zkl__side_destroy(&l->read);
     zkl__side_destroy(&l->write);
     zkl__lockobj_free(&l->obj);
@@ -88,6 +91,32 @@ zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
     }
     free(w.node);
     return st;
+}
+
+zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_fn fn,
+                                         void *userdata, zkl_op **op)
+{
+    zkl__clear_err();
+    if (!l) {
+        if (op)
+            *op = NULL;
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_acquire_async: lock is NULL");
+    }
+    return zkl__async_acquire(&l->read, timeout_ms, fn, userdata, "zkl_rwlock_read_acquire_async",
+                              op);
+}
+
+zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_fn fn,
+                                          void *userdata, zkl_op **op)
+{
+    zkl__clear_err();
+    if (!l) {
+        if (op)
+            *op = NULL;
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_acquire_async: lock is NULL");
+    }
+    return zkl__async_acquire(&l->write, timeout_ms, fn, userdata, "zkl_rwlock_write_acquire_async",
+                              op);
 }
 
 zkl_status zkl_rwlock_read_release(zkl_rwlock *l)

@@ -1,0 +1,117 @@
+/*
+ * async.h - acquires that do not block, for event loops (epoll, libuv,
+ * libevent): one thread may have thousands of waits outstanding, and no
+ * thread is parked per waiter.
+ *
+ * An async acquire returns at once with an operation handle (zkl_op). The
+ * wait itself runs on the client's worker thread, driven by ZooKeeper's
+ * replies and watch events (the same engine the blocking calls wait on).
+ * When it ends, the completion callback runs once with the outcome: ZKL_OK
+ * (the handle now holds the lock), ZKL_ETIMEDOUT, ZKL_ECANCELED, ZKL_ELOST,
+ * ZKL_ECONNLOSS, ZKL_ENOMEM or another error, with its message.
+ *
+ * Who runs the callback (the client's delivery mode):
+ *  - by default, the client's worker thread, with no lock of the library
+ *    held; it must not block for long (renewals of every hold's lease run
+ *    on that thread too);
+ *  - after zkl_client_event_fd(), the thread that calls
+ *    zkl_client_dispatch() when the descriptor is readable (the loop's own
+ *    thread, as with libuv's uv_poll or hiredis's adapters).
+ *
+ * Ownership: an async hold belongs to its handle, not to a thread; any
+ * thread may release it, once. Every handle ends with exactly one
+ * zkl_op_release(), called after its callback ran (from inside the
+ * callback is fine): it releases the hold if there is one and frees the
+ * handle. A lock object is in one mode for its life: its first acquire
+ * makes it a thread-mode object (zkl_mutex_acquire: per-thread, reentrant
+ * holds) or an async one (handles; no reentrancy), and a call of the other
+ * mode fails with ZKL_EBUSY saying so. zkl_mutex_destroy() refuses
+ * (ZKL_EBUSY) while any of its handles is not released.
+ */
+#ifndef ZKLOCK_ASYNC_H
+#define ZKLOCK_ASYNC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "mutex.h"
+#include "rwlock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkl_op zkl_op;
+
+/*
+ * The completion: st and msg (a message owned by the library, valid during
+ * the call) say how the acquire ended; userdata is the acquire's. Runs once
+ * per handle, on the thread the delivery mode names.
+ */
+typedef void (*zkl_op_fn)(zkl_op *op, zkl_status st, const char *msg, void *userdata);
+
+/*
+ * Start acquiring m, waiting up to timeout_ms (0: try once, ZKL_WAIT_FOREVER:
+ * no limit). Returns at once: ZKL_OK with *op the handle, and fn will run
+ * once; or an error (ZKL_EINVAL, ZKL_EBUSY: m is in thread mode, ZKL_ENOMEM,
+ * ZKL_ECLOSED) with no handle and no callback. Any thread may call it.
+ * Revocable mutexes (zkl_mutex_make_revocable) are thread mode only.
+ */
+zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, void *userdata,
+                                   zkl_op **op);
+
+/* The same for the read side and the write side of a read/write lock. */
+zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op_fn fn,
+                                         void *userdata, zkl_op **op);
+zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op_fn fn,
+                                          void *userdata, zkl_op **op);
+
+/*
+ * Stop a wait: its node is deleted and the callback reports ZKL_ECANCELED.
+ * Exactly once, even against a grant that comes at the same moment: the
+ * first of the two to reach the operation wins. ZKL_OK: the cancel won (the
+ * callback will say ZKL_ECANCELED). ZKL_EBUSY: too late, the acquire had
+ * already ended (granted: the callback says ZKL_OK and the hold must be
+ * released; or failed). ZKL_EINVAL for NULL. Any thread; not after
+ * zkl_op_release().
+ */
+zkl_status zkl_op_cancel(zkl_op *op);
+
+/*
+ * The end of every handle, once its callback ran: releases the hold if the
+ * acquire was granted (as zkl_mutex_release: the delete is not waited for)
+ * and frees the handle. ZKL_OK; ZKL_ELOST if the hold had been lost with its
+ * session or lease (the handle is freed all the same); ZKL_EBUSY (nothing
+ * done) if the callback has not run yet: cancel first, and release from the
+ * callback. Any thread, including from inside the callback.
+ */
+zkl_status zkl_op_release(zkl_op *op);
+
+/* True if the handle holds its lock, in a session that lives, within its lease. */
+bool zkl_op_is_held(zkl_op *op);
+/* The hold's fencing token (its node's creation zxid). ZKL_ENOTOWNER if not granted. */
+zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token);
+/* Milliseconds left on the hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
+zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms);
+
+/*
+ * Switch c to descriptor delivery: from now on completions are queued, and
+ * *fd (an eventfd owned by the client, closed by zkl_client_close) becomes
+ * readable when some are ready. Call it before the first async acquire.
+ * Calling it again returns the same descriptor.
+ */
+zkl_status zkl_client_event_fd(zkl_client *c, int *fd);
+
+/*
+ * Run the completions that are ready, on the calling thread; *ran (may be
+ * NULL) says how many. Call it when the event descriptor is readable (it
+ * also clears its readiness). ZKL_EINVAL before zkl_client_event_fd.
+ */
+zkl_status zkl_client_dispatch(zkl_client *c, int *ran);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,444 @@
+/*
+ * test_async.c - async acquires (zklock/async.h) on a real server: queue
+ * order, cancel against grant, timeouts, session loss, callbacks that act
+ * on what called them, descriptor delivery, and the rules of modes.
+ */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zklock/async.h"
+#include "zkt.h"
+
+static void ok(zkl_status st, const char *what)
+{
+    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
+}
+
+/* What a callback saw: one record per handle. */
+typedef struct seen {
+    atomic_int calls;
+    atomic_int st;
+    char msg[256];
+    pthread_t thread;
+} seen;
+
+static void record(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    seen *s = ud;
+    (void)op;
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    s->thread = pthread_self();
+    atomic_store(&s->st, st);
+    atomic_fetch_add(&s->calls, 1);
+}
+
+static int called(void *p)
+{
+    return atomic_load(&((seen *)p)->calls) > 0;
+}
+
+static void wait_called(seen *s)
+{
+    cr_assert(zkt_wait_for(called, s, 20000), "the callback never ran");
+}
+
+Test(async, grant_token_lease_release, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-grant");
+    zkl_mutex *m;
+    zkl_op *op;
+    seen s = {0};
+    int64_t token, ms;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire_async(m, 5000, record, &s, &op), "acquire_async");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&s.st), ZKL_OK, "%s", s.msg);
+    cr_assert(zkl_op_is_held(op));
+    ok(zkl_op_fencing_token(op, &token), "token");
+    cr_assert_gt(token, 0);
+    ok(zkl_op_lease_remaining(op, &ms), "lease");
+    cr_assert_gt(ms, 0);
+    cr_assert_eq(zkt_children(zh, path), 1);
+    /* a second callback would be a bug: give it a moment to show */
+    zkt_sleep_ms(50);
+    cr_assert_eq(atomic_load(&s.calls), 1);
+    ok(zkl_op_release(op), "release");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    free(path);
+}
+
+/* Queue order: N handles on one path grant one after another, in the order
+ * they were asked for; each callback releases its own hold from inside. */
+#define NQ 20
+static atomic_int order[NQ], next_slot;
+
+static void release_inside(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    order[atomic_fetch_add(&next_slot, 1)] = (int)(intptr_t)ud;
+    cr_assert_eq(zkl_op_release(op), ZKL_OK, "release from the callback: %s", zkl_errmsg());
+}
+
+static int all_granted(void *p)
+{
+    (void)p;
+    return atomic_load(&next_slot) == NQ;
+}
+
+Test(async, grants_in_queue_order, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-order");
+    zkl_mutex *h, *m;
+    zkl_op *ops[NQ];
+    int i;
+    atomic_store(&next_slot, 0);
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    for (i = 0; i < NQ; i++) {
+        ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, release_inside, (void *)(intptr_t)i,
+                                   &ops[i]),
+           "acquire_async");
+        /* in line before the next is asked for */
+        cr_assert_eq(zkt_children_settle(zh, path, i + 2), i + 2);
+    }
+    cr_assert_eq(atomic_load(&next_slot), 0, "granted while another holds");
+    ok(zkl_mutex_release(h), "holder release");
+    cr_assert(zkt_wait_for(all_granted, NULL, 30000), "only %d of %d granted",
+              atomic_load(&next_slot), NQ);
+    for (i = 0; i < NQ; i++)
+        cr_assert_eq(order[i], i, "grant %d went to waiter %d", i, order[i]);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
+Test(async, timeout_leaves_no_node, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-timeout");
+    zkl_mutex *h, *m;
+    zkl_op *op;
+    seen s = {0};
+    int64_t t0;
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    t0 = zkt_now_ms();
+    ok(zkl_mutex_acquire_async(m, 300, record, &s, &op), "acquire_async");
+    cr_assert_lt(zkt_now_ms() - t0, 100, "the async call waited");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&s.st), ZKL_ETIMEDOUT);
+    cr_assert(strstr(s.msg, "timed out"), "message: %s", s.msg);
+    cr_assert_geq(zkt_now_ms() - t0, 290);
+    cr_assert_not(zkl_op_is_held(op));
+    cr_assert_eq(zkl_op_cancel(op), ZKL_EBUSY, "cancel after the end");
+    ok(zkl_op_release(op), "release of a failed handle");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "the waiter's node is left");
+    ok(zkl_mutex_release(h), "holder release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
+Test(async, cancel_a_wait, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-cancel");
+    zkl_mutex *h, *m;
+    zkl_op *op;
+    seen s = {0};
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, record, &s, &op), "acquire_async");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    cr_assert_eq(zkl_op_release(op), ZKL_EBUSY, "release before the report");
+    ok(zkl_op_cancel(op), "cancel");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&s.st), ZKL_ECANCELED, "%s", s.msg);
+    cr_assert(strstr(s.msg, "canceled"), "message: %s", s.msg);
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "the canceled node is left");
+    ok(zkl_op_release(op), "release");
+    ok(zkl_mutex_release(h), "holder release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
+/*
+ * Cancel racing the grant, many times: the holder lets go and the waiter's
+ * cancel comes at once. Exactly one of the two wins, and says so: cancel
+ * ZKL_OK with a ZKL_ECANCELED report, or ZKL_EBUSY with a grant.
+ */
+Test(async, cancel_races_grant, .timeout = 240)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-race");
+    zkl_mutex *h, *m;
+    int i, rounds = 1000, canceled = 0, granted = 0;
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    for (i = 0; i < rounds; i++) {
+        seen s = {0};
+        zkl_op *op;
+        zkl_status cst;
+        ok(zkl_mutex_acquire(h, 5000), "holder");
+        ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, record, &s, &op), "acquire_async");
+        /* let the wait reach the line on some rounds, not on others */
+        if (i % 2)
+            zkt_sleep_ms(i % 5);
+        ok(zkl_mutex_release(h), "holder release");
+        if (i % 3 == 0)
+            zkt_sleep_ms(i % 4);
+        cst = zkl_op_cancel(op);
+        wait_called(&s);
+        zkt_sleep_ms(0);
+        cr_assert_eq(atomic_load(&s.calls), 1, "round %d: %d reports", i, atomic_load(&s.calls));
+        if (cst == ZKL_OK) {
+            cr_assert_eq(atomic_load(&s.st), ZKL_ECANCELED, "round %d: cancel won, report %s (%s)",
+                         i, zkl_strerror(atomic_load(&s.st)), s.msg);
+            canceled++;
+        } else {
+            cr_assert_eq(cst, ZKL_EBUSY);
+            cr_assert_eq(atomic_load(&s.st), ZKL_OK, "round %d: cancel lost, report %s (%s)", i,
+                         zkl_strerror(atomic_load(&s.st)), s.msg);
+            cr_assert(zkl_op_is_held(op));
+            granted++;
+        }
+        ok(zkl_op_release(op), "release");
+    }
+    cr_log_info("cancel won %d times, the grant %d times", canceled, granted);
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node is left");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
+Test(async, session_loss_while_waiting_and_holding, .timeout = 90)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-loss");
+    zkl_mutex *h, *m;
+    zkl_op *op;
+    seen s = {0};
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    ok(zkl_mutex_acquire_async(m, 30000, record, &s, &op), "acquire_async");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    zkt_expire_seen(c); /* the wait goes on in the next session, with a new node */
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "no new place in line");
+    cr_assert_eq(atomic_load(&s.calls), 0, "reported on a session loss while waiting");
+    ok(zkl_mutex_release(h), "holder release");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&s.st), ZKL_OK, "%s", s.msg);
+    cr_assert(zkl_op_is_held(op));
+    zkt_expire_seen(c); /* now while holding */
+    cr_assert_not(zkl_op_is_held(op), "held after its session ended");
+    cr_assert_eq(zkl_op_release(op), ZKL_ELOST);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
+/* A callback that acquires again from inside itself, a few times over. */
+static zkl_mutex *chain_m;
+static atomic_int chain_left, chain_failed;
+
+static void chain(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    zkl_op *next;
+    (void)ud;
+    if (st != ZKL_OK || zkl_op_release(op) != ZKL_OK) {
+        cr_log_error("chain: %s", msg);
+        atomic_store(&chain_failed, 1);
+        return;
+    }
+    if (atomic_fetch_sub(&chain_left, 1) > 1 &&
+        zkl_mutex_acquire_async(chain_m, 5000, chain, NULL, &next) != ZKL_OK)
+        atomic_store(&chain_failed, 1);
+}
+
+static int chain_over(void *p)
+{
+    (void)p;
+    return atomic_load(&chain_left) == 0 || atomic_load(&chain_failed);
+}
+
+Test(async, callback_acquires_again, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-chain");
+    zkl_op *op;
+    atomic_store(&chain_left, 10);
+    atomic_store(&chain_failed, 0);
+    ok(zkl_mutex_create(c, path, &chain_m), "create");
+    ok(zkl_mutex_acquire_async(chain_m, 5000, chain, NULL, &op), "acquire_async");
+    cr_assert(zkt_wait_for(chain_over, NULL, 20000), "the chain stopped");
+    cr_assert_eq(atomic_load(&chain_failed), 0);
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(chain_m), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    free(path);
+}
+
+Test(async, descriptor_delivery_on_the_loop_thread, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("async-fd");
+    zkl_rwlock *rw;
+    zkl_op *r1, *r2, *w;
+    seen s1 = {0}, s2 = {0}, sw = {0};
+    struct pollfd p;
+    int fd, fd2, ran, total = 0;
+    int64_t end = zkt_now_ms() + 20000;
+    cr_assert_eq(zkl_client_dispatch(c, &ran), ZKL_EINVAL, "dispatch before event_fd");
+    ok(zkl_client_event_fd(c, &fd), "event_fd");
+    ok(zkl_client_event_fd(c, &fd2), "event_fd again");
+    cr_assert_eq(fd, fd2);
+    ok(zkl_rwlock_create(c, path, &rw), "create");
+    ok(zkl_rwlock_read_acquire_async(rw, 5000, record, &s1, &r1), "read 1");
+    ok(zkl_rwlock_read_acquire_async(rw, 5000, record, &s2, &r2), "read 2");
+    ok(zkl_rwlock_write_acquire_async(rw, 300, record, &sw, &w), "write");
+    while (total < 3 && zkt_now_ms() < end) {
+        p.fd = fd;
+        p.events = POLLIN;
+        if (poll(&p, 1, 100) > 0) {
+            ok(zkl_client_dispatch(c, &ran), "dispatch");
+            total += ran;
+        }
+    }
+    cr_assert_eq(total, 3);
+    cr_assert_eq(atomic_load(&s1.st), ZKL_OK, "%s", s1.msg);
+    cr_assert_eq(atomic_load(&s2.st), ZKL_OK, "%s", s2.msg);
+    cr_assert_eq(atomic_load(&sw.st), ZKL_ETIMEDOUT, "the writer got in beside readers");
+    cr_assert(pthread_equal(s1.thread, pthread_self()), "not run on the dispatching thread");
+    cr_assert(pthread_equal(sw.thread, pthread_self()), "not run on the dispatching thread");
+    ok(zkl_op_release(r1), "release");
+    ok(zkl_op_release(r2), "release");
+    ok(zkl_op_release(w), "release");
+    ok(zkl_rwlock_destroy(rw), "destroy");
+    zkl_client_close(c);
+    free(path);
+}
+
+Test(async, modes_do_not_mix, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("async-modes"), *path2 = zkt_path("async-modes2");
+    zkl_mutex *m, *t;
+    zkl_op *op = (zkl_op *)&op;
+    seen s = {0};
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_create(c, path2, &t), "create");
+    /* bad input */
+    cr_assert_eq(zkl_mutex_acquire_async(NULL, 0, record, &s, &op), ZKL_EINVAL);
+    cr_assert_null(op, "the handle is cleared on failure");
+    cr_assert_eq(zkl_mutex_acquire_async(m, 0, NULL, &s, &op), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_acquire_async(m, -5, record, &s, &op), ZKL_EINVAL);
+    cr_assert_eq(zkl_op_cancel(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_op_release(NULL), ZKL_EINVAL);
+    cr_assert_not(zkl_op_is_held(NULL));
+    cr_assert_eq(zkl_client_event_fd(NULL, NULL), ZKL_EINVAL);
+    /* async first: a blocking acquire is refused, and says why */
+    ok(zkl_mutex_acquire_async(m, 5000, record, &s, &op), "acquire_async");
+    wait_called(&s);
+    cr_assert_eq(zkl_mutex_acquire(m, 0), ZKL_EBUSY);
+    cr_assert(strstr(zkl_errmsg(), "async mode"), "message: %s", zkl_errmsg());
+    cr_assert_eq(zkl_mutex_destroy(m), ZKL_EBUSY, "destroyed with a handle out");
+    ok(zkl_op_release(op), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    /* thread first: an async acquire is refused */
+    ok(zkl_mutex_acquire(t, 5000), "acquire");
+    cr_assert_eq(zkl_mutex_acquire_async(t, 0, record, &s, &op), ZKL_EBUSY);
+    cr_assert(strstr(zkl_errmsg(), "thread mode"), "message: %s", zkl_errmsg());
+    ok(zkl_mutex_release(t), "release");
+    ok(zkl_mutex_destroy(t), "destroy");
+    zkl_client_close(c);
+    free(path);
+    free(path2);
+}
+
+/* Many waits outstanding from one thread, no thread per waiter. */
+#define NMANY 500
+static atomic_int many_done;
+
+static void many_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)ud;
+    if (st != ZKL_OK)
+        cr_log_error("many: %s", msg);
+    zkl_op_release(op);
+    atomic_fetch_add(&many_done, 1);
+}
+
+static int many_over(void *p)
+{
+    (void)p;
+    return atomic_load(&many_done) == NMANY;
+}
+
+Test(async, many_waits_from_one_thread, .timeout = 120)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-many");
+    zkl_mutex *h, *m;
+    zkl_op *op;
+    int i;
+    atomic_store(&many_done, 0);
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    for (i = 0; i < NMANY; i++)
+        ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, many_cb, NULL, &op), "acquire_async");
+    cr_assert_eq(zkt_children_settle(zh, path, NMANY + 1), NMANY + 1);
+    ok(zkl_mutex_release(h), "holder release");
+    cr_assert(zkt_wait_for(many_over, NULL, 90000), "%d of %d granted", atomic_load(&many_done),
+              NMANY);
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
