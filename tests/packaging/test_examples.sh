@@ -47,6 +47,16 @@ for name in fencing readers_writers worker_pool; do
     report "$name" $? "$out"
 done
 
+# The event-loop servers: 2000 requests on 20 keys, all waiting from one thread.
+for name in async_epoll async_libuv; do
+    if [[ ! -x $bin/zklock_example_$name ]]; then
+        report "$name" 1 "not built (scripts/deps installs libuv1-dev)"
+        continue
+    fi
+    out=$(timeout 120 "$bin/zklock_example_$name" "$hosts" "$base/$name" 2000 20 2>&1)
+    report "$name" $? "$out"
+done
+
 log=$tmp/demo.log
 timeout 120 "$bin/zklock_demo" "$hosts" "$base/demo" 2 "$log" >"$tmp/demo1.out" 2>&1 &
 p1=$!

@@ -9,6 +9,7 @@
  *
  * Prints "stress: N passed, M failed" and exits non-zero on any failure.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -367,6 +368,114 @@ static int revoke_and_notice(void)
     return 0;
 }
 
+/* ---- async: worker delivery, descriptor delivery, cancels from another thread ---- */
+
+struct async_shared {
+    struct shared sh;
+    atomic_int granted, ended, canceled_ok;
+};
+
+/* The grant or the end, counted; keep: the handle is released by whoever cancels it. */
+static void async_end(zkl_op *op, zkl_status st, const char *msg, struct async_shared *as,
+                      bool keep)
+{
+    if (st == ZKL_OK) {
+        if (atomic_fetch_add(&as->sh.inside, 1) != 0)
+            atomic_fetch_add(&as->sh.violations, 1);
+        atomic_fetch_sub(&as->sh.inside, 1);
+        atomic_fetch_add(&as->granted, 1);
+    } else if (st != ZKL_ECANCELED) {
+        fprintf(stderr, "stress: async: %s\n", msg);
+        atomic_fetch_add(&as->sh.errors, 1);
+    }
+    if (!keep && zkl_op_release(op) != ZKL_OK)
+        atomic_fetch_add(&as->sh.errors, 1);
+    atomic_fetch_add(&as->ended, 1);
+}
+
+static void async_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    async_end(op, st, msg, ud, false);
+}
+
+/* For the handles main cancels: it releases them once everything ended. A
+ * kept grant still holds: exclusion is checked at release time instead. */
+static void async_cb_keep(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct async_shared *as = ud;
+    if (st != ZKL_OK) {
+        async_end(op, st, msg, as, true);
+        return;
+    }
+    atomic_fetch_add(&as->granted, 1);
+    atomic_fetch_add(&as->ended, 1);
+}
+
+struct loop_arg {
+    zkl_client *c;
+    struct async_shared *as;
+    int want;
+};
+
+/* The loop thread of the descriptor client: poll, dispatch. */
+static void *loop_main(void *arg)
+{
+    struct loop_arg *la = arg;
+    int fd, ran;
+    if (zkl_client_event_fd(la->c, &fd) != ZKL_OK)
+        return NULL;
+    while (atomic_load(&la->as->ended) < la->want) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0)
+            zkl_client_dispatch(la->c, &ran);
+    }
+    return NULL;
+}
+
+static int async_mix(void)
+{
+    struct async_shared as;
+    zkl_client *a = open_client(10000), *b = open_client(10000);
+    zkl_mutex *ma = NULL, *mb = NULL;
+    zkl_op *ops[40];
+    struct loop_arg la;
+    pthread_t loop;
+    int i, n = rounds < 20 ? 20 : 40, fd;
+    memset(&as, 0, sizeof as);
+    path_for(as.sh.path, sizeof as.sh.path, "async");
+    CHECK(a && b, "open");
+    CHECK(zkl_client_event_fd(b, &fd) == ZKL_OK, "event_fd");
+    CHECK(zkl_mutex_create(a, as.sh.path, &ma) == ZKL_OK, "create");
+    CHECK(zkl_mutex_create(b, as.sh.path, &mb) == ZKL_OK, "create");
+    la.c = b;
+    la.as = &as;
+    la.want = n;
+    pthread_create(&loop, NULL, loop_main, &la);
+    for (i = 0; i < n; i++)
+        CHECK(zkl_mutex_acquire_async(i % 2 ? mb : ma, 60000, i % 5 ? async_cb : async_cb_keep, &as,
+                                      &ops[i]) == ZKL_OK,
+              "acquire_async");
+    for (i = 0; i < n; i += 5) { /* some cancels, racing grants; a kept grant lets go at once */
+        if (zkl_op_cancel(ops[i]) == ZKL_OK)
+            atomic_fetch_add(&as.canceled_ok, 1);
+        else
+            while (!zkl_op_is_held(ops[i]) && atomic_load(&as.ended) < n)
+                sleep_ms(1);
+        while (zkl_op_release(ops[i]) == ZKL_EBUSY) /* not reported yet */
+            sleep_ms(1);
+    }
+    pthread_join(loop, NULL);
+    CHECK(atomic_load(&as.ended) == n, "%d of %d ended", atomic_load(&as.ended), n);
+    CHECK(atomic_load(&as.sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&as.sh.errors) == 0, "%d errors", atomic_load(&as.sh.errors));
+    CHECK(atomic_load(&as.granted) + atomic_load(&as.canceled_ok) == n, "granted %d, canceled %d",
+          atomic_load(&as.granted), atomic_load(&as.canceled_ok));
+    CHECK(zkl_mutex_destroy(ma) == ZKL_OK && zkl_mutex_destroy(mb) == ZKL_OK, "destroy");
+    zkl_client_close(a);
+    zkl_client_close(b);
+    return 0;
+}
+
 static void run(const char *name, int (*fn)(void))
 {
     if (fn() == 0) {
@@ -391,6 +500,7 @@ int main(int argc, char **argv)
     run("rwlock_mix", rwlock_mix);
     run("semaphore_mix", semaphore_mix);
     run("revoke_and_notice", revoke_and_notice);
+    run("async_mix", async_mix);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
