@@ -90,7 +90,12 @@ zkl_status zkl_op_release(zkl_op *op);
 
 /* True if the handle holds its lock, in a session that lives, within its lease. */
 bool zkl_op_is_held(zkl_op *op);
-/* The hold's fencing token (its node's creation zxid). ZKL_ENOTOWNER if not granted. */
+/*
+ * The hold's fencing token (its node's creation zxid). ZKL_ENOTOWNER if not
+ * granted, ZKL_ELOST if lost. When the create rode in a transaction with a
+ * held-back delete, the first call asks the server once (one round trip,
+ * blocking); later calls do not. Not from two threads at once on one handle.
+ */
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token);
 /* Milliseconds left on the hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms);

@@ -101,13 +101,13 @@ struct zkl__acq {
     const char *doing;
     /* the outcome */
     zkl_status st;
-    char msg[256];
+    char *msg; /* a failure's message (malloc'd; NULL: none, or no memory) */
     zkl__hold hold;
     struct zkl__revwatch *rev;
     /* the engine's, under c->mu */
     bool ready, running, queued, done, cancel_req, granted, blocking;
-    pthread_cond_t cv; /* a blocking owner sleeps on it */
-    size_t heap_at;    /* 1 + index in the timer heap, 0: not in it */
+    pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
+    size_t heap_at;     /* 1 + index in the timer heap, 0: not in it */
     zkl__acq_done_fn done_fn;
     void *done_arg;
     zkl__acq *prev, *next; /* the engine's live list */

@@ -9,10 +9,10 @@
  * operation (op->acq) lives until it is done: the worker then moves the
  * outcome (status, message, hold) into the handle, frees the operation and
  * delivers. Fields of the handle that cancel and release read across threads
- * (acq, reported) are under c->mu; the outcome is written before the handle
- * is delivered, and read only after (the callback, or release once reported).
- * Callbacks run with no lock held, and nothing of the handle is touched after
- * its callback returns: the callback may release it.
+ * (acq, state, deliverer, free_after) are under c->mu; the outcome is written
+ * before the handle is delivered and read only after (by the callback, or by
+ * a release once the callback ran). Callbacks run with no lock held, and nothing of the handle is
+ * touched after its callback returns: the callback may release it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,16 +35,41 @@ struct zkl_op {
     zkl_op_fn fn;
     void *ud;
     zkl_status st;
-    bool reported; /* its callback has run, or is running (c->mu) */
+    /* its report (c->mu): waiting, its callback running (on deliverer), or run */
+    enum { OP_WAITING, OP_DELIVERING, OP_REPORTED } state;
+    pthread_t deliverer;
+    bool free_after; /* released from inside its callback: freed when it returns */
     zkl__hold hold;
     struct zkl_op *qnext;
-    char msg[256];
+    char *msg; /* the failure's (the operation's, taken over) */
 };
 
-/* Run the callback; op may be gone when it returns. */
+static void op_free(zkl_op *op)
+{
+    free(op->msg);
+    free(op);
+}
+
+/*
+ * Run the callback. A release from inside it frees the handle only when it
+ * returns (hiredis's REDIS_IN_CALLBACK); one from another thread meanwhile
+ * is refused, as before the report.
+ */
 static void deliver(zkl_op *op)
 {
-    op->fn(op, op->st, op->st == ZKL_OK ? "" : op->msg, op->ud);
+    zkl_client *c = op->c;
+    bool free_after;
+    pthread_mutex_lock(&c->mu);
+    op->state = OP_DELIVERING;
+    op->deliverer = pthread_self();
+    pthread_mutex_unlock(&c->mu);
+    op->fn(op, op->st, op->st == ZKL_OK ? "" : op->msg ? op->msg : "out of memory", op->ud);
+    pthread_mutex_lock(&c->mu);
+    op->state = OP_REPORTED;
+    free_after = op->free_after;
+    pthread_mutex_unlock(&c->mu);
+    if (free_after)
+        op_free(op);
 }
 
 /* The engine's report of a finished operation (on the worker, no lock held). */
@@ -54,7 +79,8 @@ static void acq_done(zkl__acq *acq, void *arg)
     zkl_client *c = op->c;
     struct zkl__engine *e;
     op->st = acq->st;
-    memcpy(op->msg, acq->msg, sizeof op->msg);
+    op->msg = acq->msg;
+    acq->msg = NULL;
     if (acq->st == ZKL_OK) {
         op->hold = acq->hold;
         acq->hold.node = NULL;
@@ -62,7 +88,6 @@ static void acq_done(zkl__acq *acq, void *arg)
     zkl__lease_users(c, acq->st == ZKL_OK ? 1 : 0, -1);
     pthread_mutex_lock(&c->mu);
     op->acq = NULL;
-    op->reported = true;
     e = c->engine;
     if (e->efd >= 0) { /* queued for the loop's thread */
         uint64_t one = 1;
@@ -103,7 +128,7 @@ zkl_status zkl__async_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, void 
     if ((st = zkl__side_mode(sd, ZKL__MODE_ASYNC, what)) != ZKL_OK)
         return st;
     zkl__side_args(sd, timeout_ms, NULL, NULL, &a);
-    a.token_lazy = false; /* the token is read from the handle, without a request */
+
     if (!(op = calloc(1, sizeof *op)))
         return zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
     op->c = c;
@@ -151,25 +176,29 @@ zkl_status zkl_op_release(zkl_op *op)
 {
     zkl_client *c;
     zkl_status st = ZKL_OK;
-    bool reported;
+    bool inside, ready;
     zkl__clear_err();
     if (!op)
         return zkl__fail(ZKL_EINVAL, "zkl_op_release: op is NULL");
     c = op->c;
     pthread_mutex_lock(&c->mu);
-    reported = op->reported;
+    inside = op->state == OP_DELIVERING && pthread_equal(op->deliverer, pthread_self());
+    ready = (op->state == OP_REPORTED || inside) && !op->free_after;
+    if (ready)
+        op->free_after = inside;
     pthread_mutex_unlock(&c->mu);
-    if (!reported)
+    if (!ready)
         return zkl__fail(ZKL_EBUSY,
-                         "zkl_op_release: the acquire of %s has not reported yet (cancel it, "
-                         "and release it from its callback)",
+                         "zkl_op_release: the acquire of %s has not reported yet, or its "
+                         "callback is running (cancel it, and release it from its callback)",
                          op->sd->path);
     if (op->hold.node)
         st = zkl__lock_release(c, &op->hold);
     pthread_mutex_lock(&c->mu);
     op->sd->async_ops--;
     pthread_mutex_unlock(&c->mu);
-    free(op);
+    if (!inside)
+        op_free(op);
     return st;
 }
 
@@ -198,7 +227,11 @@ zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
         return zkl__fail(ZKL_EINVAL, "zkl_op_fencing_token: NULL argument");
     if ((st = granted(op, "zkl_op_fencing_token")) != ZKL_OK)
         return st;
-    *token = op->hold.czxid; /* async creates always bring it back */
+    if (op->hold.czxid == 0) { /* the create rode in a multi: ask once, remember */
+        if ((st = zkl__hold_token(op->c, &op->hold, &op->hold.czxid)) != ZKL_OK)
+            return st;
+    }
+    *token = op->hold.czxid;
     return ZKL_OK;
 }
 

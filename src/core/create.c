@@ -348,7 +348,11 @@ zkl__step_result zkl__step_create(zkl__acq *op)
 static zkl__step_result after_create(zkl__acq *op, int rc)
 {
     switch (zkl__rc_kind_of(rc)) {
-    case ZKL__RC_OK: op->entry = ZKL__E_WAIT; return ZKL__STEP_AGAIN;
+    case ZKL__RC_OK:
+        free(op->want); /* a pending wait keeps only what it needs */
+        op->want = NULL;
+        op->entry = ZKL__E_WAIT;
+        return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
         op->uncertain = true;
         return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");

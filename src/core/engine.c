@@ -164,13 +164,9 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
     op->blocking = blocking;
     op->done_fn = done_fn;
     op->done_arg = arg;
-    if (blocking)
-        zkl__cond_init(&op->cv);
     pthread_mutex_lock(&c->mu);
     if (!zkl__engine_locked(c)) {
         pthread_mutex_unlock(&c->mu);
-        if (blocking)
-            pthread_cond_destroy(&op->cv);
         free(op);
         return NULL;
     }
@@ -189,9 +185,8 @@ void zkl__acq_free(zkl__acq *op)
     heap_remove(c->engine, op);
     DL_DELETE(c->engine->live, op);
     pthread_mutex_unlock(&c->mu);
-    if (op->blocking)
-        pthread_cond_destroy(&op->cv);
     free(op->hold.node);
+    free(op->msg);
     free(op);
 }
 
@@ -230,6 +225,11 @@ static void run_steps(zkl__acq *op)
 void zkl__acq_run_blocking(zkl__acq *op)
 {
     zkl_client *c = op->c;
+    pthread_cond_t cv;
+    zkl__cond_init(&cv);
+    pthread_mutex_lock(&c->mu);
+    op->cv = &cv;
+    pthread_mutex_unlock(&c->mu);
     for (;;) {
         run_steps(op);
         pthread_mutex_lock(&c->mu);
@@ -239,13 +239,14 @@ void zkl__acq_run_blocking(zkl__acq *op)
             break;
         }
         while (!op->ready)
-            if (zkl__cond_wait_until(&op->cv, &c->mu, op->wake_ms) == ETIMEDOUT)
+            if (zkl__cond_wait_until(&cv, &c->mu, op->wake_ms) == ETIMEDOUT)
                 break;
         op->ready = false;
         pthread_mutex_unlock(&c->mu);
     }
-    if (op->st != ZKL_OK) /* the step that failed may have run on another thread */
-        zkl__fail(op->st, "%s", op->msg);
+    pthread_cond_destroy(&cv); /* done under c->mu above: nothing signals it any more */
+    if (op->st != ZKL_OK)      /* the step that failed may have run on another thread */
+        zkl__fail(op->st, "%s", op->msg ? op->msg : "out of memory");
 }
 
 void zkl__acq_start_async(zkl__acq *op)

@@ -20,8 +20,8 @@
 static zkl__step_result finish(zkl__acq *op, zkl_status st)
 {
     op->st = st;
-    if (st != ZKL_OK)
-        snprintf(op->msg, sizeof op->msg, "%s", zkl_errmsg());
+    if (st != ZKL_OK && !op->msg)
+        op->msg = strdup(zkl_errmsg()); /* NULL: "out of memory" is said instead */
     op->step = NULL;
     return ZKL__STEP_YIELD;
 }

@@ -17,7 +17,8 @@ void zkl__acq_ready_locked(zkl__acq *op)
     if (op->done)
         return;
     if (op->blocking) {
-        pthread_cond_signal(&op->cv);
+        if (op->cv) /* (not yet running: it looks first anyway) */
+            pthread_cond_signal(op->cv);
         return;
     }
     if (op->queued || op->running)

@@ -1,0 +1,431 @@
+/*
+ * asyncbench.c - the async acquires of zklock/async.h measured: how much a
+ * pending wait costs, how a long line drains, and the async contended
+ * hand-off rate beside the blocking one in the same run (issue 20).
+ *
+ *   asyncbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--rounds N]
+ *              [--paths N] [--waiters N] [--sessions N] [--clients N]
+ *
+ * Workloads (JSON lines on stdout, as lockbench's):
+ *   pending     --paths (10000) lock paths, each held by another session; one
+ *               thread starts an async acquire on each: RSS per pending wait
+ *               and the process's threads before and after;
+ *   line        --waiters (1000) async waits on one path over --sessions (64)
+ *               sessions, behind one holder: RSS per wait, then the rate at
+ *               which the line drains when each grant releases at once;
+ *   contended   --clients (16) sessions on one path, each releasing and
+ *               acquiring again at once: async (from the completion callback)
+ *               and blocking (a thread each), --rounds (3) rounds of
+ *               --seconds (5) each, alternating which goes first.
+ * Without --zk a throwaway server is started.
+ */
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "benchutil.h"
+#include "zklock/zklock.h"
+
+#define SESSION_MS 30000
+#define WAIT_LIMIT_MS 120000
+
+static const char *zk_connect;
+static int opt_paths = 10000, opt_waiters = 1000, opt_sessions = 64, opt_clients = 16;
+static int opt_rounds = 3;
+static double opt_seconds = 5;
+
+static zkl_client *open_client(void)
+{
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    if (zkl_client_open(zk_connect, &o, &c) != ZKL_OK) {
+        fprintf(stderr, "asyncbench: open %s: %s\n", zk_connect, zkl_errmsg());
+        return NULL;
+    }
+    return c;
+}
+
+static int threads_now(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static uint64_t requests_of(zkl_client **cs, int n)
+{
+    uint64_t sum = 0;
+    int i;
+    for (i = 0; i < n; i++) {
+        zkl_client_stats s;
+        if (zkl_client_stats_get(cs[i], &s) == ZKL_OK)
+            sum += s.requests;
+    }
+    return sum;
+}
+
+/* Wait until *count reaches want, or the limit: false then. */
+static bool wait_count(atomic_int *count, int want)
+{
+    int64_t end = bu_now_ns() + (int64_t)WAIT_LIMIT_MS * 1000000;
+    while (atomic_load(count) < want && bu_now_ns() < end)
+        usleep(2000);
+    return atomic_load(count) >= want;
+}
+
+/* Wait until the clients have sent at least want requests, and no more come for a moment. */
+static void wait_requests(zkl_client **cs, int n, uint64_t want)
+{
+    int64_t end = bu_now_ns() + (int64_t)WAIT_LIMIT_MS * 1000000;
+    uint64_t last = 0, now;
+    while ((now = requests_of(cs, n)) < want && bu_now_ns() < end)
+        usleep(10000);
+    do { /* settled: nothing new for 200 ms */
+        last = now;
+        usleep(200000);
+        now = requests_of(cs, n);
+    } while (now != last && bu_now_ns() < end);
+}
+
+static atomic_int granted, ended, errors;
+
+static void count_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)op;
+    (void)ud;
+    if (st == ZKL_OK)
+        atomic_fetch_add(&granted, 1);
+    else if (st != ZKL_ECANCELED && atomic_fetch_add(&errors, 1) == 0)
+        fprintf(stderr, "asyncbench: %s\n", msg);
+    atomic_fetch_add(&ended, 1);
+}
+
+static void release_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    count_cb(op, st, msg, ud);
+    zkl_op_release(op);
+}
+
+static zkl_mutex **make_mutexes(zkl_client **cs, int ncs, const char *parent, int n, bool one)
+{
+    zkl_mutex **ms = calloc((size_t)n, sizeof *ms);
+    char path[320];
+    int i;
+    for (i = 0; ms && i < n; i++) {
+        if (one)
+            snprintf(path, sizeof path, "%s/lock", parent);
+        else
+            snprintf(path, sizeof path, "%s/lock-%d", parent, i);
+        if (zkl_mutex_create(cs[i % ncs], path, &ms[i]) != ZKL_OK) {
+            fprintf(stderr, "asyncbench: %s\n", zkl_errmsg());
+            exit(1);
+        }
+    }
+    return ms;
+}
+
+static void free_mutexes(zkl_mutex **ms, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (zkl_mutex_destroy(ms[i]) != ZKL_OK)
+            fprintf(stderr, "asyncbench: destroy: %s\n", zkl_errmsg());
+    free(ms);
+}
+
+static int bench_pending(void)
+{
+    char parent[256];
+    zkl_client *holder = open_client(), *c = open_client();
+    zkl_mutex **hm, **wm;
+    zkl_op **hops, **wops;
+    long rss_objects, rss_pending;
+    int i, n = opt_paths, threads_before, threads_after;
+    uint64_t req0;
+    if (!holder || !c)
+        return 1;
+    bu_fresh_path(parent, sizeof parent, "async-pending");
+    atomic_store(&granted, 0);
+    atomic_store(&ended, 0);
+    /* the holder takes every path (async too: it is quick) */
+    hm = make_mutexes(&holder, 1, parent, n, false);
+    hops = calloc((size_t)n, sizeof *hops);
+    for (i = 0; i < n; i++)
+        zkl_mutex_acquire_async(hm[i], WAIT_LIMIT_MS, count_cb, NULL, &hops[i]);
+    if (!wait_count(&granted, n)) {
+        fprintf(stderr, "asyncbench: pending: the holder got %d of %d\n", atomic_load(&granted), n);
+        return 1;
+    }
+    wm = make_mutexes(&c, 1, parent, n, false);
+    wops = calloc((size_t)n, sizeof *wops);
+    rss_objects = bu_rss_kb();
+    threads_before = threads_now();
+    req0 = requests_of(&c, 1);
+    for (i = 0; i < n; i++)
+        zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, count_cb, NULL, &wops[i]);
+    /* each wait: its create and listing, then the watch on the holder's node */
+    wait_requests(&c, 1, req0 + 3 * (uint64_t)n);
+    rss_pending = bu_rss_kb();
+    threads_after = threads_now();
+    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_pending\",\"waits\":%d,"
+           "\"sessions\":1,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
+           "\"threads_before\":%d,\"threads_after\":%d,\"requests_per_wait\":%.2f,"
+           "\"errors\":%d}\n",
+           n, rss_objects, rss_pending, (double)(rss_pending - rss_objects) * 1024 / n,
+           threads_before, threads_after, (double)(requests_of(&c, 1) - req0) / n,
+           atomic_load(&errors));
+    fflush(stdout);
+    atomic_store(&ended, 0);
+    for (i = 0; i < n; i++)
+        zkl_op_cancel(wops[i]);
+    wait_count(&ended, n);
+    for (i = 0; i < n; i++) {
+        zkl_op_release(wops[i]);
+        zkl_op_release(hops[i]);
+    }
+    free_mutexes(wm, n);
+    free_mutexes(hm, n);
+    free(wops);
+    free(hops);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    bu_cleanup_path(zk_connect, parent);
+    return atomic_load(&errors) > 0;
+}
+
+static int bench_line(void)
+{
+    char parent[256];
+    zkl_client *holder = open_client(), **cs = calloc((size_t)opt_sessions, sizeof *cs);
+    zkl_mutex *hm, **wm;
+    zkl_op **wops;
+    long rss_before, rss_pending;
+    int i, n = opt_waiters, threads_before, threads_after;
+    int64_t t0;
+    double secs;
+    uint64_t req0;
+    if (!holder || !cs)
+        return 1;
+    for (i = 0; i < opt_sessions; i++)
+        if (!(cs[i] = open_client()))
+            return 1;
+    bu_fresh_path(parent, sizeof parent, "async-line");
+    atomic_store(&granted, 0);
+    atomic_store(&ended, 0);
+    {
+        char path[320];
+        snprintf(path, sizeof path, "%s/lock", parent);
+        if (zkl_mutex_create(holder, path, &hm) != ZKL_OK ||
+            zkl_mutex_acquire(hm, WAIT_LIMIT_MS) != ZKL_OK) {
+            fprintf(stderr, "asyncbench: line: holder: %s\n", zkl_errmsg());
+            return 1;
+        }
+    }
+    wm = make_mutexes(cs, opt_sessions, parent, n, true);
+    wops = calloc((size_t)n, sizeof *wops);
+    rss_before = bu_rss_kb();
+    threads_before = threads_now();
+    req0 = requests_of(cs, opt_sessions);
+    for (i = 0; i < n; i++)
+        zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, release_cb, NULL, &wops[i]);
+    wait_requests(cs, opt_sessions, req0 + 3 * (uint64_t)n);
+    rss_pending = bu_rss_kb();
+    threads_after = threads_now();
+    t0 = bu_now_ns();
+    zkl_mutex_release(hm);
+    wait_count(&ended, n);
+    secs = (double)(bu_now_ns() - t0) / 1e9;
+    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_line\",\"waits\":%d,"
+           "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
+           "\"threads_before\":%d,\"threads_after\":%d,\"drain_seconds\":%.3f,"
+           "\"handoffs_per_s\":%.1f,\"errors\":%d}\n",
+           n, opt_sessions, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
+           threads_before, threads_after, secs, atomic_load(&granted) / secs, atomic_load(&errors));
+    fflush(stdout);
+    free_mutexes(wm, n);
+    zkl_mutex_destroy(hm);
+    free(wops);
+    for (i = 0; i < opt_sessions; i++)
+        zkl_client_close(cs[i]);
+    free(cs);
+    zkl_client_close(holder);
+    bu_cleanup_path(zk_connect, parent);
+    return atomic_load(&errors) > 0 || atomic_load(&granted) != n;
+}
+
+/* ---- contended: async beside blocking ---- */
+
+static atomic_int inside, violations, pairs;
+static atomic_bool stop;
+
+static void again_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    zkl_mutex *m = ud;
+    zkl_op *next;
+    if (st != ZKL_OK) {
+        if (atomic_fetch_add(&errors, 1) == 0)
+            fprintf(stderr, "asyncbench: contended: %s\n", msg);
+        zkl_op_release(op);
+        atomic_fetch_add(&ended, 1);
+        return;
+    }
+    if (atomic_fetch_add(&inside, 1) != 0)
+        atomic_fetch_add(&violations, 1);
+    atomic_fetch_sub(&inside, 1);
+    atomic_fetch_add(&pairs, 1);
+    zkl_op_release(op);
+    if (atomic_load(&stop) ||
+        zkl_mutex_acquire_async(m, WAIT_LIMIT_MS, again_cb, m, &next) != ZKL_OK)
+        atomic_fetch_add(&ended, 1);
+}
+
+static void *blocking_main(void *arg)
+{
+    zkl_mutex *m = arg;
+    while (!atomic_load(&stop)) {
+        if (zkl_mutex_acquire(m, WAIT_LIMIT_MS) != ZKL_OK) {
+            atomic_fetch_add(&errors, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&inside, 1) != 0)
+            atomic_fetch_add(&violations, 1);
+        atomic_fetch_sub(&inside, 1);
+        atomic_fetch_add(&pairs, 1);
+        zkl_mutex_release(m);
+    }
+    return NULL;
+}
+
+static int contended_once(bool async, int round)
+{
+    char parent[256];
+    int n = opt_clients, i, got;
+    zkl_client **cs = calloc((size_t)n, sizeof *cs);
+    zkl_mutex **ms;
+    pthread_t *ts = calloc((size_t)n, sizeof *ts);
+    zkl_op *op;
+    int64_t t0;
+    double secs;
+    for (i = 0; i < n; i++)
+        if (!(cs[i] = open_client()))
+            return 1;
+    bu_fresh_path(parent, sizeof parent, async ? "async-contended" : "blocking-contended");
+    ms = make_mutexes(cs, n, parent, n, true);
+    atomic_store(&stop, false);
+    atomic_store(&ended, 0);
+    atomic_store(&violations, 0);
+    for (i = 0; i < n; i++) {
+        if (async)
+            zkl_mutex_acquire_async(ms[i], WAIT_LIMIT_MS, again_cb, ms[i], &op);
+        else
+            pthread_create(&ts[i], NULL, blocking_main, ms[i]);
+    }
+    usleep(500000); /* into the steady state */
+    atomic_store(&pairs, 0);
+    t0 = bu_now_ns();
+    usleep((useconds_t)(opt_seconds * 1e6));
+    got = atomic_load(&pairs);
+    secs = (double)(bu_now_ns() - t0) / 1e9;
+    atomic_store(&stop, true);
+    if (async)
+        wait_count(&ended, n);
+    else
+        for (i = 0; i < n; i++)
+            pthread_join(ts[i], NULL);
+    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"%s\",\"round\":%d,"
+           "\"clients\":%d,\"seconds\":%.3f,\"ops\":%d,\"ops_per_s\":%.1f,\"violations\":%d,"
+           "\"errors\":%d}\n",
+           async ? "async_contended" : "blocking_contended", round, n, secs, got, got / secs,
+           atomic_load(&violations), atomic_load(&errors));
+    fflush(stdout);
+    zkl_client_drain(cs[0], 5000);
+    free_mutexes(ms, n);
+    for (i = 0; i < n; i++)
+        zkl_client_close(cs[i]);
+    free(cs);
+    free(ts);
+    bu_cleanup_path(zk_connect, parent);
+    return atomic_load(&violations) > 0;
+}
+
+static int bench_contended(void)
+{
+    int r, bad = 0;
+    for (r = 0; r < opt_rounds; r++) { /* alternating which goes first */
+        bad += contended_once(r % 2 == 0, r);
+        bad += contended_once(r % 2 != 0, r);
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"zk", required_argument, NULL, 'z'},       {"workload", required_argument, NULL, 'w'},
+        {"seconds", required_argument, NULL, 's'},  {"rounds", required_argument, NULL, 'r'},
+        {"paths", required_argument, NULL, 'p'},    {"waiters", required_argument, NULL, 'W'},
+        {"sessions", required_argument, NULL, 'S'}, {"clients", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    bool pending = false, line = false, contended = false, any = false;
+    char own[1024];
+    int opt, bad = 0;
+    bu_signals_init("asyncbench");
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'z': zk_connect = optarg; break;
+        case 'w':
+            any = true;
+            if (strcmp(optarg, "pending") == 0)
+                pending = true;
+            else if (strcmp(optarg, "line") == 0)
+                line = true;
+            else if (strcmp(optarg, "contended") == 0)
+                contended = true;
+            else {
+                fprintf(stderr, "asyncbench: unknown workload '%s' (pending, line, contended)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 's': opt_seconds = bench_parse_num("asyncbench", "--seconds", optarg, 0.001); break;
+        case 'r': opt_rounds = (int)bench_parse_num("asyncbench", "--rounds", optarg, 1); break;
+        case 'p': opt_paths = (int)bench_parse_num("asyncbench", "--paths", optarg, 1); break;
+        case 'W': opt_waiters = (int)bench_parse_num("asyncbench", "--waiters", optarg, 1); break;
+        case 'S': opt_sessions = (int)bench_parse_num("asyncbench", "--sessions", optarg, 1); break;
+        case 'c': opt_clients = (int)bench_parse_num("asyncbench", "--clients", optarg, 1); break;
+        case 'h':
+            puts("usage: asyncbench [--zk HOST:PORT] [--workload pending|line|contended]... "
+                 "[--seconds N] [--rounds N] [--paths N] [--waiters N] [--sessions N] "
+                 "[--clients N]");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (!any)
+        pending = line = contended = true;
+    bu_logging(false);
+    if (!zk_connect) {
+        if (bu_server_start(own, sizeof own) != 0)
+            return 1;
+        zk_connect = own;
+    }
+    if (pending) /* first, on a heap no other workload has grown */
+        bad += bench_pending();
+    if (line)
+        bad += bench_line();
+    if (contended)
+        bad += bench_contended();
+    bu_server_stop();
+    return bad ? 1 : 0;
+}
