@@ -228,6 +228,8 @@ void zkl__acq_run_blocking(zkl__acq *op)
     pthread_cond_t cv;
     zkl__cond_init(&cv);
     pthread_mutex_lock(&c->mu);
+    /* cleared below, before the function returns */
+    // cppcheck-suppress autoVariables
     op->cv = &cv;
     pthread_mutex_unlock(&c->mu);
     for (;;) {
@@ -244,8 +246,11 @@ void zkl__acq_run_blocking(zkl__acq *op)
         op->ready = false;
         pthread_mutex_unlock(&c->mu);
     }
-    pthread_cond_destroy(&cv); /* done under c->mu above: nothing signals it any more */
-    if (op->st != ZKL_OK)      /* the step that failed may have run on another thread */
+    pthread_mutex_lock(&c->mu); /* done: nothing signals it any more */
+    op->cv = NULL;
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_destroy(&cv);
+    if (op->st != ZKL_OK) /* the step that failed may have run on another thread */
         zkl__fail(op->st, "%s", op->msg ? op->msg : "out of memory");
 }
 
