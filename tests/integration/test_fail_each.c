@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zklock/async.h"
 #include "zkt.h"
 
 #ifdef ZKT_FAIL_SENDS
@@ -46,7 +47,17 @@ static void short_or_ok(zkl_status st, const char *what, long n)
     cr_assert_neq(zkl_errmsg()[0], '\0', WHAT " %ld failing: %s gave no message", n, what);
 }
 
-enum kind { MUTEX, RWLOCK, SEMAPHORE, MULTILOCK, REVOKE, RESESSION, CONTENDED, SEM_CONTENDED };
+enum kind {
+    MUTEX,
+    RWLOCK,
+    SEMAPHORE,
+    MULTILOCK,
+    REVOKE,
+    RESESSION,
+    CONTENDED,
+    SEM_CONTENDED,
+    ASYNC
+};
 
 /* A mutex on path, or NULL if making it failed (as it may). */
 static zkl_mutex *mutex_made(zkl_client *c, const char *path, long n)
@@ -360,6 +371,92 @@ static void contended_cycle(zkl_client *c, const char *path, long n, bool sem)
         place_check(&p[i], n);
 }
 
+/* What an async acquire reported. */
+struct report {
+    atomic_int calls;
+    zkl_status st;
+    char msg[256];
+};
+
+static void on_report(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct report *r = ud;
+    (void)op;
+    r->st = st;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static int reported(void *p)
+{
+    return atomic_load(&((struct report *)p)->calls) > 0;
+}
+
+/* Wait for r's report (dispatching if the client delivers through its descriptor). */
+static void report_wait(zkl_client *c, struct report *r, bool fd, long n)
+{
+    int64_t end = zkt_now_ms() + 20000;
+    while (!reported(r) && zkt_now_ms() < end) {
+        if (fd)
+            short_or_ok(zkl_client_dispatch(c, NULL), "zkl_client_dispatch", n);
+        zkt_sleep_ms(2);
+    }
+    cr_assert_eq(atomic_load(&r->calls), 1, WHAT " %ld failing: %d reports", n,
+                 atomic_load(&r->calls));
+}
+
+/* An async wait for path behind a blocking holder, reported on the worker
+ * or (fd) through the descriptor; cancel: canceled once in line. */
+static void async_wait(zkl_client *c, zkl_mutex *holder, const char *path, bool fd, bool cancel,
+                       long n)
+{
+    zkl_mutex *m = mutex_made(c, path, n);
+    struct report r = {0};
+    zkl_op *op = NULL;
+    zkl_status st = m ? ZKL_OK : ZKL_ENOMEM;
+    int64_t token;
+    bool held = false;
+    if (st == ZKL_OK && holder)
+        held = (st = zkl_mutex_acquire(holder, 10000)) == ZKL_OK;
+    short_or_ok(st, "zkl_mutex_acquire (holder)", n);
+    if (m)
+        short_or_ok(st = zkl_mutex_acquire_async(m, 10000, on_report, &r, &op),
+                    "zkl_mutex_acquire_async", n);
+    if (m && st == ZKL_OK) {
+        zkt_sleep_ms(30); /* in line behind the holder */
+        if (cancel)
+            cr_assert(zkl_op_cancel(op) == ZKL_OK || zkl_op_cancel(op) == ZKL_EBUSY);
+        if (held)
+            short_or_ok(zkl_mutex_release(holder), "zkl_mutex_release (holder)", n);
+        held = false;
+        report_wait(c, &r, fd, n);
+        if (r.st != ZKL_ECANCELED)
+            cr_assert(r.st == ZKL_OK || ((r.st == ZKL_ENOMEM || r.st == ZKL_ESYS) && r.msg[0]),
+                      WHAT " %ld failing: the async acquire gave %s (%s)", n, zkl_strerror(r.st),
+                      r.msg);
+        if (r.st == ZKL_OK)
+            short_or_ok(zkl_op_fencing_token(op, &token), "zkl_op_fencing_token", n);
+        short_or_ok(zkl_op_release(op), "zkl_op_release", n);
+    }
+    if (held)
+        short_or_ok(zkl_mutex_release(holder), "zkl_mutex_release (holder)", n);
+    mutex_done(m, n);
+}
+
+/* Async waits: delivered on the worker, then through the descriptor with a cancel. */
+static void async_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *holder = mutex_made(c, path, n);
+    int fd;
+    zkl_status st;
+    async_wait(c, holder, path, false, false, n);
+    st = zkl_client_event_fd(c, &fd);
+    short_or_ok(st, "zkl_client_event_fd", n);
+    if (st == ZKL_OK)
+        async_wait(c, holder, path, true, true, n);
+    mutex_done(holder, n);
+}
+
 /*
  * One client: open, one recipe's cycle, drain, close. Returns how many
  * calls of the failing kind zklock made meanwhile.
@@ -389,6 +486,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         revoke_cycle(c, path, fail_at);
     else if (k == CONTENDED || k == SEM_CONTENDED)
         contended_cycle(c, path, fail_at, k == SEM_CONTENDED);
+    else if (k == ASYNC)
+        async_cycle(c, path, fail_at);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -484,4 +583,9 @@ Test(SUITE, contended_cycle, .timeout = 600)
 Test(SUITE, contended_semaphore_cycle, .timeout = 600)
 {
     fail_each(SEM_CONTENDED, PREFIX "-semaphore-contended");
+}
+
+Test(SUITE, async_cycle, .timeout = 600)
+{
+    fail_each(ASYNC, PREFIX "-async");
 }
