@@ -16,6 +16,7 @@
 
 #include "faultproxy.h"
 #include "serverlog.h"
+#include "zklock/async.h"
 #include "zkt.h"
 
 static void ok(zkl_status st, const char *what)
@@ -331,4 +332,83 @@ Test(lease, margin_that_cannot_work_is_refused)
         cr_assert_eq(zkl_mutex_lease_remaining(NULL, &x), ZKL_EINVAL);
         cr_assert_eq(zkl_lease_remaining(NULL, &x), ZKL_EINVAL);
     }
+}
+
+/* An async report, with the wall time it came at. */
+struct areport {
+    atomic_int calls, st;
+    atomic_llong at;
+};
+
+static void on_areport(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct areport *r = ud;
+    (void)op;
+    if (st != ZKL_OK)
+        cr_log_error("async: %s", msg);
+    atomic_store(&r->at, wall_ms());
+    atomic_store(&r->st, st);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+/*
+ * The lease of an async hold: its holder is cut off (every packet dropped);
+ * the handle reads as not held, and its lease as lost, at least 200 ms before
+ * the server expires the session, and the async waiter behind it is granted
+ * only after that.
+ */
+Test(lease, async_hold_is_cut_off_before_the_server_expires_it, .timeout = 120)
+{
+    fp_proxy *fp = fp_start(zkt_servers());
+    zkl_client_options o;
+    zkl_client *a = NULL, *b = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("lease-async");
+    zkl_mutex *hm, *wm;
+    zkl_op *hop, *wop;
+    struct areport hr = {0}, wr = {0};
+    int64_t sid, stopped = 0, expiry = 0, end, ms;
+    cr_assert(fp, "fp_start");
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 2000;
+    ok(zkl_client_open(fp_connect_string(fp), &o, &a), "open through the proxy");
+    ok(zkl_mutex_create(a, path, &hm), "create");
+    ok(zkl_mutex_create(b, path, &wm), "create");
+    ok(zkl_mutex_acquire_async(hm, 10000, on_areport, &hr, &hop), "holder");
+    cr_assert(zkt_wait_for(flag_set, &hr.calls, 10000));
+    cr_assert_eq(atomic_load(&hr.st), ZKL_OK);
+    ok(zkl_op_lease_remaining(hop, &ms), "lease");
+    sid = zkl_client_session_id(a);
+    ok(zkl_mutex_acquire_async(wm, 20000, on_areport, &wr, &wop), "waiter");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the waiter never queued");
+    zkt_sleep_ms(500);
+    fp_drop_requests(fp, true);
+    end = zkt_now_ms() + 15000;
+    while (!(expiry = server_expiry_ms(sid)) || !atomic_load(&wr.calls)) {
+        cr_assert_lt(zkt_now_ms(), end, "no expiry or no grant within 15 s");
+        if (!stopped && !zkl_op_is_held(hop))
+            stopped = wall_ms();
+        zkt_sleep_ms(5);
+    }
+    fp_drop_requests(fp, false);
+    cr_assert(stopped, "the handle never read its hold as gone");
+    cr_assert_eq(zkl_op_lease_remaining(hop, &ms), ZKL_ELOST);
+    cr_assert_eq(atomic_load(&wr.st), ZKL_OK, "the waiter was not granted");
+    cr_assert_geq(expiry - stopped, 200, "the handle stopped only %lld ms before the expiry",
+                  (long long)(expiry - stopped));
+    cr_assert_gt(atomic_load(&wr.at), stopped, "the waiter was granted before the holder stopped");
+    cr_log_info("async hold: stopped %lld ms before the server's expiry, %lld ms before the next "
+                "grant",
+                (long long)(expiry - stopped), (long long)(atomic_load(&wr.at) - stopped));
+    cr_assert_eq(zkl_op_release(hop), ZKL_ELOST);
+    ok(zkl_op_release(wop), "release");
+    ok(zkl_client_drain(b, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    ok(zkl_mutex_destroy(hm), "destroy");
+    ok(zkl_mutex_destroy(wm), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
 }
