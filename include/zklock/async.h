@@ -37,6 +37,7 @@
 #include "client.h"
 #include "mutex.h"
 #include "rwlock.h"
+#include "semaphore.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +67,17 @@ zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op_
                                          void *userdata, zkl_op **op);
 zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op_fn fn,
                                           void *userdata, zkl_op **op);
+
+/*
+ * Start acquiring n leases (1..max) of s, all or none, within timeout_ms.
+ * The handle holds them all once the callback says ZKL_OK; its fencing
+ * token and lease are the first lease's; zkl_op_release returns them all.
+ * zkl_semaphore_destroy refuses while the handle is not released. Blocking
+ * and async acquires may share a semaphore (its leases are never per
+ * thread). Errors as zkl_mutex_acquire_async, and ZKL_EINVAL for n.
+ */
+zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, zkl_op_fn fn,
+                                       void *userdata, zkl_op **op);
 
 /*
  * Stop a wait: its node is deleted and the callback reports ZKL_ECANCELED.

@@ -1,20 +1,25 @@
 /*
- * async.c - async acquires (zklock/async.h): a zkl_op handle over an engine
- * operation run by the worker, its completion delivered on the worker or
- * queued for zkl_client_dispatch behind an eventfd, cancel, and release.
+ * async.c - async handles (async.h, zklock/async.h): a zkl_op over the
+ * engine's acquires, run one after another as the recipe's plan says, its
+ * report delivered on the worker or queued for zkl_client_dispatch behind
+ * an eventfd, cancel, release, and what a handle holds.
  *
  * DESIGN
  *
- * A handle lives from the acquire call to its zkl_op_release. Its engine
- * operation (op->acq) lives until it is done: the worker then moves the
- * outcome (status, message, hold) into the handle, frees the operation and
- * delivers. Fields of the handle that cancel and release read across threads
- * (acq, state, deliverer, free_after) are under c->mu; the outcome is written
- * before the handle is delivered and read only after (by the callback, or by
- * a release once the callback ran). Callbacks run with no lock held, and nothing of the handle is
- * touched after its callback returns: the callback may release it.
+ * A handle lives from the acquire call to its zkl_op_release. Each of its
+ * engine acquires lives until it is done: the worker that ran it then gives
+ * its outcome to the plan, frees it, and either starts the next (on the
+ * client the plan names) or finishes the handle: the outcome is written and
+ * the handle delivered. Fields read across threads (acq, cancel_req, state,
+ * deliverer, free_after) are under the home client's c->mu; cancel also takes
+ * the running acquire's client lock after it (try-lock: two handles on two
+ * clients may cancel each other's way). The outcome is written before
+ * delivery and read only after, by the callback or by a release once the
+ * callback ran. Callbacks run with no lock held; a release from inside one
+ * frees the handle when it returns (hiredis's REDIS_IN_CALLBACK).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -28,162 +33,259 @@
 #include "core/lockobj.h"
 #include "services/lease.h"
 
-struct zkl_op {
-    zkl_client *c;
-    zkl__side *sd;
-    zkl__acq *acq; /* until done (c->mu) */
-    zkl_op_fn fn;
-    void *ud;
-    zkl_status st;
-    /* its report (c->mu): waiting, its callback running (on deliverer), or run */
-    enum { OP_WAITING, OP_DELIVERING, OP_REPORTED } state;
-    pthread_t deliverer;
-    bool free_after; /* released from inside its callback: freed when it returns */
-    zkl__hold hold;
-    struct zkl_op *qnext;
-    char *msg; /* the failure's (the operation's, taken over) */
-};
-
 static void op_free(zkl_op *op)
 {
+    if (op->holds != &op->holds_one)
+        free(op->holds);
     free(op->msg);
     free(op);
 }
 
-/*
- * Run the callback. A release from inside it frees the handle only when it
- * returns (hiredis's REDIS_IN_CALLBACK); one from another thread meanwhile
- * is refused, as before the report.
- */
 static void deliver(zkl_op *op)
 {
     zkl_client *c = op->c;
     bool free_after;
     pthread_mutex_lock(&c->mu);
-    op->state = OP_DELIVERING;
+    op->state = ZKL__OP_DELIVERING;
     op->deliverer = pthread_self();
     pthread_mutex_unlock(&c->mu);
     op->fn(op, op->st, op->st == ZKL_OK ? "" : op->msg ? op->msg : "out of memory", op->ud);
     pthread_mutex_lock(&c->mu);
-    op->state = OP_REPORTED;
+    op->state = ZKL__OP_REPORTED;
     free_after = op->free_after;
     pthread_mutex_unlock(&c->mu);
     if (free_after)
         op_free(op);
 }
 
-/* The engine's report of a finished operation (on the worker, no lock held). */
-static void acq_done(zkl__acq *acq, void *arg)
+/* The handle is done with st (message msg, taken over): report it. */
+static void finish(zkl_op *op, zkl_status st, char *msg)
 {
-    zkl_op *op = arg;
     zkl_client *c = op->c;
     struct zkl__engine *e;
-    op->st = acq->st;
-    op->msg = acq->msg;
-    acq->msg = NULL;
-    if (acq->st == ZKL_OK) {
-        op->hold = acq->hold;
-        acq->hold.node = NULL;
-    }
-    zkl__lease_users(c, acq->st == ZKL_OK ? 1 : 0, -1);
+    uint64_t one = 1;
+    op->st = st;
+    op->msg = msg;
     pthread_mutex_lock(&c->mu);
     op->acq = NULL;
+    op->finished = true;
     e = c->engine;
-    if (e->efd >= 0) { /* queued for the loop's thread */
-        uint64_t one = 1;
-        op->qnext = NULL;
-        if (e->reports_end)
-            e->reports_end->qnext = op;
-        else
-            e->reports = op;
-        e->reports_end = op;
+    if (e->efd < 0) {
         pthread_mutex_unlock(&c->mu);
-        zkl__acq_free(acq);
-        if (write(e->efd, &one, sizeof one) < 0 && errno != EAGAIN)
-            zkl__log(ZKL_LOG_ERROR, "event descriptor: %s", strerror(errno));
+        deliver(op);
         return;
     }
+    op->qnext = NULL; /* queued for the loop's thread */
+    if (e->reports_end)
+        e->reports_end->qnext = op;
+    else
+        e->reports = op;
+    e->reports_end = op;
     pthread_mutex_unlock(&c->mu);
-    zkl__acq_free(acq);
-    deliver(op);
+    if (write(e->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+        zkl__log(ZKL_LOG_ERROR, "event descriptor: %s", strerror(errno));
 }
 
-zkl_status zkl__async_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, void *ud,
-                              const char *what, zkl_op **out)
-{
-    zkl_client *c = sd->c;
-    zkl__acquire_args a;
-    zkl_op *op;
-    zkl_status st;
-    if (out)
-        *out = NULL;
-    if (!fn || !out)
-        return zkl__fail(ZKL_EINVAL, "%s: NULL argument", what);
-    if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
-        return st;
-    if (sd->revoke_cb)
-        return zkl__fail(ZKL_EINVAL,
-                         "%s: %s is revocable, and revocable locks are thread mode only", what,
-                         sd->path);
-    if ((st = zkl__side_mode(sd, ZKL__MODE_ASYNC, what)) != ZKL_OK)
-        return st;
-    zkl__side_args(sd, timeout_ms, NULL, NULL, &a);
+static void acq_done(struct zkl__acq *acq, void *arg);
 
-    if (!(op = calloc(1, sizeof *op)))
+static bool canceled(zkl_op *op)
+{
+    bool v;
+    pthread_mutex_lock(&op->c->mu);
+    v = op->cancel_req;
+    pthread_mutex_unlock(&op->c->mu);
+    return v;
+}
+
+/* The engine is there for c (made if need be), and c is not closing. */
+static zkl_status client_ready(zkl_client *c, const char *what)
+{
+    zkl_status st = ZKL_OK;
+    pthread_mutex_lock(&c->mu);
+    if (!zkl__engine_locked(c))
+        st = zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
+    else if (c->closing)
+        st = zkl__fail(ZKL_ECLOSED, "%s: client is closing", what);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* Start the acquire a on client c for op; false (and *st) if it could not be. */
+static bool start_next(zkl_op *op, zkl_client *c, const zkl__acquire_args *a, zkl_status *st)
+{
+    struct zkl__acq *acq = zkl__acq_new(c, a, false, acq_done, op);
+    bool canceled;
+    if (!acq) {
+        *st = zkl__fail(ZKL_ENOMEM, "%s: out of memory", op->what);
+        return false;
+    }
+    pthread_mutex_lock(&op->c->mu);
+    canceled = op->cancel_req;
+    if (!canceled)
+        op->acq = acq;
+    pthread_mutex_unlock(&op->c->mu);
+    if (canceled) {
+        zkl__acq_free(acq);
+        *st = zkl__fail(ZKL_ECANCELED, "%s: acquiring %s was canceled", op->what, op->path);
+        return false;
+    }
+    zkl__lease_users(c, 0, 1); /* renewed while it waits */
+    zkl__acq_start_async(acq);
+    return true;
+}
+
+/* One of op's acquires ended (on its client's worker, no lock held): the plan says what next. */
+static void acq_done(struct zkl__acq *acq, void *arg)
+{
+    zkl_op *op = arg;
+    zkl_client *c = acq->c;
+    zkl__acquire_args a;
+    zkl__hold got = acq->hold;
+    zkl_status st = acq->st, final;
+    char *msg = acq->msg;
+    acq->hold.node = NULL;
+    acq->msg = NULL;
+    zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
+    pthread_mutex_lock(&op->c->mu);
+    op->acq = NULL;
+    pthread_mutex_unlock(&op->c->mu);
+    zkl__acq_free(acq);
+    if (op->plan->next(op, st, st == ZKL_OK ? &got : NULL, &c, &a, &final)) {
+        if (start_next(op, c, &a, &final))
+            goto out;
+        zkl__op_let_go(op);
+    } else if (final == ZKL_OK && canceled(op)) { /* a cancel came between two acquires */
+        zkl__op_let_go(op);
+        final = zkl__fail(ZKL_ECANCELED, "%s: acquiring %s was canceled", op->what, op->path);
+    } else if (final == st) { /* the acquire's own outcome and message */
+        finish(op, final, final == ZKL_OK ? NULL : msg);
+        return;
+    }
+    finish(op, final, final == ZKL_OK ? NULL : strdup(zkl_errmsg()));
+out:
+    free(msg);
+}
+
+zkl_status zkl__async_start(zkl_client *c, const zkl__plan *plan, const char *what, void *obj,
+                            const char *path, int want, int timeout_ms, zkl_op_fn fn, void *ud,
+                            zkl_op **out)
+{
+    zkl__acquire_args a;
+    zkl_client *first = c;
+    zkl_op *op = calloc(1, sizeof *op);
+    zkl_status st;
+    if (!op)
         return zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
     op->c = c;
-    op->sd = sd;
+    op->plan = plan;
+    op->what = what;
+    op->obj = obj;
+    op->path = path;
+    op->want = want;
+    op->deadline = zkl__deadline(timeout_ms);
     op->fn = fn;
     op->ud = ud;
-    if (!(op->acq = zkl__acq_new(c, &a, false, acq_done, op))) {
-        free(op);
-        return zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
+    op->holds = want == 1 ? &op->holds_one : calloc((size_t)want, sizeof *op->holds);
+    if (!op->holds)
+        st = zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
+    else
+        st = client_ready(c, what);
+    if (st != ZKL_OK) {
+        op_free(op);
+        return st;
     }
-    pthread_mutex_lock(&c->mu);
-    if (c->closing) {
-        pthread_mutex_unlock(&c->mu);
-        zkl__acq_free(op->acq);
-        free(op);
-        return zkl__fail(ZKL_ECLOSED, "%s: client is closing", what);
-    }
-    sd->async_ops++;
-    pthread_mutex_unlock(&c->mu);
-    zkl__lease_users(c, 0, 1); /* renewed while it waits */
+    plan->next(op, ZKL_OK, NULL, &first, &a, &st);
     *out = op;
-    zkl__acq_start_async(op->acq);
+    if (!start_next(op, first, &a, &st)) {
+        *out = NULL;
+        op_free(op);
+        return st;
+    }
     return ZKL_OK;
+}
+
+bool zkl__op_keep(zkl_op *op, zkl__hold *h)
+{
+    if (op->nholds >= op->want)
+        return false;
+    op->holds[op->nholds++] = *h;
+    h->node = NULL;
+    return true;
+}
+
+zkl_status zkl__op_let_go(zkl_op *op)
+{
+    zkl_status st = ZKL_OK;
+    zkl__err_keep(); /* the failure's message, not the cleanup's */
+    if (op->inner.node)
+        zkl__lock_release(op->c, &op->inner);
+    while (op->nholds > 0) {
+        zkl__hold *h = &op->holds[--op->nholds];
+        if (zkl__lock_release(op->c, h) != ZKL_OK)
+            st = ZKL_ELOST;
+    }
+    zkl__err_unkeep();
+    return st;
+}
+
+/* Cancel under op's home lock: the running acquire's own lock too (try-lock). */
+static int cancel_locked(zkl_op *op)
+{
+    struct zkl__acq *acq = op->acq;
+    bool won;
+    if (!acq) { /* between two acquires, or done */
+        if (op->finished || op->cancel_req)
+            return 0;
+        op->cancel_req = true;
+        return 1;
+    }
+    if (acq->c == op->c)
+        won = zkl__acq_cancel_locked(acq);
+    else if (pthread_mutex_trylock(&acq->c->mu) == 0) {
+        won = zkl__acq_cancel_locked(acq);
+        pthread_mutex_unlock(&acq->c->mu);
+    } else {
+        return -1; /* try again */
+    }
+    if (won)
+        op->cancel_req = true;
+    return won;
 }
 
 zkl_status zkl_op_cancel(zkl_op *op)
 {
-    bool won = false;
+    int won;
     zkl__clear_err();
     if (!op)
         return zkl__fail(ZKL_EINVAL, "zkl_op_cancel: op is NULL");
-    pthread_mutex_lock(&op->c->mu);
-    if (op->acq)
-        won = zkl__acq_cancel_locked(op->acq);
-    pthread_mutex_unlock(&op->c->mu);
+    for (;;) {
+        pthread_mutex_lock(&op->c->mu);
+        won = cancel_locked(op);
+        pthread_mutex_unlock(&op->c->mu);
+        if (won >= 0)
+            break;
+        sched_yield();
+    }
     if (!won)
         return zkl__fail(ZKL_EBUSY,
                          "zkl_op_cancel: too late, the acquire of %s has ended (granted, or "
                          "failed): its callback says which",
-                         op->sd->path);
+                         op->path);
     return ZKL_OK;
 }
 
 zkl_status zkl_op_release(zkl_op *op)
 {
     zkl_client *c;
-    zkl_status st = ZKL_OK;
+    zkl_status st;
     bool inside, ready;
     zkl__clear_err();
     if (!op)
         return zkl__fail(ZKL_EINVAL, "zkl_op_release: op is NULL");
     c = op->c;
     pthread_mutex_lock(&c->mu);
-    inside = op->state == OP_DELIVERING && pthread_equal(op->deliverer, pthread_self());
-    ready = (op->state == OP_REPORTED || inside) && !op->free_after;
+    inside = op->state == ZKL__OP_DELIVERING && pthread_equal(op->deliverer, pthread_self());
+    ready = (op->state == ZKL__OP_REPORTED || inside) && !op->free_after;
     if (ready)
         op->free_after = inside;
     pthread_mutex_unlock(&c->mu);
@@ -191,12 +293,14 @@ zkl_status zkl_op_release(zkl_op *op)
         return zkl__fail(ZKL_EBUSY,
                          "zkl_op_release: the acquire of %s has not reported yet, or its "
                          "callback is running (cancel it, and release it from its callback)",
-                         op->sd->path);
-    if (op->hold.node)
-        st = zkl__lock_release(c, &op->hold);
-    pthread_mutex_lock(&c->mu);
-    op->sd->async_ops--;
-    pthread_mutex_unlock(&c->mu);
+                         op->path);
+    st = zkl__op_let_go(op);
+    if (st != ZKL_OK)
+        zkl__fail(st,
+                  "zkl_op_release: the hold on %s was lost before release (its session "
+                  "ended, or its lease ran out)",
+                  op->path);
+    op->plan->end(op);
     if (!inside)
         op_free(op);
     return st;
@@ -204,46 +308,57 @@ zkl_status zkl_op_release(zkl_op *op)
 
 bool zkl_op_is_held(zkl_op *op)
 {
-    return op && op->hold.node && zkl__hold_alive(op->c, op->hold.epoch);
+    int i;
+    if (!op || op->nholds == 0)
+        return false;
+    for (i = 0; i < op->nholds; i++)
+        if (!zkl__hold_alive(op->c, op->holds[i].epoch))
+            return false;
+    return true;
 }
 
-/* The granted hold of op, or why not. */
-static zkl_status granted(zkl_op *op, const char *fn)
+/* The first hold of op, alive, or why not. */
+static zkl_status first_hold(zkl_op *op, const char *fn, zkl__hold **h)
 {
-    if (!op->hold.node)
+    *h = NULL;
+    if (op->nholds == 0)
         return zkl__fail(ZKL_ENOTOWNER, "%s: the handle holds nothing (not granted, or not yet)",
                          fn);
-    if (!zkl__hold_alive(op->c, op->hold.epoch))
+    *h = &op->holds[0];
+    if (!zkl__hold_alive(op->c, (*h)->epoch))
         return zkl__fail(ZKL_ELOST, "%s: the hold on %s was lost with its session or lease", fn,
-                         op->sd->path);
+                         op->path);
     return ZKL_OK;
 }
 
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
 {
+    zkl__hold *h = NULL;
     zkl_status st;
     zkl__clear_err();
     if (!op || !token)
         return zkl__fail(ZKL_EINVAL, "zkl_op_fencing_token: NULL argument");
-    if ((st = granted(op, "zkl_op_fencing_token")) != ZKL_OK)
+    if ((st = first_hold(op, "zkl_op_fencing_token", &h)) != ZKL_OK || !h)
         return st;
-    if (op->hold.czxid == 0) { /* the create rode in a multi: ask once, remember */
-        if ((st = zkl__hold_token(op->c, &op->hold, &op->hold.czxid)) != ZKL_OK)
-            return st;
-    }
-    *token = op->hold.czxid;
+    if (h->czxid == 0 && (st = zkl__hold_token(op->c, h, &h->czxid)) != ZKL_OK)
+        return st; /* the create rode in a multi: asked once, remembered */
+    *token = h->czxid;
     return ZKL_OK;
 }
 
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)
 {
+    zkl__hold *h = NULL;
+    zkl_status st;
     zkl__clear_err();
     if (!op || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_op_lease_remaining: NULL argument");
-    if (!op->hold.node)
+    if (op->nholds == 0)
         return zkl__fail(ZKL_ENOTOWNER,
                          "zkl_op_lease_remaining: the handle holds nothing (not granted)");
-    return zkl__lease_remaining(op->c, op->hold.epoch, op->sd->path, ms);
+    if ((st = first_hold(op, "zkl_op_lease_remaining", &h)) != ZKL_OK)
+        return st;
+    return zkl__lease_remaining(op->c, h->epoch, op->path, ms);
 }
 
 zkl_status zkl_client_event_fd(zkl_client *c, int *fd)

@@ -24,7 +24,9 @@ typedef struct zkl__side {
     zkl__lookahead lookahead; /* see zkl__acquire_args */
     /* under c->mu: thread mode (holders) or async mode (handles), for life */
     int mode;
-    int async_ops; /* handles not yet released */
+    int async_ops;        /* handles not yet released */
+    uint64_t async_epoch; /* the session of the granted handles counted in async_held */
+    int async_held;
 } zkl__side;
 
 enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };

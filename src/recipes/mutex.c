@@ -23,7 +23,8 @@ struct zkl_mutex {
 
 static bool holds_in(void *self, uint64_t epoch)
 {
-    return zkl__holders_in_epoch(&((zkl_mutex *)self)->side.holders, epoch);
+    zkl_mutex *m = self;
+    return zkl__holders_in_epoch(&m->side.holders, epoch) || zkl__side_async_in(&m->side, epoch);
 }
 
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
@@ -83,7 +84,8 @@ zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, v
             *op = NULL;
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_acquire_async: mutex is NULL");
     }
-    return zkl__async_acquire(&m->side, timeout_ms, fn, userdata, "zkl_mutex_acquire_async", op);
+    return zkl__async_side_acquire(&m->side, timeout_ms, fn, userdata, "zkl_mutex_acquire_async",
+                                   op);
 }
 
 zkl_status zkl_mutex_release(zkl_mutex *m)

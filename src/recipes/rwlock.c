@@ -22,7 +22,8 @@ static bool holds_in(void *self, uint64_t epoch)
 {
     zkl_rwlock *l = self;
     return zkl__holders_in_epoch(&l->read.holders, epoch) ||
-           zkl__holders_in_epoch(&l->write.holders, epoch);
+           zkl__holders_in_epoch(&l->write.holders, epoch) || zkl__side_async_in(&l->read, epoch) ||
+           zkl__side_async_in(&l->write, epoch);
 }
 
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
@@ -102,8 +103,8 @@ zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_f
             *op = NULL;
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_acquire_async: lock is NULL");
     }
-    return zkl__async_acquire(&l->read, timeout_ms, fn, userdata, "zkl_rwlock_read_acquire_async",
-                              op);
+    return zkl__async_side_acquire(&l->read, timeout_ms, fn, userdata,
+                                   "zkl_rwlock_read_acquire_async", op);
 }
 
 zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_fn fn,
@@ -115,8 +116,8 @@ zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_
             *op = NULL;
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_acquire_async: lock is NULL");
     }
-    return zkl__async_acquire(&l->write, timeout_ms, fn, userdata, "zkl_rwlock_write_acquire_async",
-                              op);
+    return zkl__async_side_acquire(&l->write, timeout_ms, fn, userdata,
+                                   "zkl_rwlock_write_acquire_async", op);
 }
 
 zkl_status zkl_rwlock_read_release(zkl_rwlock *l)

@@ -16,6 +16,7 @@
 
 #include <utlist.h>
 
+#include "core/async.h"
 #include "core/internals.h"
 #include "core/lockobj.h"
 #include "services/lease.h"
@@ -178,6 +179,97 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
         }
     }
     return ZKL_OK;
+}
+
+/* ---- async: the same steps as acquire_one, as a plan of the core's async handles ---- */
+
+enum { SEM_START, SEM_INNER, SEM_LEASE };
+
+/* The next step: the internal lock, or (after it) a lease. */
+static void sem_args(zkl_op *op, int stage, zkl__acquire_args *a)
+{
+    zkl_semaphore *s = op->obj;
+    memset(a, 0, sizeof *a);
+    a->deadline = op->deadline;
+    if (stage == SEM_INNER) {
+        a->path = s->locks;
+        a->driver = &zkl__mutex_driver;
+        a->token_lazy = true;
+        a->lookahead = ZKL__LOOKAHEAD_ON;
+    } else {
+        a->path = s->leases;
+        a->driver = &zkl__lease_driver;
+        a->ctx = &s->max_leases;
+        a->no_restart = true;
+    }
+    op->stage = stage;
+}
+
+static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
+                     zkl__acquire_args *a, zkl_status *final)
+{
+    (void)c;
+    if (op->stage == SEM_START || (op->stage == SEM_INNER && st == ZKL_OK)) {
+        if (got) { /* the internal lock: now count the leases */
+            op->inner = *got;
+            got->node = NULL;
+        }
+        sem_args(op, op->stage == SEM_START ? SEM_INNER : SEM_LEASE, a);
+        return true;
+    }
+    if (op->stage == SEM_LEASE) {
+        zkl__err_keep();
+        zkl__lock_release(op->c, &op->inner); /* on every path, as acquire_one */
+        zkl__err_unkeep();
+        if (st == ZKL_OK && zkl__op_keep(op, got) && op->nholds < op->want) {
+            sem_args(op, SEM_INNER, a); /* the next lease */
+            return true;
+        }
+        if (st == ZKL_ELOST && zkl__now_ms() < op->deadline) {
+            sem_args(op, SEM_INNER, a); /* session lost while counting: queue again */
+            return true;
+        }
+    }
+    if (st != ZKL_OK)
+        zkl__op_let_go(op); /* all or none */
+    *final = st;
+    return false;
+}
+
+static void sem_end(zkl_op *op)
+{
+    zkl_semaphore *s = op->obj;
+    pthread_mutex_lock(&s->mu);
+    s->out--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, zkl_op_fn fn,
+                                       void *userdata, zkl_op **op)
+{
+    static const zkl__plan plan = {sem_next, sem_end};
+    static const char *const what = "zkl_semaphore_acquire_async";
+    zkl_status st;
+    zkl__clear_err();
+    if (op)
+        *op = NULL;
+    if (!s || !fn || !op)
+        return zkl__fail(ZKL_EINVAL, "%s: NULL argument", what);
+    if (n < 1 || n > s->max_leases)
+        return zkl__fail(ZKL_EINVAL, "%s: %d leases asked of a semaphore of %d", what, n,
+                         s->max_leases);
+    if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
+        return st;
+    pthread_mutex_lock(&s->mu);
+    s->out++; /* the handle counts as out until released */
+    pthread_mutex_unlock(&s->mu);
+    st = zkl__async_start(s->obj.c, &plan, what, s, s->obj.path, n, timeout_ms, fn, userdata, op);
+    if (st != ZKL_OK) {
+        pthread_mutex_lock(&s->mu);
+        s->out--;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return st;
 }
 
 zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **lease)

@@ -442,3 +442,84 @@ Test(async, many_waits_from_one_thread, .timeout = 120)
     zkl_client_close(holder);
     free(path);
 }
+
+Test(async, semaphore_leases_all_or_none, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0), *other = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-sem"), leases[300], locks[300];
+    zkl_semaphore *s, *s2;
+    zkl_op *a, *b, *d;
+    seen sa = {0}, sb = {0}, sd = {0};
+    int64_t token;
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    snprintf(locks, sizeof locks, "%s/locks", path);
+    ok(zkl_semaphore_create(c, path, 2, &s), "create");
+    ok(zkl_semaphore_create(other, path, 2, &s2), "create");
+    cr_assert_eq(zkl_semaphore_acquire_async(s, 3, 0, record, &sa, &a), ZKL_EINVAL);
+    ok(zkl_semaphore_acquire_async(s, 2, 5000, record, &sa, &a), "two leases");
+    wait_called(&sa);
+    cr_assert_eq(atomic_load(&sa.st), ZKL_OK, "%s", sa.msg);
+    cr_assert(zkl_op_is_held(a));
+    cr_assert_eq(zkt_children_settle(zh, leases, 2), 2);
+    /* none left: another client's ask times out, and leaves nothing */
+    ok(zkl_semaphore_acquire_async(s2, 1, 300, record, &sb, &b), "one more");
+    wait_called(&sb);
+    cr_assert_eq(atomic_load(&sb.st), ZKL_ETIMEDOUT, "%s", sb.msg);
+    ok(zkl_op_release(b), "release the timed-out handle");
+    cr_assert_eq(zkl_semaphore_destroy(s), ZKL_EBUSY, "destroyed with a handle out");
+    ok(zkl_op_release(a), "return both");
+    ok(zkl_semaphore_acquire_async(s2, 2, 5000, record, &sd, &d), "two again");
+    wait_called(&sd);
+    cr_assert_eq(atomic_load(&sd.st), ZKL_OK, "%s", sd.msg);
+    ok(zkl_op_fencing_token(d, &token), "token");
+    cr_assert_gt(token, 0);
+    ok(zkl_op_release(d), "return both");
+    ok(zkl_client_drain(c, 5000), "drain");
+    ok(zkl_client_drain(other, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "a lease was left");
+    cr_assert_eq(zkt_children_settle(zh, locks, 0), 0, "an internal lock node was left");
+    ok(zkl_semaphore_destroy(s), "destroy");
+    ok(zkl_semaphore_destroy(s2), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(other);
+    free(path);
+}
+
+/* A hold-state notice reaches an async hold's object when its session ends. */
+static atomic_int notices;
+static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    (void)ud;
+    if (st == ZKL_STATE_LOST)
+        atomic_fetch_add(&notices, 1);
+}
+
+static int noticed(void *p)
+{
+    (void)p;
+    return atomic_load(&notices) > 0;
+}
+
+Test(async, hold_state_notice_for_an_async_hold, .timeout = 60)
+{
+    zkl_client *c = zkt_client(4000);
+    char *path = zkt_path("async-notice");
+    zkl_mutex *m;
+    zkl_op *op;
+    seen s = {0};
+    atomic_store(&notices, 0);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_on_state(m, on_hold_state, NULL), "on_state");
+    ok(zkl_mutex_acquire_async(m, 5000, record, &s, &op), "acquire_async");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&s.st), ZKL_OK, "%s", s.msg);
+    zkt_expire_seen(c);
+    cr_assert(zkt_wait_for(noticed, NULL, 10000), "no LOST notice for the async hold");
+    cr_assert_eq(zkl_op_release(op), ZKL_ELOST);
+    ok(zkl_mutex_destroy(m), "destroy");
+    zkl_client_close(c);
+    free(path);
+}
