@@ -523,3 +523,47 @@ Test(async, hold_state_notice_for_an_async_hold, .timeout = 60)
     zkl_client_close(c);
     free(path);
 }
+
+/*
+ * Shutting down with waits outstanding: close refuses while objects live;
+ * zkl_client_cancel ends every wait, each reported once (ZKL_ECANCELED);
+ * then handles, objects and client go, and no node is left.
+ */
+#define NSHUT 50
+Test(async, shutdown_with_waits_outstanding, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-shutdown");
+    zkl_mutex *h, *m;
+    zkl_op *ops[NSHUT];
+    seen s[NSHUT];
+    int i;
+    memset(s, 0, sizeof s);
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    for (i = 0; i < NSHUT; i++)
+        ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, record, &s[i], &ops[i]), "acquire_async");
+    cr_assert_eq(zkt_children_settle(zh, path, NSHUT + 1), NSHUT + 1);
+    cr_assert_eq(zkl_client_close(c), ZKL_EBUSY, "closed with waits outstanding");
+    ok(zkl_client_cancel(c), "cancel");
+    for (i = 0; i < NSHUT; i++) {
+        wait_called(&s[i]);
+        cr_assert_eq(atomic_load(&s[i].st), ZKL_ECANCELED, "wait %d: %s", i, s[i].msg);
+    }
+    zkt_sleep_ms(50);
+    for (i = 0; i < NSHUT; i++) {
+        cr_assert_eq(atomic_load(&s[i].calls), 1, "wait %d reported %d times", i,
+                     atomic_load(&s[i].calls));
+        ok(zkl_op_release(ops[i]), "release");
+    }
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "a waiter's node is left");
+    ok(zkl_mutex_release(h), "holder release");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(holder);
+    free(path);
+}
