@@ -20,6 +20,7 @@
  * Without --zk a throwaway server is started.
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,20 @@ static int threads_now(void)
     if (f)
         fclose(f);
     return n;
+}
+
+/*
+ * Memory now: the heap in use (every arena) and the RSS, after giving back
+ * what the allocator keeps free (a listing copied on a completion thread
+ * and freed is not a pending wait's).
+ */
+static void memory_now(size_t *heap, long *rss_kb)
+{
+    struct mallinfo2 mi;
+    malloc_trim(0);
+    mi = mallinfo2();
+    *heap = mi.uordblks + mi.hblkhd;
+    *rss_kb = bu_rss_kb();
 }
 
 static uint64_t requests_of(zkl_client **cs, int n)
@@ -151,6 +166,7 @@ static int bench_pending(void)
     zkl_mutex **hm, **wm;
     zkl_op **hops, **wops;
     long rss_objects, rss_pending;
+    size_t heap_objects, heap_pending;
     int i, n = opt_paths, threads_before, threads_after;
     uint64_t req0;
     if (!holder || !c)
@@ -169,22 +185,22 @@ static int bench_pending(void)
     }
     wm = make_mutexes(&c, 1, parent, n, false);
     wops = calloc((size_t)n, sizeof *wops);
-    rss_objects = bu_rss_kb();
+    memory_now(&heap_objects, &rss_objects);
     threads_before = threads_now();
     req0 = requests_of(&c, 1);
     for (i = 0; i < n; i++)
         zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, count_cb, NULL, &wops[i]);
     /* each wait: its create and listing, then the watch on the holder's node */
     wait_requests(&c, 1, req0 + 3 * (uint64_t)n);
-    rss_pending = bu_rss_kb();
+    memory_now(&heap_pending, &rss_pending);
     threads_after = threads_now();
     printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_pending\",\"waits\":%d,"
            "\"sessions\":1,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"threads_before\":%d,\"threads_after\":%d,\"requests_per_wait\":%.2f,"
-           "\"errors\":%d}\n",
+           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
+           "\"requests_per_wait\":%.2f,\"errors\":%d}\n",
            n, rss_objects, rss_pending, (double)(rss_pending - rss_objects) * 1024 / n,
-           threads_before, threads_after, (double)(requests_of(&c, 1) - req0) / n,
-           atomic_load(&errors));
+           ((double)heap_pending - (double)heap_objects) / n, threads_before, threads_after,
+           (double)(requests_of(&c, 1) - req0) / n, atomic_load(&errors));
     fflush(stdout);
     atomic_store(&ended, 0);
     for (i = 0; i < n; i++)
@@ -211,6 +227,7 @@ static int bench_line(void)
     zkl_mutex *hm, **wm;
     zkl_op **wops;
     long rss_before, rss_pending;
+    size_t heap_before, heap_pending;
     int i, n = opt_waiters, threads_before, threads_after;
     int64_t t0;
     double secs;
@@ -234,13 +251,13 @@ static int bench_line(void)
     }
     wm = make_mutexes(cs, opt_sessions, parent, n, true);
     wops = calloc((size_t)n, sizeof *wops);
-    rss_before = bu_rss_kb();
+    memory_now(&heap_before, &rss_before);
     threads_before = threads_now();
     req0 = requests_of(cs, opt_sessions);
     for (i = 0; i < n; i++)
         zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, release_cb, NULL, &wops[i]);
     wait_requests(cs, opt_sessions, req0 + 3 * (uint64_t)n);
-    rss_pending = bu_rss_kb();
+    memory_now(&heap_pending, &rss_pending);
     threads_after = threads_now();
     t0 = bu_now_ns();
     zkl_mutex_release(hm);
@@ -248,10 +265,11 @@ static int bench_line(void)
     secs = (double)(bu_now_ns() - t0) / 1e9;
     printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_line\",\"waits\":%d,"
            "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"threads_before\":%d,\"threads_after\":%d,\"drain_seconds\":%.3f,"
-           "\"handoffs_per_s\":%.1f,\"errors\":%d}\n",
+           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
+           "\"drain_seconds\":%.3f,\"handoffs_per_s\":%.1f,\"errors\":%d}\n",
            n, opt_sessions, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
-           threads_before, threads_after, secs, atomic_load(&granted) / secs, atomic_load(&errors));
+           ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after, secs,
+           atomic_load(&granted) / secs, atomic_load(&errors));
     fflush(stdout);
     free_mutexes(wm, n);
     zkl_mutex_destroy(hm);
