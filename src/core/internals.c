@@ -13,16 +13,14 @@
  * DESIGN
  *
  * The core stands on the client, services, requests, session and base
- * layers and is called only by the recipes (docs/ARCHITECTURE.md). It runs
- * on the caller's thread: an acquire blocks in the requests layer's calls
- * (each waits on its own call's mutex, never holding c->mu) and in the
- * session layer's watch waits (on c->cv under c->mu, released while it
- * sleeps). It takes c->mu only through those layers' functions and never
- * holds it across a call out. Above it, a recipe's own lock (the
- * reentrancy table's, the semaphore's) may be held while the core takes
- * c->mu, never the other way round; no user callback runs on this thread.
- * The thread's call deadline (zkl__call_deadline) is set for the whole
- * acquire and restored on the way out.
+ * layers and is called only by the recipes (docs/ARCHITECTURE.md). A
+ * blocking acquire is an operation of the engine (engine.c's DESIGN) run on
+ * the caller's own thread, which sleeps on a condition of its own under
+ * c->mu between steps; no step blocks and none holds c->mu across a call
+ * out. Above it, a recipe's own lock (the reentrancy table's, the
+ * semaphore's) may be held while the core takes c->mu, never the other way
+ * round; no user callback runs on this thread. Releases and the queries
+ * below use the requests layer's blocking calls.
  */
 #include <stdlib.h>
 #include <string.h>
