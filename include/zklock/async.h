@@ -37,6 +37,7 @@
 #include "client.h"
 #include "mutex.h"
 #include "rwlock.h"
+#include "multilock.h"
 #include "semaphore.h"
 
 #ifdef __cplusplus
@@ -77,6 +78,19 @@ zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op
  * thread). Errors as zkl_mutex_acquire_async, and ZKL_EINVAL for n.
  */
 zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, zkl_op_fn fn,
+                                       void *userdata, zkl_op **op);
+
+/*
+ * Start acquiring every member of ml in turn, all or none, within
+ * timeout_ms for the whole set (zklock/multilock.h). The callback reports
+ * once; on a failure the members taken are released in reverse order and
+ * the handle holds nothing. Members may live on different clients (the
+ * callback is delivered as the first member's client delivers); each member
+ * mutex or rwlock side goes into async mode; semaphore mutexes are thread
+ * mode only (ZKL_EINVAL). The token and lease read from the handle are the
+ * first member's. zkl_multilock_destroy refuses while the handle is out.
+ */
+zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op_fn fn,
                                        void *userdata, zkl_op **op);
 
 /*

@@ -218,10 +218,10 @@ zkl_status zkl__op_let_go(zkl_op *op)
     zkl_status st = ZKL_OK;
     zkl__err_keep(); /* the failure's message, not the cleanup's */
     if (op->inner.node)
-        zkl__lock_release(op->c, &op->inner);
-    while (op->nholds > 0) {
+        zkl__lock_release(op->inner.c ? op->inner.c : op->c, &op->inner);
+    while (op->nholds > 0) { /* in reverse order */
         zkl__hold *h = &op->holds[--op->nholds];
-        if (zkl__lock_release(op->c, h) != ZKL_OK)
+        if (zkl__lock_release(h->c ? h->c : op->c, h) != ZKL_OK)
             st = ZKL_ELOST;
     }
     zkl__err_unkeep();
@@ -312,7 +312,7 @@ bool zkl_op_is_held(zkl_op *op)
     if (!op || op->nholds == 0)
         return false;
     for (i = 0; i < op->nholds; i++)
-        if (!zkl__hold_alive(op->c, op->holds[i].epoch))
+        if (!zkl__hold_alive(op->holds[i].c, op->holds[i].epoch))
             return false;
     return true;
 }
@@ -325,7 +325,7 @@ static zkl_status first_hold(zkl_op *op, const char *fn, zkl__hold **h)
         return zkl__fail(ZKL_ENOTOWNER, "%s: the handle holds nothing (not granted, or not yet)",
                          fn);
     *h = &op->holds[0];
-    if (!zkl__hold_alive(op->c, (*h)->epoch))
+    if (!zkl__hold_alive((*h)->c, (*h)->epoch))
         return zkl__fail(ZKL_ELOST, "%s: the hold on %s was lost with its session or lease", fn,
                          op->path);
     return ZKL_OK;
@@ -340,7 +340,7 @@ zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
         return zkl__fail(ZKL_EINVAL, "zkl_op_fencing_token: NULL argument");
     if ((st = first_hold(op, "zkl_op_fencing_token", &h)) != ZKL_OK || !h)
         return st;
-    if (h->czxid == 0 && (st = zkl__hold_token(op->c, h, &h->czxid)) != ZKL_OK)
+    if (h->czxid == 0 && (st = zkl__hold_token(h->c, h, &h->czxid)) != ZKL_OK)
         return st; /* the create rode in a multi: asked once, remembered */
     *token = h->czxid;
     return ZKL_OK;
@@ -358,7 +358,7 @@ zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)
                          "zkl_op_lease_remaining: the handle holds nothing (not granted)");
     if ((st = first_hold(op, "zkl_op_lease_remaining", &h)) != ZKL_OK)
         return st;
-    return zkl__lease_remaining(op->c, h->epoch, op->path, ms);
+    return zkl__lease_remaining(h->c, h->epoch, op->path, ms);
 }
 
 zkl_status zkl_client_event_fd(zkl_client *c, int *fd)

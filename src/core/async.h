@@ -74,6 +74,11 @@ zkl_status zkl__op_let_go(zkl_op *op);
 /* The mutex's and the read/write lock's sides (one hold, per side). */
 zkl_status zkl__async_side_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, void *ud,
                                    const char *what, zkl_op **out);
+/* A handle on sd begins (its mode, revocation, count), or the failure of what. */
+zkl_status zkl__side_async_begin(zkl__side *sd, const char *what);
+/* A handle's hold of sd in session epoch was granted; a handle ends (granted: it was). */
+void zkl__side_async_granted(zkl__side *sd, uint64_t epoch);
+void zkl__side_async_ended(zkl__side *sd, bool granted, uint64_t epoch);
 /* Whether sd has async holds granted in session epoch (its hold-state notices). */
 bool zkl__side_async_in(zkl__side *sd, uint64_t epoch);
 

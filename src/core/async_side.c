@@ -22,26 +22,50 @@ static bool side_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
     *final = st;
     if (st == ZKL_OK) {
         zkl__op_keep(op, got);
-        pthread_mutex_lock(&sd->c->mu);
-        if (sd->async_epoch != op->holds[0].epoch) {
-            sd->async_epoch = op->holds[0].epoch;
-            sd->async_held = 0;
-        }
-        sd->async_held++;
-        op->at = 1; /* counted in async_held */
-        pthread_mutex_unlock(&sd->c->mu);
+        zkl__side_async_granted(sd, op->holds[0].epoch);
+        op->at = 1; /* counted */
     }
     return false;
 }
 
 static void side_end(zkl_op *op)
 {
-    zkl__side *sd = op->obj;
+    zkl__side_async_ended(op->obj, op->at != 0, op->holds[0].epoch);
+}
+
+void zkl__side_async_granted(zkl__side *sd, uint64_t epoch)
+{
+    pthread_mutex_lock(&sd->c->mu);
+    if (sd->async_epoch != epoch) {
+        sd->async_epoch = epoch;
+        sd->async_held = 0;
+    }
+    sd->async_held++;
+    pthread_mutex_unlock(&sd->c->mu);
+}
+
+void zkl__side_async_ended(zkl__side *sd, bool granted, uint64_t epoch)
+{
     pthread_mutex_lock(&sd->c->mu);
     sd->async_ops--;
-    if (op->at && sd->async_epoch == op->holds[0].epoch)
+    if (granted && sd->async_epoch == epoch)
         sd->async_held--;
     pthread_mutex_unlock(&sd->c->mu);
+}
+
+zkl_status zkl__side_async_begin(zkl__side *sd, const char *what)
+{
+    zkl_status st;
+    if (sd->revoke_cb)
+        return zkl__fail(ZKL_EINVAL,
+                         "%s: %s is revocable, and revocable locks are thread mode only", what,
+                         sd->path);
+    if ((st = zkl__side_mode(sd, ZKL__MODE_ASYNC, what)) != ZKL_OK)
+        return st;
+    pthread_mutex_lock(&sd->c->mu);
+    sd->async_ops++;
+    pthread_mutex_unlock(&sd->c->mu);
+    return ZKL_OK;
 }
 
 bool zkl__side_async_in(zkl__side *sd, uint64_t epoch)
@@ -64,20 +88,10 @@ zkl_status zkl__async_side_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, 
         return zkl__fail(ZKL_EINVAL, "%s: NULL argument", what);
     if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
         return st;
-    if (sd->revoke_cb)
-        return zkl__fail(ZKL_EINVAL,
-                         "%s: %s is revocable, and revocable locks are thread mode only", what,
-                         sd->path);
-    if ((st = zkl__side_mode(sd, ZKL__MODE_ASYNC, what)) != ZKL_OK)
+    if ((st = zkl__side_async_begin(sd, what)) != ZKL_OK)
         return st;
-    pthread_mutex_lock(&sd->c->mu);
-    sd->async_ops++;
-    pthread_mutex_unlock(&sd->c->mu);
     st = zkl__async_start(sd->c, &plan, what, sd, sd->path, 1, timeout_ms, fn, ud, out);
-    if (st != ZKL_OK) {
-        pthread_mutex_lock(&sd->c->mu);
-        sd->async_ops--;
-        pthread_mutex_unlock(&sd->c->mu);
-    }
+    if (st != ZKL_OK)
+        zkl__side_async_ended(sd, false, 0);
     return st;
 }

@@ -209,6 +209,7 @@ static zkl__step_result commit(zkl__acq *op)
         zkl__revwatch_stop(rev);
         return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
     }
+    op->hold.c = op->c;
     op->hold.node = op->node;
     op->hold.czxid = op->czxid;
     op->hold.epoch = op->epoch;

@@ -20,6 +20,7 @@ typedef enum zkl__lookahead {
 
 /* A lock node we hold: what every recipe keeps per hold. */
 typedef struct zkl__hold {
+    struct zkl_client *c;      /* the client it was taken on */
     char *node;                /* full path of our lock node */
     int64_t czxid;             /* creation zxid: the fencing token */
     uint64_t epoch;            /* which session of the client it lives in */

@@ -10,13 +10,16 @@
 
 #include "base/status.h"
 #include "base/util.h"
+#include "core/async.h"
 #include "core/lockobj.h"
+#include "recipes/sides.h"
 #include "zklock/multilock.h"
 
 typedef struct member {
     void *lock;
     zkl_status (*acquire)(void *lock, int timeout_ms);
     zkl_status (*release)(void *lock);
+    zkl__side *side; /* its side in the core; NULL: thread mode only (semaphore mutex) */
 } member;
 
 struct zkl_multilock {
@@ -74,7 +77,7 @@ zkl_status zkl_multilock_create(zkl_multilock **out)
 }
 
 static zkl_status add(zkl_multilock *ml, void *lock, zkl_status (*acq)(void *, int),
-                      zkl_status (*rel)(void *))
+                      zkl_status (*rel)(void *), zkl__side *side)
 {
     zkl__clear_err();
     if (!ml || !lock)
@@ -97,6 +100,7 @@ static zkl_status add(zkl_multilock *ml, void *lock, zkl_status (*acq)(void *, i
     ml->v[ml->n].lock = lock;
     ml->v[ml->n].acquire = acq;
     ml->v[ml->n].release = rel;
+    ml->v[ml->n].side = side;
     ml->n++;
     pthread_mutex_unlock(&ml->mu);
     return ZKL_OK;
@@ -104,22 +108,22 @@ static zkl_status add(zkl_multilock *ml, void *lock, zkl_status (*acq)(void *, i
 
 zkl_status zkl_multilock_add_mutex(zkl_multilock *ml, zkl_mutex *m)
 {
-    return add(ml, m, mutex_acq, mutex_rel);
+    return add(ml, m, mutex_acq, mutex_rel, m ? zkl__mutex_side(m) : NULL);
 }
 
 zkl_status zkl_multilock_add_read(zkl_multilock *ml, zkl_rwlock *l)
 {
-    return add(ml, l, read_acq, read_rel);
+    return add(ml, l, read_acq, read_rel, l ? zkl__rwlock_side(l, false) : NULL);
 }
 
 zkl_status zkl_multilock_add_write(zkl_multilock *ml, zkl_rwlock *l)
 {
-    return add(ml, l, write_acq, write_rel);
+    return add(ml, l, write_acq, write_rel, l ? zkl__rwlock_side(l, true) : NULL);
 }
 
 zkl_status zkl_multilock_add_semaphore_mutex(zkl_multilock *ml, zkl_semaphore_mutex *m)
 {
-    return add(ml, m, sem_acq, sem_rel);
+    return add(ml, m, sem_acq, sem_rel, NULL);
 }
 
 zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
@@ -158,6 +162,105 @@ zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
     ml->acquired++;
     pthread_mutex_unlock(&ml->mu);
     return ZKL_OK;
+}
+
+/* ---- async: each member's acquire in turn, a plan of the core's async handles ---- */
+
+/* op->at: members asked for so far; op->stage: members granted (counted in their sides). */
+static bool ml_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c, zkl__acquire_args *a,
+                    zkl_status *final)
+{
+    zkl_multilock *ml = op->obj;
+    zkl__side *sd;
+    if (got && zkl__op_keep(op, got)) {
+        zkl__side_async_granted(ml->v[op->stage].side, op->holds[op->nholds - 1].epoch);
+        op->stage++;
+    }
+    if (op->at > 0 && st != ZKL_OK) {
+        zkl__op_let_go(op); /* all or none: those taken go, in reverse order */
+        *final = st;
+        return false;
+    }
+    if (op->at == op->want) {
+        *final = ZKL_OK;
+        return false;
+    }
+    sd = ml->v[op->at++].side;
+    zkl__side_args(sd, 0, NULL, NULL, a);
+    a->deadline = op->deadline;
+    *c = sd->c;
+    return true;
+}
+
+static void ml_end(zkl_op *op)
+{
+    zkl_multilock *ml = op->obj;
+    int i;
+    for (i = 0; i < op->want; i++)
+        zkl__side_async_ended(ml->v[i].side, i < op->stage, op->holds[i].epoch);
+    pthread_mutex_lock(&ml->mu);
+    ml->acquired--;
+    pthread_mutex_unlock(&ml->mu);
+}
+
+/* Put every member in async mode and count the handle on it; undone on failure. */
+static zkl_status ml_begin(zkl_multilock *ml, const char *what)
+{
+    size_t i;
+    zkl_status st = ZKL_OK;
+    for (i = 0; i < ml->n && st == ZKL_OK; i++) {
+        if (!ml->v[i].side)
+            st = zkl__fail(ZKL_EINVAL,
+                           "%s: member %zu of %zu is a semaphore mutex, which is "
+                           "thread mode only",
+                           what, i + 1, ml->n);
+        else if ((st = zkl__side_async_begin(ml->v[i].side, what)) != ZKL_OK)
+            zkl__fail_prefix(st, "member %zu of %zu: ", i + 1, ml->n);
+        else
+            continue;
+        while (i-- > 0)
+            zkl__side_async_ended(ml->v[i].side, false, 0);
+        break;
+    }
+    return st;
+}
+
+zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op_fn fn,
+                                       void *userdata, zkl_op **op)
+{
+    static const zkl__plan plan = {ml_next, ml_end};
+    static const char *const what = "zkl_multilock_acquire_async";
+    zkl__side *first;
+    zkl_status st;
+    size_t i;
+    zkl__clear_err();
+    if (op)
+        *op = NULL;
+    if (!ml || !fn || !op)
+        return zkl__fail(ZKL_EINVAL, "%s: NULL argument", what);
+    if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
+        return st;
+    pthread_mutex_lock(&ml->mu);
+    if (ml->n == 0 || ml->n > 1024) {
+        pthread_mutex_unlock(&ml->mu);
+        return zkl__fail(ZKL_EINVAL, "%s: the set is empty (or has over 1024 members)", what);
+    }
+    ml->acquired++; /* no member added meanwhile: the plan reads ml->v */
+    pthread_mutex_unlock(&ml->mu);
+    st = ml_begin(ml, what);
+    first = st == ZKL_OK ? ml->v[0].side : NULL;
+    if (st == ZKL_OK)
+        st = zkl__async_start(first->c, &plan, what, ml, first->path, (int)ml->n, timeout_ms, fn,
+                              userdata, op);
+    if (st != ZKL_OK && first)
+        for (i = 0; i < ml->n; i++)
+            zkl__side_async_ended(ml->v[i].side, false, 0);
+    if (st != ZKL_OK) {
+        pthread_mutex_lock(&ml->mu);
+        ml->acquired--;
+        pthread_mutex_unlock(&ml->mu);
+    }
+    return st;
 }
 
 zkl_status zkl_multilock_release(zkl_multilock *ml)

@@ -11,6 +11,7 @@
 #include "core/async.h"
 #include "core/lockobj.h"
 #include "core/reentrant.h"
+#include "recipes/sides.h"
 #include "base/status.h"
 #include "zklock/mutex.h"
 
@@ -131,6 +132,11 @@ zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
     if (!m || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_participants: NULL argument");
     return zkl__participants(m->obj.c, m->obj.path, zkl__mutex_driver.sort_markers, paths, n);
+}
+
+zkl__side *zkl__mutex_side(zkl_mutex *m)
+{
+    return &m->side;
 }
 
 const char *zkl_mutex_path(const zkl_mutex *m)

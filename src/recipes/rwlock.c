@@ -9,6 +9,7 @@
 #include "base/path.h"
 #include "core/async.h"
 #include "core/lockobj.h"
+#include "recipes/sides.h"
 #include "core/reentrant.h"
 #include "base/status.h"
 #include "zklock/rwlock.h"
@@ -118,6 +119,11 @@ zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_
     }
     return zkl__async_side_acquire(&l->write, timeout_ms, fn, userdata,
                                    "zkl_rwlock_write_acquire_async", op);
+}
+
+zkl__side *zkl__rwlock_side(zkl_rwlock *l, bool write)
+{
+    return write ? &l->write : &l->read;
 }
 
 zkl_status zkl_rwlock_read_release(zkl_rwlock *l)

@@ -567,3 +567,70 @@ Test(async, shutdown_with_waits_outstanding, .timeout = 60)
     zkl_client_close(holder);
     free(path);
 }
+
+Test(async, multilock_all_or_none_across_clients, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("async-ml-m"), *p2 = zkt_path("async-ml-rw");
+    zkl_mutex *m1, *m2;
+    zkl_rwlock *rw1, *rw2;
+    zkl_semaphore_mutex *sm;
+    zkl_multilock *s1, *s2, *s3;
+    zkl_op *o1, *o2;
+    seen r1 = {0}, r2 = {0}, r3 = {0};
+    ok(zkl_mutex_create(a, p1, &m1), "create");
+    ok(zkl_rwlock_create(b, p2, &rw1), "create");
+    ok(zkl_mutex_create(c, p1, &m2), "create");
+    ok(zkl_rwlock_create(c, p2, &rw2), "create");
+    ok(zkl_multilock_create(&s1), "set");
+    ok(zkl_multilock_add_mutex(s1, m1), "add");
+    ok(zkl_multilock_add_write(s1, rw1), "add");
+    ok(zkl_multilock_create(&s2), "set");
+    ok(zkl_multilock_add_mutex(s2, m2), "add");
+    ok(zkl_multilock_add_write(s2, rw2), "add");
+    /* the first set's members live on two clients */
+    ok(zkl_multilock_acquire_async(s1, 5000, record, &r1, &o1), "first set");
+    wait_called(&r1);
+    cr_assert_eq(atomic_load(&r1.st), ZKL_OK, "%s", r1.msg);
+    cr_assert(zkl_op_is_held(o1));
+    cr_assert_eq(zkl_multilock_destroy(s1), ZKL_EBUSY, "destroyed while acquired");
+    /* the second cannot have both in time, and holds nothing after */
+    ok(zkl_multilock_acquire_async(s2, 300, record, &r2, &o2), "second set");
+    wait_called(&r2);
+    cr_assert_eq(atomic_load(&r2.st), ZKL_ETIMEDOUT, "%s", r2.msg);
+    cr_assert_not(zkl_op_is_held(o2));
+    ok(zkl_op_release(o2), "release the failed handle");
+    cr_assert_eq(zkt_children_settle(zh, p1, 1), 1, "the second set kept its first member");
+    cr_assert_eq(zkt_children_settle(zh, p2, 1), 1);
+    ok(zkl_op_release(o1), "release the first set");
+    ok(zkl_multilock_acquire_async(s2, 5000, record, &r3, &o2), "second set again");
+    wait_called(&r3);
+    cr_assert_eq(atomic_load(&r3.st), ZKL_OK, "%s", r3.msg);
+    ok(zkl_op_release(o2), "release");
+    /* a semaphore mutex member is thread mode only */
+    ok(zkl_semaphore_mutex_create(c, p1, &sm), "semaphore mutex");
+    ok(zkl_multilock_create(&s3), "set");
+    ok(zkl_multilock_add_semaphore_mutex(s3, sm), "add");
+    cr_assert_eq(zkl_multilock_acquire_async(s3, 0, record, &r3, &o2), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "thread mode"), "message: %s", zkl_errmsg());
+    ok(zkl_multilock_destroy(s3), "destroy");
+    ok(zkl_semaphore_mutex_destroy(sm), "destroy");
+    ok(zkl_client_drain(a, 5000), "drain");
+    ok(zkl_client_drain(b, 5000), "drain");
+    ok(zkl_client_drain(c, 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0, "a node was left");
+    cr_assert_eq(zkt_children_settle(zh, p2, 0), 0, "a node was left");
+    ok(zkl_multilock_destroy(s1), "destroy");
+    ok(zkl_multilock_destroy(s2), "destroy");
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_rwlock_destroy(rw1), "destroy");
+    ok(zkl_rwlock_destroy(rw2), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(a);
+    zkl_client_close(b);
+    zkl_client_close(c);
+    free(p1);
+    free(p2);
+}

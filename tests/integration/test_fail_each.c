@@ -443,12 +443,54 @@ static void async_wait(zkl_client *c, zkl_mutex *holder, const char *path, bool 
     mutex_done(m, n);
 }
 
+/* An async multilock of two mutexes (paths path-a and path-b), taken and let go. */
+static void async_set(zkl_client *c, const char *path, long n)
+{
+    char pa[300], pb[300];
+    zkl_mutex *ma, *mb;
+    zkl_multilock *ml = NULL;
+    struct report r = {0};
+    zkl_op *op;
+    zkl_status st;
+    snprintf(pa, sizeof pa, "%s-a", path);
+    snprintf(pb, sizeof pb, "%s-b", path);
+    ma = mutex_made(c, pa, n);
+    mb = mutex_made(c, pb, n);
+    if (!ma || !mb) { /* (checked in mutex_made) */
+        mutex_done(ma, n);
+        mutex_done(mb, n);
+        return;
+    }
+    st = zkl_multilock_create(&ml);
+    short_or_ok(st, "zkl_multilock_create", n);
+    if (st == ZKL_OK) {
+        if ((st = zkl_multilock_add_mutex(ml, ma)) == ZKL_OK)
+            st = zkl_multilock_add_mutex(ml, mb);
+        short_or_ok(st, "zkl_multilock_add_mutex", n);
+    }
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_multilock_acquire_async(ml, 10000, on_report, &r, &op),
+                    "zkl_multilock_acquire_async", n);
+    if (st == ZKL_OK) {
+        report_wait(c, &r, false, n);
+        cr_assert(r.st == ZKL_OK || ((r.st == ZKL_ENOMEM || r.st == ZKL_ESYS) && r.msg[0]),
+                  WHAT " %ld failing: the async multilock gave %s (%s)", n, zkl_strerror(r.st),
+                  r.msg);
+        short_or_ok(zkl_op_release(op), "zkl_op_release", n);
+    }
+    if (ml)
+        cr_assert_eq(zkl_multilock_destroy(ml), ZKL_OK, "%s", zkl_errmsg());
+    mutex_done(ma, n);
+    mutex_done(mb, n);
+}
+
 /* Async waits: delivered on the worker, then through the descriptor with a cancel. */
 static void async_cycle(zkl_client *c, const char *path, long n)
 {
     zkl_mutex *holder = mutex_made(c, path, n);
     int fd;
     zkl_status st;
+    async_set(c, path, n);
     async_wait(c, holder, path, false, false, n);
     st = zkl_client_event_fd(c, &fd);
     short_or_ok(st, "zkl_client_event_fd", n);
@@ -519,6 +561,12 @@ static int left_behind(zhandle_t *zh, const char *path, enum kind k)
 {
     if (k == SEMAPHORE || k == SEM_CONTENDED)
         return nodes_under2(zh, path, "leases", "locks");
+    if (k == ASYNC) { /* the lock path, and the set's two beside it */
+        char pa[300], pb[300];
+        snprintf(pa, sizeof pa, "%s-a", path);
+        snprintf(pb, sizeof pb, "%s-b", path);
+        return nodes_under(zh, path) + nodes_under(zh, pa) + nodes_under(zh, pb);
+    }
     if (k == MULTILOCK) /* under each member's path */
         return nodes_under2(zh, path, "m", "r") + nodes_under2(zh, path, "s/leases", "s/locks");
     return nodes_under(zh, path);
