@@ -84,8 +84,9 @@ zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, 
  * Start acquiring every member of ml in turn, all or none, within
  * timeout_ms for the whole set (zklock/multilock.h). The callback reports
  * once; on a failure the members taken are released in reverse order and
- * the handle holds nothing. Members may live on different clients (the
- * callback is delivered as the first member's client delivers); each member
+ * the handle holds nothing. Members may live on different clients: the
+ * callback is delivered in the first member's client's mode (by default on
+ * a worker thread: that of the client whose member finished); each member
  * mutex or rwlock side goes into async mode; semaphore mutexes are thread
  * mode only (ZKL_EINVAL). The token and lease read from the handle are the
  * first member's. zkl_multilock_destroy refuses while the handle is out.
