@@ -151,6 +151,8 @@ void zkl__acq_track(zkl__acq *op, zkl__req *k, int send_rc);
  * Not yet: the step's timer is set to the call deadline.
  */
 bool zkl__acq_answered(zkl__acq *op);
+/* The one tracked listing is in (false: not yet): its rc, and its names in op->kids if ZOK. */
+bool zkl__acq_listing(zkl__acq *op, int *rc);
 /* Let go of the tracked requests (after reading them). */
 void zkl__acq_untrack(zkl__acq *op);
 /* Wait until the zkl__now_ms() time at (or the connection state changes): true once due. */

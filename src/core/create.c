@@ -225,12 +225,8 @@ static zkl__step_result step_recovering(zkl__acq *op)
     zkl__req *k;
     long idx;
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_listing(op, &rc))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    if (rc == ZOK)
-        zkl__req_take_kids(op->k[0], &op->kids);
-    zkl__acq_untrack(op);
     if (rc != ZOK)
         return after_recover(op, rc);
     idx = zkl__find_prefix(op->kids.v, op->kids.n, op->prefix);

@@ -75,6 +75,17 @@ bool zkl__acq_answered(zkl__acq *op)
     return true;
 }
 
+bool zkl__acq_listing(zkl__acq *op, int *rc)
+{
+    if (!zkl__acq_answered(op))
+        return false;
+    *rc = op->rcs[0];
+    if (*rc == ZOK)
+        zkl__req_take_kids(op->k[0], &op->kids);
+    zkl__acq_untrack(op);
+    return true;
+}
+
 void zkl__acq_untrack(zkl__acq *op)
 {
     int i;

@@ -334,12 +334,8 @@ static zkl__step_result step_look(zkl__acq *op)
 static zkl__step_result step_listing(zkl__acq *op)
 {
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_listing(op, &rc))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    if (rc == ZOK)
-        zkl__req_take_kids(op->k[0], &op->kids);
-    zkl__acq_untrack(op);
     if (rc == ZNONODE) /* parent gone, so our node too */
         rc = ZOK;
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)

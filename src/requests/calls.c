@@ -46,83 +46,15 @@ static int wait_sent(zkl__req *k, int send_rc)
     return k ? req_wait(k) : send_rc;
 }
 
-int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
-                   char **created, struct Stat *stat)
-{
-    int rc;
-    zkl__req *k = zkl__req_create(s, path, data, len, mode, NULL, NULL, &rc);
-    if (!k)
-        return rc;
-    rc = req_wait(k);
-    if (rc == ZOK)
-        zkl__req_take_created(k, created, stat);
-    zkl__call_put(k);
-    return rc;
-}
-
-/* The listing sent after a write (kl, or NULL with lrc), handed over if both worked. */
-static int finish_list(zkl__req *kl, int lrc, int rc, zkl__names *kids)
-{
-    lrc = wait_sent(kl, lrc);
-    if (kl && rc == ZOK && lrc == ZOK)
-        zkl__req_take_kids(kl, kids);
-    if (kl)
-        zkl__call_put(kl);
-    return lrc;
-}
-
-/* The write kw (or its send failure rc) followed by the listing of parent. */
-static int write_then_list(zkl__session *s, zkl__req *kw, int rc, const char *parent,
-                           char **created, struct Stat *stat, zkl__names *kids, int *list_rc)
-{
-    zkl__req *kl;
-    int lrc;
-    if (!kw) {
-        *list_rc = rc;
-        return rc;
-    }
-    kl = zkl__req_children(s, parent, NULL, NULL, NULL, &lrc);
-    rc = req_wait(kw);
-    if (rc == ZOK)
-        zkl__req_take_created(kw, created, stat);
-    zkl__call_put(kw);
-    *list_rc = finish_list(kl, lrc, rc, kids);
-    return rc;
-}
-
-int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
-                        const char *parent, char **created, struct Stat *stat, zkl__names *kids,
-                        int *list_rc)
-{
-    int rc;
-    zkl__req *kc = zkl__req_create(s, path, data, len, mode, NULL, NULL, &rc);
-    return write_then_list(s, kc, rc, parent, created, stat, kids, list_rc);
-}
-
-int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
-                              const void *data, int len, int mode, const char *parent,
-                              char **created, zkl__names *kids, int *list_rc)
-{
-    int rc;
-    zkl__req *km = zkl__req_multi_create(s, del, ndel, path, data, len, mode, NULL, NULL, &rc);
-    return write_then_list(s, km, rc, parent, created, NULL, kids, list_rc);
-}
-
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out)
 {
-    return zkl__zk_wchildren(s, path, NULL, out);
-}
-
-int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out)
-{
     int rc;
-    zkl__req *k = zkl__req_children(s, path, w, NULL, NULL, &rc);
+    zkl__req *k = zkl__req_children(s, path, NULL, NULL, NULL, &rc);
     if (!k)
         return rc;
     rc = req_wait(k);
     if (rc == ZOK)
         zkl__req_take_kids(k, out);
-    zkl__watch_settle(w, k, rc);
     zkl__call_put(k);
     return rc;
 }
@@ -138,24 +70,6 @@ int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat)
         *stat = k->stat;
     zkl__call_put(k);
     return rc;
-}
-
-void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
-                   int *rcs, int64_t *owners)
-{
-    zkl__req *k[ZKL_WGETS_MAX] = {NULL};
-    int i;
-    /* send them all, then wait for each: one round trip for the lot */
-    for (i = 0; i < n && i < ZKL_WGETS_MAX; i++)
-        k[i] = zkl__req_wget(s, paths[i], ws[i], NULL, NULL, &rcs[i]);
-    for (i = 0; i < n && i < ZKL_WGETS_MAX; i++) {
-        if (!k[i])
-            continue;
-        rcs[i] = req_wait(k[i]);
-        owners[i] = rcs[i] == ZOK ? k[i]->stat.ephemeralOwner : 0;
-        zkl__watch_settle(ws[i], k[i], rcs[i]);
-        zkl__call_put(k[i]);
-    }
 }
 
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat)
@@ -194,13 +108,6 @@ int zkl__zk_delete(zkl__session *s, const char *path)
 {
     int rc;
     zkl__req *k = zkl__req_delete(s, path, NULL, NULL, &rc);
-    return wait_void(k, rc);
-}
-
-int zkl__zk_sync(zkl__session *s, const char *path)
-{
-    int rc;
-    zkl__req *k = zkl__req_sync(s, path, NULL, NULL, &rc);
     return wait_void(k, rc);
 }
 

@@ -23,48 +23,10 @@ int64_t zkl__call_deadline(int64_t deadline);
 /* The least time an acquire's calls get, whatever its timeout. */
 #define ZKL_CALL_MIN_MS 1000
 
-int zkl__zk_create(zkl__session *s, const char *path, const void *data, int len, int mode,
-                   char **created, struct Stat *stat);
-
-/*
- * Create path and list parent in one round trip. *list_rc is the listing's rc;
- * kids is filled only when both succeed.
- */
-int zkl__zk_create_list(zkl__session *s, const char *path, const void *data, int len, int mode,
-                        const char *parent, char **created, struct Stat *stat, zkl__names *kids,
-                        int *list_rc);
-
-/*
- * As zkl__zk_create_list, but the create rides in one multi transaction after
- * deletes of the paths in del (one commit). No Stat comes back. The multi's rc
- * is returned; on failure nothing of it was applied.
- */
-
-int zkl__zk_multi_create_list(zkl__session *s, char *const *del, int ndel, const char *path,
-                              const void *data, int len, int mode, const char *parent,
-                              char **created, zkl__names *kids, int *list_rc);
-
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
-/*
- * getChildren with a child watch w (NULL: none). When the call shows the
- * watch was never set (not sent, or refused by the server), w's ZooKeeper
- * reference is given back here; the caller drops only its own.
- */
-int zkl__zk_wchildren(zkl__session *s, const char *path, zkl__watch *w, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
-/*
- * n (at most ZKL_WGETS_MAX) getData calls with data watches ws[i], sent back
- * to back; rcs[i] is each one's rc, owners[i] the node's ephemeralOwner when
- * it is ZOK (the data is not kept). Curator's choice: no watch is left if the
- * node is gone. References as zkl__zk_wchildren.
- */
-#define ZKL_WGETS_MAX 2
-void zkl__zk_wgets(zkl__session *s, int n, const char *const *paths, zkl__watch *const *ws,
-                   int *rcs, int64_t *owners);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
 int zkl__zk_delete(zkl__session *s, const char *path);
-/* sync: through the leader; its answer renews the lease (lease.h). */
-int zkl__zk_sync(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
 /*

@@ -220,15 +220,6 @@ bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
  * change of the connection state cuts short.
  */
 bool zkl__backoff_until(struct zkl_client *c, int *attempt, int64_t deadline, int64_t *until);
-/*
- * A request of session epoch failed as if the session were gone, but the
- * client has not heard so yet (its event is still on the completion thread):
- * wait until the connection state changes, the client closes or is
- * canceled, or until (zkl__now_ms based), instead of trying again at once.
- * Returns at once if epoch is no longer the live session.
- */
-void zkl__await_session_news(struct zkl_client *c, uint64_t epoch, int64_t until);
-
 /* Lock-object accounting, so zkl_client_close can refuse while objects live. */
 void zkl__client_ref(struct zkl_client *c);
 void zkl__client_unref(struct zkl_client *c);
@@ -264,12 +255,6 @@ void zkl__watch_unregistered(zkl__watch *w);
 void zkl__watches_free_locked(zkl__session *s);
 /* ZooKeeper watcher function for tokens. */
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-/*
- * Wait until a token fired (w2 may be NULL), the connection state changed
- * since gen, the client closes or is canceled, or the deadline passes.
- * Returns ZKL_ETIMEDOUT only for the deadline.
- */
-zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t deadline);
 /*
  * Whether w fired. *deleted_only: it fired for the watched node's deletion,
  * and the connection state (gen), session and cancel flag are unchanged.

@@ -310,18 +310,6 @@ bool zkl__on_worker(zkl_client *c)
     return c->worker_started && pthread_equal(pthread_self(), c->worker);
 }
 
-void zkl__await_session_news(zkl_client *c, uint64_t epoch, int64_t until)
-{
-    uint64_t gen;
-    pthread_mutex_lock(&c->mu);
-    gen = c->state_gen;
-    while (c->sess->epoch == epoch && !c->sess->expired && c->state_gen == gen && !c->closing &&
-           !c->canceled)
-        if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
-            break;
-    pthread_mutex_unlock(&c->mu);
-}
-
 void zkl__client_ref(zkl_client *c)
 {
     pthread_mutex_lock(&c->mu);

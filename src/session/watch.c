@@ -96,28 +96,6 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Under c->mu. */
-static bool either_fired(const zkl__watch *w1, const zkl__watch *w2)
-{
-    return w1->fired || (w2 && w2->fired);
-}
-
-zkl_status zkl__watch_wait(zkl__watch *w1, zkl__watch *w2, uint64_t gen, int64_t deadline)
-{
-    zkl_client *c = w1->c;
-    zkl_status st = ZKL_OK;
-    pthread_mutex_lock(&c->mu);
-    while (!either_fired(w1, w2) && c->state_gen == gen && !c->closing && !c->canceled) {
-        if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
-            if (!either_fired(w1, w2))
-                st = ZKL_ETIMEDOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&c->mu);
-    return st;
-}
-
 bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only)
 {
     zkl_client *c = w->c;
