@@ -71,6 +71,79 @@ zkl_status zkl__sort_names(char **names, size_t n, const char *const *markers)
     return ZKL_OK;
 }
 
+/* Keep name (key its sort key, newest in listing order) among the nearest
+ * counted names ahead, kept[0..*k) ascending: it sorts after any kept name
+ * of an equal key, as the stable sort would put it. */
+static void keep_nearest(char **kept, const char **keys, size_t *k, char *name, const char *key)
+{
+    size_t p = 0, j;
+    while (p < *k && strcmp(keys[p], key) <= 0)
+        p++;
+    if (*k < ZKL_LINE_AHEAD) {
+        for (j = *k; j > p; j--)
+            kept[j] = kept[j - 1], keys[j] = keys[j - 1];
+        (*k)++;
+    } else if (p == 0) {
+        return; /* farther ahead than every kept one */
+    } else {
+        for (j = 0; j + 1 < p; j++)
+            kept[j] = kept[j + 1], keys[j] = keys[j + 1];
+        p--;
+    }
+    kept[p] = name;
+    keys[p] = key;
+}
+
+bool zkl__line_of(char *const *names, size_t n, const char *self, const char *const *markers,
+                  zkl__counts_fn counts, const void *ctx, zkl__line *out)
+{
+    const char *self_key = zkl__sort_key(self, markers), *keys[ZKL_LINE_AHEAD];
+    char *me = NULL;
+    size_t i, k = 0;
+    out->n = n;
+    out->rank = 0;
+    for (i = 0; i < n; i++) {
+        const char *key;
+        int c;
+        if (!me && strcmp(names[i], self) == 0) {
+            me = names[i];
+            continue;
+        }
+        key = zkl__sort_key(names[i], markers);
+        c = strcmp(key, self_key);
+        if (c > 0 || (c == 0 && me)) /* behind: a tie goes by listing order */
+            continue;
+        out->rank++;
+        if (!counts || counts(names[i], ctx))
+            keep_nearest(out->v, keys, &k, names[i], key);
+    }
+    if (!me)
+        return false;
+    out->v[k] = me;
+    out->m = k + 1;
+    return true;
+}
+
+void zkl__line_at(char *const *sorted, size_t n, size_t self, zkl__counts_fn counts,
+                  const void *ctx, zkl__line *out)
+{
+    size_t i = self, k = 0, j;
+    out->n = n;
+    out->rank = self;
+    while (i > 0 && k < ZKL_LINE_AHEAD) {
+        i--;
+        if (!counts || counts(sorted[i], ctx))
+            out->v[k++] = sorted[i];
+    }
+    for (j = 0; j < k / 2; j++) { /* gathered nearest first */
+        char *t = out->v[j];
+        out->v[j] = out->v[k - 1 - j];
+        out->v[k - 1 - j] = t;
+    }
+    out->v[k] = sorted[self];
+    out->m = k + 1;
+}
+
 zkl_status zkl__seq_parse(const char *text, int32_t *out)
 {
     long long v = 0;

@@ -5,6 +5,7 @@
 #ifndef ZKL_SEQ_H
 #define ZKL_SEQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,39 @@ zkl_status zkl__seq_of(const char *name, const char *const *markers, int32_t *ou
 
 /* True if name starts with a Curator protected prefix "_c_<uuid>-". */
 int zkl__is_protected(const char *name);
+
+/*
+ * A contender's view of the line, all a lock driver decides from: its own
+ * place, and the nearest few names ahead of it that count (a reader counts
+ * only writers). Curator sorts the whole listing to find these; one pass
+ * over it finds the same, so the cost of a listing stays linear in the line
+ * and nothing is copied (the names are the listing's own).
+ */
+#define ZKL_LINE_AHEAD 2
+
+/* Whether name counts for the view (ctx: the caller's); NULL: all count. */
+typedef bool (*zkl__counts_fn)(const char *name, const void *ctx);
+
+typedef struct zkl__line {
+    size_t n;    /* names in the listing */
+    size_t rank; /* names ahead of self in Curator's order, counted or not */
+    size_t m;    /* names in v, self the last */
+    /* The nearest counted names ahead (at most ZKL_LINE_AHEAD), in Curator's
+     * order, then self: pointers into the listing. */
+    char *v[ZKL_LINE_AHEAD + 1];
+} zkl__line;
+
+/*
+ * The view of self from an unsorted listing, in one pass: the same as the
+ * full stable sort by sort key (zkl__sort_names) would give. False if self
+ * is not in the listing.
+ */
+bool zkl__line_of(char *const *names, size_t n, const char *self, const char *const *markers,
+                  zkl__counts_fn counts, const void *ctx, zkl__line *out);
+
+/* The view of the name at index self of a sorted listing (tools, tests). */
+void zkl__line_at(char *const *sorted, size_t n, size_t self, zkl__counts_fn counts,
+                  const void *ctx, zkl__line *out);
 
 /* Index of the first name starting with prefix, or -1. */
 long zkl__find_prefix(char *const *names, size_t n, const char *prefix);

@@ -14,31 +14,34 @@
 
 #include "core/driver.h"
 
-/* Whether the listing less the node at index gone would make self hold. */
-static bool holds_without(const zkl__driver *d, char **sorted, size_t n, size_t self,
-                          const void *ctx, size_t gone)
+/*
+ * Whether the view less the name at index gone (ahead of us) would make self
+ * hold. The view less one name is not quite the view of the listing less
+ * it (a counted name farther ahead would come into view), but every driver
+ * decides from its place and from whether a counted name is ahead, which
+ * the shorter view still tells.
+ */
+static bool holds_without(const zkl__driver *d, const zkl__line *l, const void *ctx, size_t gone)
 {
-    char *keep = sorted[gone];
-    zkl__verdict v;
-    memmove(&sorted[gone], &sorted[gone + 1], (n - gone - 1) * sizeof *sorted);
-    v = d->decide(d, sorted, n - 1, gone < self ? self - 1 : self, ctx);
-    memmove(&sorted[gone + 1], &sorted[gone], (n - gone - 1) * sizeof *sorted);
-    sorted[gone] = keep;
-    return v.holds;
+    zkl__line w = *l;
+    memmove(&w.v[gone], &w.v[gone + 1], (w.m - gone - 1) * sizeof *w.v);
+    w.m--;
+    w.n--;
+    w.rank--;
+    return d->decide(d, &w, ctx).holds;
 }
 
-zkl__verdict zkl__decide(const zkl__driver *d, char **sorted, size_t n, size_t self,
-                         const void *ctx)
+zkl__verdict zkl__decide(const zkl__driver *d, const zkl__line *l, const void *ctx)
 {
-    zkl__verdict v = d->decide(d, sorted, n, self, ctx);
+    zkl__verdict v = d->decide(d, l, ctx);
     v.flags = 0;
-    if (v.holds || v.watch_parent || v.watch < 0 || (size_t)v.watch >= n)
+    if (v.holds || v.watch_parent || v.watch < 0 || (size_t)v.watch + 1 >= l->m)
         return v;
-    if ((d->facts & ZKL__D_REPLACED_IN_PLACE) && strstr(sorted[v.watch], d->lock_name)) {
+    if ((d->facts & ZKL__D_REPLACED_IN_PLACE) && strstr(l->v[v.watch], d->lock_name)) {
         v.flags |= ZKL__V_NO_LOOKAHEAD;
         return v;
     }
-    if (holds_without(d, sorted, n, self, ctx, (size_t)v.watch))
+    if (holds_without(d, l, ctx, (size_t)v.watch))
         v.flags |= ZKL__V_HANDOFF;
     return v;
 }

@@ -1,16 +1,25 @@
 /*
  * driver.h - the drivers of the lock-internals core (Curator's
  * LockInternalsDriver): the policy of each recipe, declared in one place with
- * the node markers it sorts by. A driver answers one question from a sorted
- * listing: does our node hold the lock, and if not, what do we wait for. What
+ * the node markers it sorts by. A driver answers one question from our view
+ * of the line (base/seq.h: our place, the nearest names ahead that count for
+ * it): does our node hold the lock, and if not, what do we wait for. What
  * the core makes of that (the hand-off on a deletion, the look-ahead) is the
  * core's own business: zkl__decide.
+ *
+ * Curator's drivers read the whole sorted listing; ours need only their
+ * place, the listing's size and the nearest ZKL_LINE_AHEAD names ahead that
+ * count, which one pass over an unsorted listing finds (zkl__line_of). A
+ * driver must decide from those alone: that is what keeps a listing's cost
+ * linear in the line.
  */
 #ifndef ZKL_CORE_DRIVER_H
 #define ZKL_CORE_DRIVER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base/seq.h"
 
 /* The node names after the protected prefix, as Curator spells them. */
 #define ZKL_MUTEX_MARKER "lock-"
@@ -28,10 +37,11 @@ enum {
     ZKL__V_NO_LOOKAHEAD = 1u << 1,
 };
 
-/* What a driver decides from the sorted children, our own at index self. */
+/* What a driver decides from our view of the line. */
 typedef struct zkl__verdict {
     bool holds;        /* our node holds the lock */
-    long watch;        /* if not: index of the one child to watch (>= 0), or -1 to list again */
+    long watch;        /* if not: the one child to watch, an index into the view's v (>= 0),
+                          or -1 to list again */
     bool watch_parent; /* if not: watch the child list itself (the semaphore's lease count) */
     unsigned flags;    /* ZKL__V_*: the core's, from zkl__decide */
 } zkl__verdict;
@@ -51,10 +61,11 @@ typedef struct zkl__driver {
     const char *lock_name;           /* ZKL_*_MARKER: the node name after the protected prefix */
     const char *const *sort_markers; /* markers for Curator's sort key, NULL-terminated */
     unsigned facts;                  /* ZKL__D_* */
-    /* Decide from children sorted by Curator's order; ctx is the recipe's
-     * (the lease count, a reader's own writer), may be NULL. */
-    zkl__verdict (*decide)(const struct zkl__driver *d, char *const *sorted, size_t n, size_t self,
-                           const void *ctx);
+    /* Which names ahead the driver's view keeps (NULL: all); ctx as for decide. */
+    zkl__counts_fn counts;
+    /* Decide from our view of the line; ctx is the recipe's (the lease
+     * count, a reader's own writer), may be NULL. */
+    zkl__verdict (*decide)(const struct zkl__driver *d, const zkl__line *l, const void *ctx);
 } zkl__driver;
 
 /* The recipes' drivers (drivers.c). */
@@ -63,18 +74,18 @@ extern const zkl__driver zkl__read_driver;  /* ctx: the basename of our own writ
 extern const zkl__driver zkl__write_driver;
 extern const zkl__driver zkl__lease_driver; /* ctx: const int *, the number of leases */
 
-/* The standard decision (Curator's StandardLockInternalsDriver). */
-zkl__verdict zkl__decide_standard(size_t self, int max_leases);
+/* The standard decision (Curator's StandardLockInternalsDriver, one holder). */
+zkl__verdict zkl__decide_standard(const zkl__line *l);
+
+/* d's view of self in an unsorted listing (zkl__line_of); false if self is not in it. */
+bool zkl__view(const zkl__driver *d, char *const *names, size_t n, const char *self,
+               const void *ctx, zkl__line *out);
 
 /* The driver of a lock node's name (read, write, else the mutex's), for
  * listings of a mutex or a read/write lock. */
 const zkl__driver *zkl__driver_of(const char *name);
 
-/*
- * Ask d about the listing (sorted, n, our index self) and add the core's
- * flags. sorted is reordered during the call and restored before it returns.
- */
-zkl__verdict zkl__decide(const zkl__driver *d, char **sorted, size_t n, size_t self,
-                         const void *ctx);
+/* Ask d about its view l and add the core's flags. */
+zkl__verdict zkl__decide(const zkl__driver *d, const zkl__line *l, const void *ctx);
 
 #endif

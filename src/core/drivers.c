@@ -10,73 +10,73 @@ static const char *const mutex_markers[] = {ZKL_MUTEX_MARKER, NULL};
 static const char *const rw_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, NULL};
 static const char *const lease_markers[] = {ZKL_LEASE_MARKER, NULL};
 
-zkl__verdict zkl__decide_standard(size_t self, int max_leases)
+zkl__verdict zkl__decide_standard(const zkl__line *l)
 {
     zkl__verdict v = {false, -1, false, 0};
-    if (max_leases < 1)
-        max_leases = 1;
-    if (self < (size_t)max_leases)
+    if (l->rank == 0)
         v.holds = true;
     else
-        v.watch = (long)(self - (size_t)max_leases);
+        v.watch = (long)l->m - 2; /* the nearest ahead: the view keeps every name */
     return v;
 }
 
-static zkl__verdict standard_decide(const zkl__driver *d, char *const *sorted, size_t n,
-                                    size_t self, const void *ctx)
+static zkl__verdict standard_decide(const zkl__driver *d, const zkl__line *l, const void *ctx)
 {
     (void)d;
-    (void)sorted;
-    (void)n;
     (void)ctx;
-    return zkl__decide_standard(self, 1);
+    return zkl__decide_standard(l);
+}
+
+/* A reader's view keeps only writers, less its own (ctx: our own write
+ * node, which does not count: a downgrade). */
+static bool counts_writer(const char *name, const void *ctx)
+{
+    const char *own_writer = ctx;
+    return strstr(name, ZKL_WRITE_MARKER) && !(own_writer && strcmp(name, own_writer) == 0);
 }
 
 /* Granted when no writer sorts ahead; otherwise watch the nearest writer
  * ahead (not Curator's first writer: the same grants, without waking readers
- * whose own writer is still there). ctx: our own write node, which does not
- * count (a downgrade). */
-static zkl__verdict read_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
-                                const void *ctx)
+ * whose own writer is still there). */
+static zkl__verdict read_decide(const zkl__driver *d, const zkl__line *l, const void *ctx)
 {
-    const char *own_writer = ctx;
     zkl__verdict v = {true, -1, false, 0};
-    size_t i;
     (void)d;
-    (void)n;
-    for (i = 0; i < self; i++) {
-        if (!strstr(sorted[i], ZKL_WRITE_MARKER))
-            continue;
-        if (own_writer && strcmp(sorted[i], own_writer) == 0)
-            continue;
+    (void)ctx;
+    if (l->m > 1) {
         v.holds = false;
-        v.watch = (long)i; /* keeps the last one seen: the nearest ahead */
+        v.watch = (long)l->m - 2;
     }
     return v;
 }
 
 /* Granted when the lease nodes number at most the count; else watch them all. */
-static zkl__verdict lease_decide(const zkl__driver *d, char *const *sorted, size_t n, size_t self,
-                                 const void *ctx)
+static zkl__verdict lease_decide(const zkl__driver *d, const zkl__line *l, const void *ctx)
 {
     zkl__verdict v = {false, -1, false, 0};
     (void)d;
-    (void)sorted;
-    (void)self;
-    if (n <= (size_t) * (const int *)ctx)
+    if (l->n <= (size_t) * (const int *)ctx)
         v.holds = true;
     else
         v.watch_parent = true;
     return v;
 }
 
-const zkl__driver zkl__mutex_driver = {ZKL_MUTEX_MARKER, mutex_markers, 0, standard_decide};
-const zkl__driver zkl__read_driver = {ZKL_READ_MARKER, rw_markers, 0, read_decide};
+const zkl__driver zkl__mutex_driver = {ZKL_MUTEX_MARKER, mutex_markers, 0, NULL, standard_decide};
+const zkl__driver zkl__read_driver = {ZKL_READ_MARKER, rw_markers, 0, counts_writer, read_decide};
 /* A writer is the standard driver over the read/write markers; a writer may
  * downgrade, leaving a read node at its own place in line. */
-const zkl__driver zkl__write_driver = {ZKL_WRITE_MARKER, rw_markers, ZKL__D_REPLACED_IN_PLACE,
+const zkl__driver zkl__write_driver = {ZKL_WRITE_MARKER, rw_markers, ZKL__D_REPLACED_IN_PLACE, NULL,
                                        standard_decide};
-const zkl__driver zkl__lease_driver = {ZKL_LEASE_MARKER, lease_markers, 0, lease_decide};
+/* The lease count needs no names ahead: a view of none costs no comparison. */
+static bool counts_none(const char *name, const void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return false;
+}
+const zkl__driver zkl__lease_driver = {ZKL_LEASE_MARKER, lease_markers, 0, counts_none,
+                                       lease_decide};
 
 const zkl__driver *zkl__driver_of(const char *name)
 {
@@ -85,4 +85,10 @@ const zkl__driver *zkl__driver_of(const char *name)
     if (strstr(name, ZKL_WRITE_MARKER))
         return &zkl__write_driver;
     return &zkl__mutex_driver;
+}
+
+bool zkl__view(const zkl__driver *d, char *const *names, size_t n, const char *self,
+               const void *ctx, zkl__line *out)
+{
+    return zkl__line_of(names, n, self, d->sort_markers, d->counts, ctx, out);
 }

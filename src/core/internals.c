@@ -160,17 +160,20 @@ zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
     return ZKL_OK;
 }
 
-/* kids' names made full paths under path, in place. */
-static zkl_status full_paths(const char *path, zkl__names *kids)
+/* kids' names as full paths under path, each its own string (zkl_strings_free). */
+static zkl_status full_paths(const char *path, const zkl__names *kids, char ***out)
 {
     size_t i;
+    char **v = calloc(kids->n ? kids->n : 1, sizeof *v);
+    if (!v)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
     for (i = 0; i < kids->n; i++) {
-        char *full = zkl__path_join(path, kids->v[i]);
-        if (!full)
+        if (!(v[i] = zkl__path_join(path, kids->v[i]))) {
+            zkl_strings_free(v, i);
             return zkl__fail(ZKL_ENOMEM, "out of memory");
-        free(kids->v[i]);
-        kids->v[i] = full;
+        }
     }
+    *out = v;
     return ZKL_OK;
 }
 
@@ -193,17 +196,9 @@ zkl_status zkl__participants(zkl_client *c, const char *path, const char *const 
     if (zkl__sort_names(kids.v, kids.n, markers) != ZKL_OK)
         st = zkl__fail(ZKL_ENOMEM, "out of memory sorting the listing of %s", path);
     if (st == ZKL_OK)
-        st = full_paths(path, &kids);
-    if (st != ZKL_OK) {
-        zkl__names_free(&kids);
-        return st;
-    }
-    *out = kids.v;
-    *n = kids.n;
-    if (!kids.v) { /* callers may free what they get: give them an empty array */
-        *out = calloc(1, sizeof(char *));
-        if (!*out)
-            return zkl__fail(ZKL_ENOMEM, "out of memory");
-    }
-    return ZKL_OK;
+        st = full_paths(path, &kids, out);
+    if (st == ZKL_OK)
+        *n = kids.n;
+    zkl__names_free(&kids);
+    return st;
 }

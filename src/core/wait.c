@@ -1,10 +1,10 @@
 /*
  * wait.c - the wait in line (acq.h), Curator's internalLockLoop: list,
- * sort, ask the driver, watch the one node it names (or the child list),
- * sleep until that watch fires, and again. Two changes of ours: a waiter
- * may also watch the node ahead of its own (the look-ahead), so that the
- * hand-off to it needs no listing (core/decide.c), and a listing taken after
- * our session changed is never trusted (CURATOR-604).
+ * find our view of the line (one pass, no sort: core/driver.h), ask the driver, watch the one node
+ * it names (or the child list), sleep until that watch fires, and again. Two changes of ours: a
+ * waiter may also watch the node ahead of its own (the look-ahead), so that the hand-off to it
+ * needs no listing (core/decide.c), and a listing taken after our session changed is never trusted
+ * (CURATOR-604).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,21 +81,17 @@ static bool arm_new(zkl__acq *op, zkl__armed *x, const char *name)
 }
 
 /* Outcome of looking at one listing. */
-enum look { LOOK_HOLDS, LOOK_GONE, LOOK_WAIT, LOOK_RELIST, LOOK_NOMEM };
+enum look { LOOK_HOLDS, LOOK_GONE, LOOK_WAIT, LOOK_RELIST };
 
-/* Sort kids, find our node, ask the driver. Frees nothing. */
-static enum look look_at(const zkl__acq *op, zkl__names *kids, zkl__verdict *v)
+/* Our view of the line in kids (one pass, nothing sorted), the driver's verdict. Frees nothing. */
+static enum look look_at(const zkl__acq *op, zkl__names *kids, zkl__line *l, zkl__verdict *v)
 {
-    long self;
-    if (zkl__sort_names(kids->v, kids->n, op->a.driver->sort_markers) != ZKL_OK)
-        return LOOK_NOMEM;
-    self = zkl__find_name(kids->v, kids->n, op->name);
-    if (self < 0) /* our node is gone: session lost, or deleted by someone */
-        return LOOK_GONE;
-    *v = zkl__decide(op->a.driver, kids->v, kids->n, (size_t)self, op->a.ctx);
+    if (!zkl__view(op->a.driver, kids->v, kids->n, op->name, op->a.ctx, l))
+        return LOOK_GONE; /* our node is gone: session lost, or deleted by someone */
+    *v = zkl__decide(op->a.driver, l, op->a.ctx);
     if (v->holds)
         return LOOK_HOLDS;
-    if (!v->watch_parent && (v->watch < 0 || (size_t)v->watch >= kids->n))
+    if (!v->watch_parent && (v->watch < 0 || (size_t)v->watch + 1 >= l->m))
         return LOOK_RELIST;
     return LOOK_WAIT;
 }
@@ -117,13 +113,12 @@ static zkl__step_result settle(zkl__acq *op, enum look look, size_t n)
         op->alone = n == 1;
         op->entry = ZKL__E_GRANT;
         return ZKL__STEP_AGAIN;
-    case LOOK_GONE: /* the session looked alive just now */
+    default: /* LOOK_GONE; the session looked alive just now */
         zkl__log(ZKL_LOG_WARN,
                  "%s/%s is gone while the session lives (deleted by someone else, or "
                  "the session is ending): queuing again",
                  op->a.path, op->name);
         return zkl__acq_restart(op);
-    default: return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory sorting a listing"));
     }
 }
 
@@ -180,6 +175,7 @@ static zkl__step_result step_sleeping(zkl__acq *op)
 /* The child-list watch is set; its listing is fresh, so it is decided on first. */
 static zkl__step_result step_armed_children(zkl__acq *op)
 {
+    zkl__line line;
     enum look look;
     int rc;
     if (!zkl__acq_answered(op))
@@ -194,7 +190,7 @@ static zkl__step_result step_armed_children(zkl__acq *op)
         zkl__armed_clear(&op->prim);
         return judge(op, rc, ZKL_OK);
     }
-    look = look_at(op, &op->kids, &op->v); /* still armed; the token lives until it fires */
+    look = look_at(op, &op->kids, &line, &op->v); /* still armed; the token lives until it fires */
     zkl__names_free(&op->kids);
     if (look != LOOK_WAIT)
         return settle(op, look, 0);
@@ -257,9 +253,10 @@ static void arm_one(zkl__acq *op, zkl__armed *x, const char *name, int i)
 
 /*
  * Watch the node the driver named and, if it pays, the one before it, in
- * one round trip; children already watched are kept.
+ * one round trip; children already watched are kept. l: the view the
+ * verdict came from, pointers into op->kids (freed here).
  */
-static zkl__step_result arm_nodes(zkl__acq *op)
+static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
 {
     const zkl__acquire_args *a = &op->a;
     const zkl__verdict *v = &op->v;
@@ -269,9 +266,9 @@ static zkl__step_result arm_nodes(zkl__acq *op)
     bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
               (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried);
     const char *aname = la && !(v->flags & (ZKL__V_HANDOFF | ZKL__V_NO_LOOKAHEAD)) && v->watch >= 1
-                            ? op->kids.v[v->watch - 1]
+                            ? l->v[v->watch - 1]
                             : NULL;
-    arm_one(op, &op->prim, op->kids.v[v->watch], 0);
+    arm_one(op, &op->prim, l->v[v->watch], 0);
     if (aname) {
         arm_one(op, &op->ahead, aname, 1);
     } else {
@@ -303,6 +300,7 @@ static zkl__step_result arm_children(zkl__acq *op)
 /* A listing to look at: decide, then watch what the driver named. */
 static zkl__step_result step_look(zkl__acq *op)
 {
+    zkl__line line;
     enum look look;
     after_list_fault(op->c);
     /* A listing read after our session ended may still show our node (CURATOR-604). */
@@ -310,7 +308,7 @@ static zkl__step_result step_look(zkl__acq *op)
         zkl__names_free(&op->kids);
         return zkl__acq_restart(op);
     }
-    look = look_at(op, &op->kids, &op->v);
+    look = look_at(op, &op->kids, &line, &op->v);
     if (look != LOOK_WAIT) {
         size_t n = op->kids.n;
         zkl__names_free(&op->kids);
@@ -320,14 +318,14 @@ static zkl__step_result step_look(zkl__acq *op)
         zkl__names_free(&op->kids);
         return zkl__acq_fail(op, timed_out_waiting(op));
     }
-    if (!op->v.watch_parent && handed_over(&op->prim, op->kids.v[op->v.watch], &op->v, op->gen)) {
+    if (!op->v.watch_parent && handed_over(&op->prim, line.v[op->v.watch], &op->v, op->gen)) {
         /* the node we wait for went while we listed, after the listing saw
          * it where its going grants: the hand-off, come early */
         zkl__names_free(&op->kids);
         op->entry = ZKL__E_GRANT;
         return ZKL__STEP_AGAIN;
     }
-    return op->v.watch_parent ? arm_children(op) : arm_nodes(op);
+    return op->v.watch_parent ? arm_children(op) : arm_nodes(op, &line);
 }
 
 /* The listing is answered. */

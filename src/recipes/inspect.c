@@ -90,7 +90,10 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
     for (i = 0; i < kids->n && rc == ZOK; i++) {
         const char *name = kids->v[i];
         const zkl__driver *d = zkl__driver_of(name);
-        zkl__verdict vd = d->decide(d, kids->v, kids->n, i, NULL);
+        zkl__line l;
+        zkl__verdict vd;
+        zkl__line_at(kids->v, kids->n, i, d->counts, NULL, &l);
+        vd = d->decide(d, &l, NULL);
         char kind = d == &zkl__read_driver ? 'R' : d == &zkl__write_driver ? 'W' : 'M';
         rc = add(s, path, name, kind, vd.holds, v, n, cap);
     }

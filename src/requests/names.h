@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+/* A listing: v and its names are one allocation (free v alone), read-only. */
 typedef struct zkl__names {
     char **v;
     size_t n;

@@ -11,7 +11,11 @@
  *    here) gets the same keys at every place and the same names wherever a
  *    key is unique. The standard driver (zkl__decide_standard, in
  *    core/drivers.c) decides from the index alone, so this is what makes
- *    two contenders agree on who holds the lock and whom each watches.
+ *    two contenders agree on who holds the lock and whom each watches;
+ *  - the one-pass view of each name (zkl__line_of: its rank and the nearest
+ *    counted names ahead, as the drivers see the line) is the one the full
+ *    sort gives (zkl__line_at), for every name, with every name counted,
+ *    with some (those with a 'W', as a reader counts writers) and none.
  */
 #include "fuzz_check.h"
 #include "base/seq.h"
@@ -23,6 +27,45 @@ static const char *const RW[] = {"__READ__", "__WRIT__", NULL};
 static const char *const KAZOO[] = {"__lock__", NULL};
 static const char *const NONE[] = {NULL};
 static const char *const *const SETS[] = {MUTEX, RW, KAZOO, NONE};
+
+static bool counts_w(const char *name, const void *ctx)
+{
+    (void)ctx;
+    return strchr(name, 'W') != NULL;
+}
+
+static bool counts_none(const char *name, const void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return false;
+}
+
+static const zkl__counts_fn COUNTS[] = {NULL, counts_w, counts_none};
+
+/* in: as listed; sorted: the same, sorted. Each name's one-pass view is the sort's. */
+static void views_checked(char **in, char **sorted, size_t n, const char *const *mk)
+{
+    size_t i, f, j;
+    for (f = 0; f < sizeof COUNTS / sizeof *COUNTS; f++) {
+        for (i = 0; i < n; i++) {
+            zkl__line a, b;
+            long at;
+            FUZZ_CHECK(zkl__line_of(in, n, in[i], mk, COUNTS[f], NULL, &a),
+                       "'%.80s' not found in its own listing", in[i]);
+            at = zkl__find_name(sorted, n, in[i]);
+            FUZZ_CHECK(at >= 0, "'%.80s' not in the sort", in[i]);
+            zkl__line_at(sorted, n, (size_t)at, COUNTS[f], NULL, &b);
+            FUZZ_CHECK(a.n == n && a.rank == b.rank && a.m == b.m,
+                       "'%.80s' (filter %zu): rank %zu of %zu in view, the sort says %zu of %zu",
+                       in[i], f, a.rank, a.m, b.rank, b.m);
+            for (j = 0; j < a.m; j++)
+                FUZZ_CHECK(a.v[j] == b.v[j],
+                           "'%.80s' (filter %zu): view %zu is '%.80s', not '%.80s'", in[i], f, j,
+                           a.v[j], b.v[j]);
+        }
+    }
+}
 
 static size_t split(const uint8_t *data, size_t size, char **names)
 {
@@ -86,6 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     sort_checked(names, a, n, mk);
     sort_checked(shuffled, b, n, mk);
+    views_checked(names, a, n, mk);
+    views_checked(shuffled, b, n, mk);
     for (i = 0; i < n; i++) {
         const char *ka = zkl__sort_key(a[i], mk);
         int unique = (i == 0 || strcmp(zkl__sort_key(a[i - 1], mk), ka) != 0) &&
