@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zookeeper/zookeeper.h>
 
 #include "benchutil.h"
@@ -332,6 +333,17 @@ static void teardown_worker(struct worker *w)
     bu_samples_free(&w->rel);
 }
 
+/* CPU time (user and system) this process has used, in microseconds: every
+ * client's threads, the ZooKeeper client's included. */
+static int64_t cpu_us(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+           ru.ru_stime.tv_usec;
+}
+
 /* Run one row and print its JSON line; returns its error count. */
 static int bench(const char *workload, int clients, enum kind kind)
 {
@@ -340,7 +352,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     struct holders shared;
     struct holders *own = NULL;
     bu_samples acq = {0}, rel = {0};
-    int64_t before, after, t0, elapsed, requests;
+    int64_t before, after, t0, elapsed, requests, cpu0, cpu1;
     uint64_t creq0 = 0, cw0 = 0, creq1 = 0, cw1 = 0;
     int i, started = 0, errors = 0, violations = 0;
     size_t min_ops = SIZE_MAX, max_ops = 0;
@@ -405,6 +417,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     pthread_mutex_unlock(&b.mu);
     client_counters(ws, clients, &creq0, &cw0);
     before = bu_packets_received(zk_connect);
+    cpu0 = cpu_us();
     t0 = bu_now_ns();
     pthread_mutex_lock(&b.mu);
     b.deadline = t0 + (int64_t)(opt_seconds * 1e9);
@@ -414,6 +427,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     for (i = 0; i < clients; i++)
         pthread_join(ws[i].t, NULL);
     elapsed = bu_now_ns() - t0;
+    cpu1 = cpu_us();
     after = bu_packets_received(zk_connect);
     client_counters(ws, clients, &creq1, &cw1);
     /* minus the second mntr itself, as the peers count */
@@ -446,11 +460,12 @@ static int bench(const char *workload, int clients, enum kind kind)
     printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
            "\"ops\":%zu,\"ops_per_s\":%.1f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
            "\"release_p50_us\":%lld,\"release_p99_us\":%lld,\"min_client_ops\":%zu,"
-           "\"max_client_ops\":%zu,\"zk_requests\":%lld,\"errors\":%d}\n",
+           "\"max_client_ops\":%zu,\"zk_requests\":%lld,\"client_cpu_us_per_op\":%.1f,"
+           "\"errors\":%d}\n",
            lib, workload, clients, secs, acq.n, (double)acq.n / secs,
            (long long)bu_pct_us(&acq, 0.50), (long long)bu_pct_us(&acq, 0.99),
            (long long)bu_pct_us(&rel, 0.50), (long long)bu_pct_us(&rel, 0.99), min_ops, max_ops,
-           (long long)requests, errors);
+           (long long)requests, (double)(cpu1 - cpu0) / (double)(acq.n ? acq.n : 1), errors);
     fflush(stdout);
     {
         double ops = acq.n ? (double)acq.n : 1.0;

@@ -69,8 +69,14 @@ static const phase_fn phases[] = {
     zkl__deferred_turn, zkl__session_turn, zkl__bg_turn,
 };
 
-/* The idle wake-up: the loop looks around at least this often (us). */
-#define IDLE_US 1000000
+/*
+ * The idle wake-up: the loop looks around at least this often (us). Every
+ * phase returns when it is next due, and whatever queues work for one
+ * signals wcv, so this is only a safety net; it is long because it is not
+ * free: at 1 s, 1024 clients in one process spent 77 ms of CPU a second
+ * doing nothing (93 us a second per client idle, 18 with the net at 60 s).
+ */
+#define IDLE_US 10000000
 
 static void *worker_main(void *arg)
 {
