@@ -160,6 +160,55 @@ zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode);
  */
 zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata);
 
+/*
+ * Local hand-off (lock cohorting): the threads of this process that share m
+ * pass the lock among themselves without a ZooKeeper call, while this
+ * client's node stays at the head of the line. Off by default. Call once,
+ * before m's first acquire; m is then in thread mode for life.
+ *
+ * How it works: only one thread of the object stands in ZooKeeper's line at
+ * a time; the others wait in a local first-come, first-served queue. A
+ * release with a local thread waiting hands it the hold (a hand-off takes
+ * microseconds, not a server write and a notification) unless it ends the
+ * streak, which it does when:
+ *   - the streak has had max_streak holds, or max_ms have passed since its
+ *     first hold was granted (counted whether or not anyone else waits);
+ *   - the hold's session is lost, or its lease has less than a renewal
+ *     interval left (zkl_client_lease_end);
+ *   - a revoke arrived for the node (zkl_mutex_make_revocable).
+ * At the end of a streak the node is deleted and the next local thread
+ * queues in ZooKeeper again, behind every other process that came meanwhile.
+ *
+ * What it guarantees:
+ *   - across processes, nothing changes: the node stays at the head through
+ *     the streak, so no other process is granted, and a hold that is passed
+ *     on is checked for its session and lease first (a receiver that finds
+ *     it lost takes a new place in line itself);
+ *   - a waiter of another process waits at most one streak for this
+ *     process: at most max_streak holds, the last one begun less than
+ *     max_ms after the first;
+ *   - within the process: one holder at a time, and ownership, reentrancy
+ *     and zkl_mutex_is_held stay per thread, as without it.
+ * What it gives up: fairness between processes. A remote waiter that came
+ * before a local one may wait for the local one's hold (up to the bounds).
+ *
+ * Fencing tokens: one per node, so the holds of one streak share it (they
+ * are threads of one process, which trust each other). Every other
+ * process's holds, before and after the streak, have other nodes, created
+ * earlier (lower tokens) or later (higher), so a resource that refuses
+ * tokens lower than the highest it has seen still refuses every other
+ * process's stale holder; it does not fence this process's threads from
+ * each other within a streak.
+ *
+ * Errors: ZKL_EINVAL (m NULL, max_streak or max_ms below 1), ZKL_EBUSY (m
+ * was acquired already, or it is on already), ZKL_ENOMEM. Async acquires of
+ * an object with local hand-off are refused (ZKL_EINVAL).
+ */
+zkl_status zkl_mutex_set_local_handoff(zkl_mutex *m, int max_streak, int max_ms);
+
+/* Holds passed from one local thread to another (0 without local hand-off or for NULL). */
+uint64_t zkl_mutex_local_handoffs(zkl_mutex *m);
+
 /* The lock path (owned by m). NULL for NULL. */
 const char *zkl_mutex_path(const zkl_mutex *m);
 

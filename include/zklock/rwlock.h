@@ -76,6 +76,21 @@ zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n);
 
 const char *zkl_rwlock_path(const zkl_rwlock *l);
 
+/*
+ * Local hand-off for the write side: the threads that share l pass the
+ * write hold among themselves, as zkl_mutex_set_local_handoff (mutex.h)
+ * describes, with the same bounds, guarantees and fencing tokens. Readers
+ * are not affected: they queue in ZooKeeper as always, and wait for the
+ * streak like any other waiter. A writer that downgraded (holds the read
+ * side too) never passes its write hold on: its read node would share the
+ * writer's place with another thread's write hold. Call once, before the
+ * first write acquire. Errors: ZKL_EINVAL, ZKL_EBUSY, ZKL_ENOMEM.
+ */
+zkl_status zkl_rwlock_set_write_local_handoff(zkl_rwlock *l, int max_streak, int max_ms);
+
+/* Write holds passed from one local thread to another (0 without it or for NULL). */
+uint64_t zkl_rwlock_write_local_handoffs(zkl_rwlock *l);
+
 /* Lost-lock notice for holds of either side (see zkl_mutex_on_state). */
 zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userdata);
 

@@ -56,10 +56,19 @@ void zkl__side_async_ended(zkl__side *sd, bool granted, uint64_t epoch)
 zkl_status zkl__side_async_begin(zkl__side *sd, const char *what)
 {
     zkl_status st;
+    bool cohort;
     if (sd->revoke_cb)
         return zkl__fail(ZKL_EINVAL,
                          "%s: %s is revocable, and revocable locks are thread mode only", what,
                          sd->path);
+    pthread_mutex_lock(&sd->c->mu);
+    cohort = sd->cohort != NULL;
+    pthread_mutex_unlock(&sd->c->mu);
+    if (cohort)
+        return zkl__fail(ZKL_EINVAL,
+                         "%s: %s has local hand-off, which passes holds between threads; "
+                         "async acquires cannot use it",
+                         what, sd->path);
     if ((st = zkl__side_mode(sd, ZKL__MODE_ASYNC, what)) != ZKL_OK)
         return st;
     pthread_mutex_lock(&sd->c->mu);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "services/lease.h"
+#include "core/cohort.h"
 #include "core/reentrant.h"
 #include "base/status.h"
 #include "base/util.h"
@@ -21,6 +22,86 @@ void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__d
 void zkl__side_destroy(zkl__side *sd)
 {
     zkl__holders_destroy(&sd->holders);
+    zkl__cohort_free(sd->cohort);
+    sd->cohort = NULL;
+}
+
+zkl_status zkl__side_local_handoff(zkl__side *sd, int max_streak, int max_ms, const char *what)
+{
+    zkl__cohort *k;
+    bool fresh;
+    if (max_streak < 1 || max_ms < 1)
+        return zkl__fail(ZKL_EINVAL, "%s: max_streak (%d) and max_ms (%d) must be at least 1", what,
+                         max_streak, max_ms);
+    if (!(k = zkl__cohort_new(max_streak, max_ms)))
+        return zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
+    pthread_mutex_lock(&sd->c->mu);
+    fresh = sd->mode == ZKL__MODE_NONE && !sd->cohort;
+    if (fresh) {
+        sd->mode = ZKL__MODE_THREAD;
+        sd->cohort = k;
+    }
+    pthread_mutex_unlock(&sd->c->mu);
+    if (fresh)
+        return ZKL_OK;
+    zkl__cohort_free(k);
+    return zkl__fail(ZKL_EBUSY,
+                     "%s: %s was acquired already, or has local hand-off on: turn it on once, "
+                     "before the first acquire",
+                     what, sd->path);
+}
+
+void zkl__side_end_streak(zkl__side *sd)
+{
+    if (sd->cohort)
+        zkl__cohort_end_streak(sd->cohort);
+}
+
+uint64_t zkl__side_local_handoffs(zkl__side *sd)
+{
+    return sd->cohort ? zkl__cohort_passes(sd->cohort) : 0;
+}
+
+/* Let go of a hold nobody in this thread counts any more: to a local waiter
+ * if the cohort passes it on, else through the core. */
+static zkl_status let_go(zkl__side *sd, zkl__hold *last, bool may_pass)
+{
+    zkl_status st;
+    if (sd->cohort && may_pass && zkl__cohort_pass(sd->cohort, sd->c, last))
+        return ZKL_OK;
+    st = zkl__lock_release(sd->c, last);
+    if (sd->cohort)
+        zkl__cohort_released(sd->cohort);
+    return st;
+}
+
+/* A hold through the core, or from the cohort. */
+static zkl_status take(zkl__side *sd, int timeout_ms, const void *ctx, const char *fixed_suffix,
+                       zkl__hold *hold)
+{
+    zkl__acquire_args a;
+    zkl_status st;
+    zkl__side_args(sd, timeout_ms, ctx, fixed_suffix, &a);
+    if (sd->cohort) {
+        switch (zkl__cohort_enter(sd->cohort, a.deadline, hold)) {
+        case ZKL__COHORT_TIMEDOUT:
+            return zkl__fail(ZKL_ETIMEDOUT,
+                             "timed out waiting for %s behind this process's own threads "
+                             "(local hand-off)",
+                             sd->path);
+        case ZKL__COHORT_GRANTED:
+            if (zkl__hold_alive(sd->c, hold->epoch))
+                return ZKL_OK; /* passed on: the node stays at the head */
+            /* lost since it was passed on: we keep the baton and take a new place */
+            (void)zkl__lock_release(sd->c, hold);
+            break;
+        default: break;
+        }
+    }
+    st = zkl__lock_acquire(sd->c, &a, hold);
+    if (sd->cohort)
+        zkl__cohort_acquired(sd->cohort, st == ZKL_OK);
+    return st;
 }
 
 void zkl__side_args(const zkl__side *sd, int timeout_ms, const void *ctx, const char *fixed_suffix,
@@ -70,7 +151,6 @@ int zkl__side_async_ops(zkl__side *sd)
 zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
                              const char *fixed_suffix)
 {
-    zkl__acquire_args a;
     zkl__hold hold = {0};
     zkl_status st;
     int re;
@@ -83,17 +163,16 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     if (re < 0)
         return zkl__fail(ZKL_ELOST, "%s: this thread's hold was lost with its session; release it",
                          sd->path);
-    zkl__side_args(sd, timeout_ms, ctx, fixed_suffix, &a);
-    st = zkl__lock_acquire(sd->c, &a, &hold);
+    st = take(sd, timeout_ms, ctx, fixed_suffix, &hold);
     if (st != ZKL_OK)
         return st;
     st = zkl__holders_add(&sd->holders, &hold);
     if (st != ZKL_OK)
-        zkl__lock_release(sd->c, &hold);
+        (void)let_go(sd, &hold, true);
     return st;
 }
 
-zkl_status zkl__side_release(zkl__side *sd)
+zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass)
 {
     zkl__hold last;
     zkl_status st = zkl__holders_leave(&sd->holders, &last);
@@ -103,7 +182,12 @@ zkl_status zkl__side_release(zkl__side *sd)
         return zkl__hold_alive(sd->c, last.epoch)
                    ? ZKL_OK
                    : zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", sd->path);
-    return zkl__lock_release(sd->c, &last);
+    return let_go(sd, &last, may_pass);
+}
+
+zkl_status zkl__side_release(zkl__side *sd)
+{
+    return zkl__side_release_ex(sd, true);
 }
 
 bool zkl__side_has_entry(zkl__side *sd)

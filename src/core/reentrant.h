@@ -27,6 +27,7 @@ typedef struct zkl__side {
     int async_ops;        /* handles not yet released */
     uint64_t async_epoch; /* the session of the granted handles counted in async_held */
     int async_held;
+    struct zkl__cohort *cohort; /* local hand-off between threads (cohort.h), or NULL */
 } zkl__side;
 
 enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };
@@ -46,6 +47,19 @@ void zkl__side_destroy(zkl__side *sd);
 zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
                              const char *fixed_suffix);
 zkl_status zkl__side_release(zkl__side *sd);
+/* The same; may_pass false: never hand the hold to a local waiter (a writer
+ * that keeps a downgraded read node must not). */
+zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass);
+/*
+ * Turn on local hand-off (cohort.h) between the threads that share sd:
+ * before its first acquire only (ZKL_EBUSY after; it puts sd in thread
+ * mode). ZKL_EINVAL for bounds below 1. what: the public call, for errors.
+ */
+zkl_status zkl__side_local_handoff(zkl__side *sd, int max_streak, int max_ms, const char *what);
+/* A revoke came: the side's streak ends at its holder's release (no-op without a cohort). */
+void zkl__side_end_streak(zkl__side *sd);
+/* Holds passed on between local threads so far (0 without a cohort). */
+uint64_t zkl__side_local_handoffs(zkl__side *sd);
 bool zkl__side_is_held(zkl__side *sd);
 /* True if the calling thread has an entry (held, or lost and not yet released). */
 bool zkl__side_has_entry(zkl__side *sd);

@@ -148,6 +148,7 @@ static void on_revoke(void *ctx)
 {
     zkl_mutex *m = ctx;
     zkl_revoke_fn fn = m->revoke_fn;
+    zkl__side_end_streak(&m->side); /* the node is wanted: no passing it on */
     if (fn)
         fn(m, m->revoke_ud);
 }
@@ -178,6 +179,19 @@ zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
     default: return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: unknown mode %d", (int)mode);
     }
     return ZKL_OK;
+}
+
+zkl_status zkl_mutex_set_local_handoff(zkl_mutex *m, int max_streak, int max_ms)
+{
+    zkl__clear_err();
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_local_handoff: mutex is NULL");
+    return zkl__side_local_handoff(&m->side, max_streak, max_ms, "zkl_mutex_set_local_handoff");
+}
+
+uint64_t zkl_mutex_local_handoffs(zkl_mutex *m)
+{
+    return m ? zkl__side_local_handoffs(&m->side) : 0;
 }
 
 zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata)

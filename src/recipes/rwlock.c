@@ -156,7 +156,22 @@ zkl_status zkl_rwlock_write_release(zkl_rwlock *l)
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_release: lock is NULL");
-    return zkl__side_release(&l->write);
+    /* a downgraded writer's read node shares the write node's place */
+    return zkl__side_release_ex(&l->write, !zkl__side_has_entry(&l->read));
+}
+
+zkl_status zkl_rwlock_set_write_local_handoff(zkl_rwlock *l, int max_streak, int max_ms)
+{
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_rwlock_set_write_local_handoff: lock is NULL");
+    return zkl__side_local_handoff(&l->write, max_streak, max_ms,
+                                   "zkl_rwlock_set_write_local_handoff");
+}
+
+uint64_t zkl_rwlock_write_local_handoffs(zkl_rwlock *l)
+{
+    return l ? zkl__side_local_handoffs(&l->write) : 0;
 }
 
 bool zkl_rwlock_read_is_held(zkl_rwlock *l)

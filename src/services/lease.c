@@ -165,6 +165,16 @@ zkl_status zkl__lease_remaining(zkl_client *c, uint64_t epoch, const char *what,
     return ZKL_OK;
 }
 
+bool zkl__lease_fresh(zkl_client *c, uint64_t epoch)
+{
+    bool fresh;
+    pthread_mutex_lock(&c->mu);
+    fresh = c->sess->epoch == epoch && !c->sess->expired && !c->lease->lapsed &&
+            c->lease->end > zkl__boot_ms() + renew_interval_ms(c);
+    pthread_mutex_unlock(&c->mu);
+    return fresh;
+}
+
 int zkl__lease_check(zkl_client *c, zkl__session *s)
 {
     int64_t need;

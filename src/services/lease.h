@@ -58,6 +58,13 @@ zkl_status zkl__lease_remaining(struct zkl_client *c, uint64_t epoch, const char
 int64_t zkl__lease_end(struct zkl_client *c, uint64_t epoch);
 
 /*
+ * Whether a hold of session epoch may be handed on without asking the
+ * server: the session is current and alive, and its lease has at least a
+ * renewal interval left (what a grant needs without a sync). Takes c->mu.
+ */
+bool zkl__lease_fresh(struct zkl_client *c, uint64_t epoch);
+
+/*
  * Before a grant, session s must have at least a renewal interval (T/3) of
  * lease left. zkl__lease_check: ZOK if it has, else ZNOTHING, and the caller
  * sends a sync (its answer is recorded as a proof) and then asks

@@ -476,6 +476,62 @@ static int async_mix(void)
     return 0;
 }
 
+/* ---- local hand-off: threads of one client pass one node, a remote client contends ---- */
+
+struct cohort_run {
+    struct shared sh;
+    zkl_mutex *m; /* shared by the local threads */
+    atomic_int holds;
+};
+
+static void *cohort_local(void *arg)
+{
+    struct cohort_run *r = arg;
+    int i;
+    for (i = 0; i < rounds; i++) {
+        if (zkl_mutex_acquire(r->m, 60000) != ZKL_OK) {
+            atomic_fetch_add(&r->sh.errors, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&r->sh.inside, 1) != 0)
+            atomic_fetch_add(&r->sh.violations, 1);
+        if (i % 4 == 0) { /* reentrancy stays per thread */
+            zkl_mutex_acquire(r->m, 0);
+            zkl_mutex_release(r->m);
+        }
+        atomic_fetch_add(&r->holds, 1);
+        atomic_fetch_sub(&r->sh.inside, 1);
+        if (zkl_mutex_release(r->m) != ZKL_OK)
+            atomic_fetch_add(&r->sh.errors, 1);
+    }
+    return NULL;
+}
+
+static int local_handoff(void)
+{
+    struct cohort_run r;
+    zkl_client *c = open_client(10000);
+    pthread_t t[5];
+    int i;
+    memset(&r, 0, sizeof r);
+    CHECK(c, "open");
+    path_for(r.sh.path, sizeof r.sh.path, "cohort");
+    CHECK(zkl_mutex_create(c, r.sh.path, &r.m) == ZKL_OK, "create");
+    CHECK(zkl_mutex_set_local_handoff(r.m, 4, 50) == ZKL_OK, "local hand-off");
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, cohort_local, &r);
+    pthread_create(&t[4], NULL, contender, &r.sh); /* another client, as in contention */
+    for (i = 0; i < 5; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&r.sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&r.sh.errors) == 0, "%d errors", atomic_load(&r.sh.errors));
+    CHECK(atomic_load(&r.holds) == 4 * rounds, "%d local holds", atomic_load(&r.holds));
+    CHECK(zkl_mutex_local_handoffs(r.m) > 0, "no hold was passed on locally");
+    CHECK(zkl_mutex_destroy(r.m) == ZKL_OK, "destroy");
+    zkl_client_close(c);
+    return 0;
+}
+
 static void run(const char *name, int (*fn)(void))
 {
     if (fn() == 0) {
@@ -501,6 +557,7 @@ int main(int argc, char **argv)
     run("semaphore_mix", semaphore_mix);
     run("revoke_and_notice", revoke_and_notice);
     run("async_mix", async_mix);
+    run("local_handoff", local_handoff);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
