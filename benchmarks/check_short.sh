@@ -13,10 +13,11 @@ out=$("$lockbench" --zk "$zk" --workload uncontended --workload contended --work
     --seconds 1 --clients 4 --pairs 200)
 printf '%s\n' "$out"
 
-row='^\{"lib":"zklock-[0-9][0-9.]*","workload":"(uncontended|contended|floor)","clients":[1-9][0-9]*,'
+row='^\{"lib":"zklock-[0-9][0-9.]*","workload":"(uncontended|contended|floor|threads)","clients":[1-9][0-9]*,'
 row+='"seconds":[0-9]+\.[0-9]{3},"ops":[1-9][0-9]*,"ops_per_s":[0-9]+\.[0-9],'
 row+='"acquire_p50_us":[0-9]+,"acquire_p99_us":[0-9]+,"release_p50_us":[0-9]+,"release_p99_us":[0-9]+,'
-row+='"min_client_ops":[0-9]+,"max_client_ops":[0-9]+,"zk_requests":[0-9]+,"errors":0\}$'
+row+='"min_client_ops":[0-9]+,"max_client_ops":[0-9]+,"zk_requests":[0-9]+,'
+row+='("[a-z0-9_]+":[0-9]+(\.[0-9]+)?,)*"errors":0\}$' # extra keys of ours (lockbench.md allows them)
 
 fail=0
 n=0
@@ -41,6 +42,15 @@ for w in uncontended floor; do
         fail=1
     fi
 done
+# threads: 4 threads of one client with local hand-off, 1 other client
+threads=$("$lockbench" --zk "$zk" --workload threads --seconds 1 --clients 4 --remote 1)
+printf '%s\n' "$threads"
+if [[ ! "$threads" =~ $row ]] || ! grep -q '"workload":"threads","clients":4,' <<<"$threads" ||
+    grep -q '"local_handoffs":0,' <<<"$threads" || grep -q '"remote_ops":0,' <<<"$threads"; then
+    echo "check_short: threads: not a valid row with local hand-offs and remote holds" >&2
+    fail=1
+fi
+n=$((n + 1))
 if ((fail)); then
     echo "check_short: FAILED ($n rows)"
     exit 1

@@ -1,12 +1,14 @@
 /*
  * lockbench.c - zklock's lockbench: the workloads of shared/docs/lockbench.md
- * (uncontended, contended, independent, rwlock, semaphore, floor), measured
+ * (uncontended, contended, independent, rwlock, semaphore, floor; threads
+ * when asked for), measured
  * the way the peer harnesses (Curator, kazoo, go-zookeeper) measure them, and
  * printed as the same JSON lines, so one server's results for every library
  * can be put side by side. Plus a `memory` workload of our own.
  *
  *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
  *             [--pairs N] [--server-warmup S] [--lookahead] [--verbose]
+ *             [--remote N] [--local-handoff STREAK,MS|off]
  *
  * --lookahead sets ZKL_LOOKAHEAD_ON for the mutex workloads (the default is
  * ZKL_LOOKAHEAD_AUTO); the rows then say lib "zklock-lookahead-<version>".
@@ -42,6 +44,8 @@ static double opt_seconds = 10;
 static int opt_clients; /* 0: each workload's own count */
 static int opt_pairs = 2000;
 static bool opt_lookahead;
+static int opt_remote = 2;                                /* threads: other clients on the path */
+static int opt_handoff_streak = 100, opt_handoff_ms = 50; /* threads: 0: no local hand-off */
 static const char *lib = LIB;
 
 enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
@@ -77,8 +81,10 @@ struct worker {
     zkl_rwlock *rw;
     zkl_semaphore *sem;
     zkl_lease *lease;
-    bool write; /* rwlock: the side taken by this pair */
-    bu_raw raw; /* floor */
+    bool write;  /* rwlock: the side taken by this pair */
+    bool remote; /* threads: another client on the path, not one of the threads */
+    bool shares; /* threads: uses worker 0's client and mutex */
+    bu_raw raw;  /* floor */
     bool raw_open;
     char node[320]; /* floor: this round's node */
     uint64_t raw_requests;
@@ -92,6 +98,8 @@ struct worker {
 struct bench {
     const char *workload;
     int clients;
+    bool threads; /* the threads workload: clients are threads sharing worker 0's client */
+    int remote;   /* threads: workers after the clients that are other clients */
     enum kind kind;
     bool counted; /* a fixed number of pairs after a warm-up, not a time */
     char parent[256];
@@ -277,11 +285,18 @@ static bool make_parent(const char *parent)
     return true;
 }
 
-/* Set up client i's lock for the workload. */
-static bool setup_worker(struct bench *b, struct worker *w)
+/* Set up client i's lock for the workload (first: worker 0, whose client
+ * and mutex the threads workload's threads share). */
+static bool setup_worker(struct bench *b, struct worker *w, const struct worker *first)
 {
     char path[320];
     zkl_status st = ZKL_OK;
+    if (b->threads && !w->remote && w->idx > 0) {
+        w->c = first->c;
+        w->m = first->m;
+        w->shares = true;
+        return true;
+    }
     if (b->kind == K_FLOOR) {
         if (bu_raw_open(&w->raw, zk_connect, SESSION_MS) != 0)
             return false;
@@ -299,6 +314,8 @@ static bool setup_worker(struct bench *b, struct worker *w)
         st = zkl_mutex_create(w->c, path, &w->m);
         if (st == ZKL_OK && opt_lookahead)
             st = zkl_mutex_set_lookahead(w->m, ZKL_LOOKAHEAD_ON);
+        if (st == ZKL_OK && b->threads && !w->remote && opt_handoff_streak > 0)
+            st = zkl_mutex_set_local_handoff(w->m, opt_handoff_streak, opt_handoff_ms);
         break;
     case K_RWLOCK:
         snprintf(path, sizeof path, "%s/rw", b->parent);
@@ -319,6 +336,8 @@ static bool setup_worker(struct bench *b, struct worker *w)
 
 static void teardown_worker(struct worker *w)
 {
+    if (w->shares) /* worker 0's: it closes them */
+        w->m = NULL, w->c = NULL;
     if (w->m)
         zkl_mutex_destroy(w->m);
     if (w->rw)
@@ -351,10 +370,12 @@ static int bench(const char *workload, int clients, enum kind kind)
     struct worker *ws;
     struct holders shared;
     struct holders *own = NULL;
-    bu_samples acq = {0}, rel = {0};
+    bu_samples acq = {0}, rel = {0}, racq = {0};
     int64_t before, after, t0, elapsed, requests, cpu0, cpu1;
     uint64_t creq0 = 0, cw0 = 0, creq1 = 0, cw1 = 0;
-    int i, started = 0, errors = 0, violations = 0;
+    int i, n, started = 0, errors = 0, violations = 0;
+    uint64_t handoffs = 0;
+    char extra[512] = "";
     size_t min_ops = SIZE_MAX, max_ops = 0;
     double secs;
     bool ok = true;
@@ -364,6 +385,9 @@ static int bench(const char *workload, int clients, enum kind kind)
     b.clients = clients;
     b.kind = kind;
     b.counted = strcmp(workload, "uncontended") == 0 || strcmp(workload, "floor") == 0;
+    b.threads = strcmp(workload, "threads") == 0;
+    b.remote = b.threads ? opt_remote : 0;
+    n = clients + b.remote;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
     bu_fresh_path(b.parent, sizeof b.parent, workload);
@@ -372,21 +396,22 @@ static int bench(const char *workload, int clients, enum kind kind)
 
     memset(&shared, 0, sizeof shared);
     shared.max_shared = kind == K_RWLOCK ? INT_MAX : kind == K_SEMAPHORE ? 4 : 0;
-    ws = calloc((size_t)clients, sizeof *ws);
-    own = calloc((size_t)clients, sizeof *own); /* `independent`: one slot per lock */
+    ws = calloc((size_t)n, sizeof *ws);
+    own = calloc((size_t)n, sizeof *own); /* `independent`: one slot per lock */
     if (!ws || !own) {
         fputs("lockbench: out of memory\n", stderr);
         exit(1);
     }
-    for (i = 0; i < clients && ok; i++) {
+    for (i = 0; i < n && ok; i++) {
         ws[i].b = &b;
         ws[i].idx = i;
+        ws[i].remote = i >= clients;
         ws[i].rng = bu_seed();
         ws[i].h = strcmp(workload, "independent") == 0 ? &own[i] : &shared;
-        ok = setup_worker(&b, &ws[i]);
+        ok = setup_worker(&b, &ws[i], &ws[0]);
     }
-    b.warm_left = clients;
-    for (i = 0; i < clients && ok; i++) {
+    b.warm_left = n;
+    for (i = 0; i < n && ok; i++) {
         if (pthread_create(&ws[i].t, NULL, worker_main, &ws[i]) != 0) {
             ok = false;
             break;
@@ -401,7 +426,7 @@ static int bench(const char *workload, int clients, enum kind kind)
         pthread_mutex_unlock(&b.mu);
         for (i = 0; i < started; i++)
             pthread_join(ws[i].t, NULL);
-        for (i = 0; i < clients; i++)
+        for (i = n - 1; i >= 0; i--)
             if (ws[i].b)
                 teardown_worker(&ws[i]);
         free(ws);
@@ -415,7 +440,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     while (b.warm_left > 0)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
-    client_counters(ws, clients, &creq0, &cw0);
+    client_counters(ws, n, &creq0, &cw0);
     before = bu_packets_received(zk_connect);
     cpu0 = cpu_us();
     t0 = bu_now_ns();
@@ -424,18 +449,22 @@ static int bench(const char *workload, int clients, enum kind kind)
     b.go = true;
     pthread_cond_broadcast(&b.cv);
     pthread_mutex_unlock(&b.mu);
-    for (i = 0; i < clients; i++)
+    for (i = 0; i < n; i++)
         pthread_join(ws[i].t, NULL);
     elapsed = bu_now_ns() - t0;
     cpu1 = cpu_us();
     after = bu_packets_received(zk_connect);
-    client_counters(ws, clients, &creq1, &cw1);
+    client_counters(ws, n, &creq1, &cw1);
     /* minus the second mntr itself, as the peers count */
     requests = before >= 0 && after >= 0 ? after - before - 1 : -1;
     if (requests < 0)
         fprintf(stderr, "lockbench: no zk_packets_received from mntr on %s\n", zk_connect);
 
-    for (i = 0; i < clients; i++) {
+    for (i = 0; i < n; i++) {
+        if (ws[i].remote) {
+            bu_samples_append(&racq, &ws[i].acq);
+            continue;
+        }
         bu_samples_append(&acq, &ws[i].acq);
         bu_samples_append(&rel, &ws[i].rel);
         if (ws[i].acq.n < min_ops)
@@ -450,22 +479,35 @@ static int bench(const char *workload, int clients, enum kind kind)
         fprintf(stderr, "lockbench: %s: %d holder-slot violations (two holders at once)\n",
                 workload, violations);
     errors += violations;
-    for (i = 0; i < clients; i++)
+    for (i = 0; i < n; i++)
+        if (ws[i].remote)
+            errors += ws[i].errors;
+    if (b.threads)
+        handoffs = zkl_mutex_local_handoffs(ws[0].m);
+    for (i = n - 1; i >= 0; i--) /* worker 0 last: the threads share its client */
         teardown_worker(&ws[i]);
     bu_cleanup_path(zk_connect, b.parent);
 
     bu_samples_sort(&acq);
     bu_samples_sort(&rel);
+    bu_samples_sort(&racq);
     secs = (double)elapsed / 1e9;
+    if (b.threads) /* the threads' own row, plus what the other clients saw meanwhile */
+        snprintf(extra, sizeof extra,
+                 "\"sessions\":1,\"local_handoff_max_streak\":%d,\"local_handoff_max_ms\":%d,"
+                 "\"local_handoffs\":%llu,\"remote_clients\":%d,\"remote_ops\":%zu,"
+                 "\"remote_acquire_p50_us\":%lld,\"remote_worst_wait_us\":%lld,",
+                 opt_handoff_streak, opt_handoff_ms, (unsigned long long)handoffs, b.remote, racq.n,
+                 (long long)bu_pct_us(&racq, 0.50), (long long)bu_pct_us(&racq, 1.0));
     printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
            "\"ops\":%zu,\"ops_per_s\":%.1f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
            "\"release_p50_us\":%lld,\"release_p99_us\":%lld,\"min_client_ops\":%zu,"
            "\"max_client_ops\":%zu,\"zk_requests\":%lld,\"client_cpu_us_per_op\":%.1f,"
-           "\"errors\":%d}\n",
+           "%s\"errors\":%d}\n",
            lib, workload, clients, secs, acq.n, (double)acq.n / secs,
            (long long)bu_pct_us(&acq, 0.50), (long long)bu_pct_us(&acq, 0.99),
            (long long)bu_pct_us(&rel, 0.50), (long long)bu_pct_us(&rel, 0.99), min_ops, max_ops,
-           (long long)requests, (double)(cpu1 - cpu0) / (double)(acq.n ? acq.n : 1), errors);
+           (long long)requests, (double)(cpu1 - cpu0) / (double)(acq.n ? acq.n : 1), extra, errors);
     fflush(stdout);
     {
         double ops = acq.n ? (double)acq.n : 1.0;
@@ -477,6 +519,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     }
     bu_samples_free(&acq);
     bu_samples_free(&rel);
+    bu_samples_free(&racq);
     free(ws);
     free(own);
     pthread_cond_destroy(&b.cv);
@@ -546,21 +589,25 @@ static int bench_memory(void)
     return errors;
 }
 
-static const char *const all_workloads[] = {"memory", "uncontended", "contended", "independent",
-                                            "rwlock", "semaphore",   "floor",     NULL};
+static const char *const all_workloads[] = {"memory",      "uncontended", "contended",
+                                            "independent", "rwlock",      "semaphore",
+                                            "floor",       "threads",     NULL};
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
             "                 [--pairs N] [--server-warmup S] [--lookahead] [--verbose]\n"
-            "Workloads: uncontended contended independent rwlock semaphore floor memory\n"
+            "Workloads: uncontended contended independent rwlock semaphore floor memory threads\n"
             "(default: all). --seconds: length of the timed workloads (default 10);\n"
             "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
             "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
             "--server-warmup: seconds of load before measuring (default 3 on a server\n"
             "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
-            "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n");
+            "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n"
+            "threads (asked for by name): --clients threads (16) share one client and one\n"
+            "mutex with --local-handoff STREAK,MS (100,50; off: none), while --remote (2)\n"
+            "other clients contend on the same path; their waits are in the row.\n");
 }
 
 int main(int argc, char **argv)
@@ -570,6 +617,7 @@ int main(int argc, char **argv)
         {"seconds", required_argument, NULL, 's'}, {"clients", required_argument, NULL, 'c'},
         {"pairs", required_argument, NULL, 'p'},   {"server-warmup", required_argument, NULL, 'W'},
         {"verbose", no_argument, NULL, 'v'},       {"lookahead", no_argument, NULL, 'L'},
+        {"remote", required_argument, NULL, 'R'},  {"local-handoff", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
     bool any = false, verbose = false;
@@ -600,6 +648,16 @@ int main(int argc, char **argv)
             opt_lookahead = true;
             lib = "zklock-lookahead-" ZKLOCK_VERSION;
             break;
+        case 'R': opt_remote = (int)bench_parse_num("lockbench", "--remote", optarg, 0); break;
+        case 'H':
+            if (strcmp(optarg, "off") == 0) {
+                opt_handoff_streak = 0;
+            } else if (sscanf(optarg, "%d,%d", &opt_handoff_streak, &opt_handoff_ms) != 2 ||
+                       opt_handoff_streak < 1 || opt_handoff_ms < 1) {
+                fprintf(stderr, "lockbench: --local-handoff wants STREAK,MS (both >= 1) or off\n");
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -608,9 +666,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "lockbench: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (!any)
+    if (!any) /* threads is a study of its own, asked for by name (lockbench.md) */
         for (i = 0; all_workloads[i]; i++)
-            selected[i] = true;
+            selected[i] = strcmp(all_workloads[i], "threads") != 0;
     bu_logging(verbose);
 
     if (!zk_connect) {
@@ -653,6 +711,8 @@ int main(int argc, char **argv)
             errors += bench(w, opt_clients ? opt_clients : 16, K_SEMAPHORE);
         else if (strcmp(w, "floor") == 0)
             errors += bench(w, 1, K_FLOOR);
+        else if (strcmp(w, "threads") == 0)
+            errors += bench(w, opt_clients ? opt_clients : 16, K_MUTEX);
     }
     bu_server_stop();
     return errors ? 1 : 0;
