@@ -76,6 +76,51 @@ check "split order" "$(sed -n 3p <<<"$split")" '^\| zklock '
 check "split gozk" "$split" '^\| gozk +\| +16 \| +520 \| +464/473 \| +419/421 \| +884/895 \| +1117 \|'
 
 # Bad --rounds values are refused before anything is installed or built.
+# The scale study: two rounds of contended at 16 and 1024 sessions and of
+# threads. srow LIB WORKLOAD CLIENTS OPS_PER_S ERRORS CPU P50 P99 [EXTRA]
+srow() {
+    printf '{"lib":"%s","workload":"%s","clients":%s,"seconds":10.0,"ops":%s,"ops_per_s":%s,' \
+        "$1" "$2" "$3" "${4%.*}0" "$4"
+    printf '"acquire_p50_us":%s,"acquire_p99_us":%s,"release_p50_us":1,"release_p99_us":2,' "$7" "$8"
+    printf '"min_client_ops":1,"max_client_ops":1,"zk_requests":1,"client_cpu_us_per_op":%s,%s"errors":%s}\n' \
+        "$6" "${9:-}" "$5"
+}
+mkdir -p "$tmp/s1" "$tmp/s2"
+remote='"sessions":1,"local_handoff_max_streak":100,"local_handoff_max_ms":50,"local_handoffs":900,"remote_clients":2,"remote_ops":40,"remote_acquire_p50_us":3000,"remote_worst_wait_us":'
+{
+    srow zklock-0.1.0 contended 16 2000.0 0 200 100 120
+    srow zklock-0.1.0 contended 1024 1400.0 0 400 1000 1200
+    srow zklock-0.1.0 threads 16 20000.0 0 20 10 50 "${remote}41000,"
+} >"$tmp/s1/zklock.jsonl"
+{
+    srow curator-5.4.0 contended 16 1000.0 0 1 1 1
+    srow curator-5.4.0 contended 1024 500.0 0 1 1 1
+    srow go-zookeeper contended 16 3000.0 1 1 1 1 # invalid: never the best peer
+    srow go-zookeeper contended 1024 700.0 0 1 1 1
+    srow go-zookeeper threads 16 1000.0 0 1 1 1
+} >"$tmp/s1/peer-x.jsonl"
+{
+    srow zklock-0.1.0 contended 16 2200.0 0 220 100 140
+    srow zklock-0.1.0 contended 1024 1100.0 0 550 1000 1400
+    srow zklock-0.1.0 threads 16 22000.0 0 20 10 50 "${remote}52000,"
+} >"$tmp/s2/zklock.jsonl"
+{
+    srow curator-5.4.0 contended 16 1100.0 0 1 1 1
+    srow curator-5.4.0 contended 1024 550.0 0 1 1 1
+    srow go-zookeeper contended 16 1000.0 0 1 1 1
+    srow go-zookeeper contended 1024 1000.0 0 1 1 1
+    srow go-zookeeper threads 16 1100.0 0 1 1 1
+} >"$tmp/s2/peer-x.jsonl"
+scale=$(scale_table "$tmp/s1" "$tmp/s2")
+check "scale 16: medians, ratio to the best valid peer, p99/p50, CPU" "$scale" \
+    '^\| +16 \| +2100\.0 \| +1050\.0 \| +1000\.0 \| +2\.00 \| +1\.30 \| +210 \|$'
+check "scale 1024" "$scale" '^\| +1024 \| +1250\.0 \| +525\.0 \| +850\.0 \| +1\.55 \| +1\.30 \| +475 \|$'
+check "scale: 1024 against 16" "$scale" 'rate 0\.70 0\.50 \(median 0\.60\); client CPU per acquire 2\.00 2\.50 \(median 2\.25\)'
+threads=$(threads_table "$tmp/s1" "$tmp/s2")
+check "threads: zklock" "$threads" '^\| zklock +\| +16 \| +21000\.0 \| 20000 22000 \|'
+check "threads: ratio and the other clients" "$threads" \
+    'by round: 20\.0 20\.0 \(median 20\.0\)\. .*100 holds or 50 ms.*2 other clients.*80 holds.*worst wait 52\.0 ms; 1800 holds passed'
+
 for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do
     rc=0
     # shellcheck disable=SC2086 # the words are the arguments

@@ -8,7 +8,7 @@
  *
  *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
  *             [--pairs N] [--server-warmup S] [--lookahead] [--verbose]
- *             [--remote N] [--local-handoff STREAK,MS|off]
+ *             [--remote N] [--local-handoff STREAK,MS|off] [--warmup-pairs K]
  *
  * --lookahead sets ZKL_LOOKAHEAD_ON for the mutex workloads (the default is
  * ZKL_LOOKAHEAD_AUTO); the rows then say lib "zklock-lookahead-<version>".
@@ -44,7 +44,8 @@ static double opt_seconds = 10;
 static int opt_clients; /* 0: each workload's own count */
 static int opt_pairs = 2000;
 static bool opt_lookahead;
-static int opt_remote = 2;                                /* threads: other clients on the path */
+static int opt_warmup_pairs; /* timed workloads: pairs before the window */
+static int opt_remote = 2;   /* threads: other clients on the path */
 static int opt_handoff_streak = 100, opt_handoff_ms = 50; /* threads: 0: no local hand-off */
 static const char *lib = LIB;
 
@@ -223,6 +224,8 @@ static void *worker_main(void *arg)
     struct bench *b = w->b;
     int n;
     for (n = 0; b->counted && n < WARMUP; n++)
+        pair(w, false);
+    for (n = 0; !b->counted && n < opt_warmup_pairs; n++) /* every session through the line */
         pair(w, false);
     pthread_mutex_lock(&b->mu);
     b->warm_left--;
@@ -607,18 +610,26 @@ static void usage(FILE *f)
             "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n"
             "threads (asked for by name): --clients threads (16) share one client and one\n"
             "mutex with --local-handoff STREAK,MS (100,50; off: none), while --remote (2)\n"
-            "other clients contend on the same path; their waits are in the row.\n");
+            "other clients contend on the same path; their waits are in the row.\n"
+            "--warmup-pairs K: in a timed workload each client first does K pairs, then all\n"
+            "wait for each other, then the window starts (lockbench.md).\n");
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"zk", required_argument, NULL, 'z'},      {"workload", required_argument, NULL, 'w'},
-        {"seconds", required_argument, NULL, 's'}, {"clients", required_argument, NULL, 'c'},
-        {"pairs", required_argument, NULL, 'p'},   {"server-warmup", required_argument, NULL, 'W'},
-        {"verbose", no_argument, NULL, 'v'},       {"lookahead", no_argument, NULL, 'L'},
-        {"remote", required_argument, NULL, 'R'},  {"local-handoff", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
+                                         {"workload", required_argument, NULL, 'w'},
+                                         {"seconds", required_argument, NULL, 's'},
+                                         {"clients", required_argument, NULL, 'c'},
+                                         {"pairs", required_argument, NULL, 'p'},
+                                         {"server-warmup", required_argument, NULL, 'W'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"lookahead", no_argument, NULL, 'L'},
+                                         {"remote", required_argument, NULL, 'R'},
+                                         {"local-handoff", required_argument, NULL, 'H'},
+                                         {"warmup-pairs", required_argument, NULL, 'K'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
     bool any = false, verbose = false;
     double warmup = -1;
@@ -647,6 +658,9 @@ int main(int argc, char **argv)
         case 'L':
             opt_lookahead = true;
             lib = "zklock-lookahead-" ZKLOCK_VERSION;
+            break;
+        case 'K':
+            opt_warmup_pairs = (int)bench_parse_num("lockbench", "--warmup-pairs", optarg, 0);
             break;
         case 'R': opt_remote = (int)bench_parse_num("lockbench", "--remote", optarg, 0); break;
         case 'H':

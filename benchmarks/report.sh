@@ -51,7 +51,8 @@ rss_map() {
 # jq helpers: workload order, fixed decimals.
 # shellcheck disable=SC2016 # jq variables, not shell ones
 jq_defs='
-def order: {"uncontended":0,"contended":1,"independent":2,"rwlock":3,"semaphore":4,"floor":5}[.] // 9;
+def order: {"uncontended":0,"contended":1,"independent":2,"rwlock":3,"semaphore":4,"floor":5,
+             "threads":6}[.] // 9;
 def r(n): if . == null then "-" else (. * pow(10; n) | round) as $v
     | (if $v < 0 then "-" else "" end) + (($v | fabs) / pow(10; n) | floor | tostring)
       + (if n > 0 then "." + (("0000000000" + (($v | fabs) % pow(10; n) | tostring))[-n:]) else "" end)
@@ -180,4 +181,91 @@ split_table() {
           "\(.client_p50_us)/\(.client_mean_us)", "\(.handoff_p50_us)/\(.handoff_mean_us)",
           (if .handoff_mean_us > 0 then 1000000 / .handoff_mean_us | r(0) else "-" end)]
          | map(tostring) | @tsv)' "$1" | md_table
+}
+
+# jq: the median of numbers (nulls left out).
+# shellcheck disable=SC2016
+jq_med='
+def med: map(select(. != null)) | sort
+    | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+'
+
+# rounds_rows DIR...: every row of each round's directory, tagged with its round.
+rounds_rows() {
+    local d i=0
+    for d in "$@"; do
+        i=$((i + 1))
+        cat "$d"/*.jsonl 2>/dev/null | jq -c --argjson round "$i" 'select(has("ops_per_s")) | . + {round: $round}'
+    done
+}
+
+# scale_table DIR...: contended at each session count, one directory per
+# round: every library's median ops/s, then zklock's own figures (medians
+# over the rounds): its ratio to the best valid peer, its acquire p99 over
+# p50, its client CPU per acquire; and below, per round, its rate and CPU
+# at the largest count against the smallest.
+scale_table() {
+    rounds_rows "$@" | jq -rs "$jq_defs$jq_med"'
+        map(select(.workload == "contended")) as $all
+        | ($all | map(.lib | sub("-[0-9][0-9.]*$"; "")) | unique
+           | sort_by(if startswith("zklock") then 0 else 1 end)) as $libs
+        | (["sessions"] + ($libs | map("\(.) ops/s")) + ["zklock/best peer","zklock p99/p50",
+           "zklock CPU us/acquire"] | @tsv),
+          ($all | group_by(.clients)[] | . as $n
+           | [$n[0].clients]
+             + ($libs | map(. as $l | $n | map(select((.lib | sub("-[0-9][0-9.]*$"; "")) == $l
+                 and .errors == 0) | .ops_per_s) | med | r(1)))
+             + [($n | group_by(.round) | map(
+                   (map(select(.lib | startswith("zklock")))[0]) as $z
+                   | (map(select((.lib | startswith("zklock") | not) and .errors == 0))
+                      | max_by(.ops_per_s)) as $b
+                   | if $z and $b then $z.ops_per_s / $b.ops_per_s else null end) | med | r(2)),
+                ($n | map(select(.lib | startswith("zklock")) | .acquire_p99_us / .acquire_p50_us)
+                    | med | r(2)),
+                ($n | map(select(.lib | startswith("zklock")) | .client_cpu_us_per_op) | med | r(0))]
+           | map(tostring) | @tsv)' | md_table
+    echo
+    rounds_rows "$@" | jq -rs "$jq_defs$jq_med"'
+        map(select(.workload == "contended" and (.lib | startswith("zklock"))))
+        | (map(.clients) | min) as $lo | (map(.clients) | max) as $hi
+        | group_by(.round) | map((map(select(.clients == $lo))[0]) as $a
+            | (map(select(.clients == $hi))[0]) as $b
+            | select($a and $b)
+            | {rate: ($b.ops_per_s / $a.ops_per_s), cpu: ($b.client_cpu_us_per_op / $a.client_cpu_us_per_op)})
+        | "zklock at \($hi) sessions against \($lo), by round: rate \(map(.rate | r(2)) | join(" ")) "
+          + "(median \(map(.rate) | med | r(2))); client CPU per acquire \(map(.cpu | r(2)) | join(" ")) "
+          + "(median \(map(.cpu) | med | r(2)))."'
+}
+
+# threads_table DIR...: the threads workload (one session, threads sharing
+# one lock object), medians over the rounds; zklock's row with local
+# hand-off on, and what its other clients saw in the same run.
+threads_table() {
+    rounds_rows "$@" | jq -rs "$jq_defs$jq_med"'
+        map(select(.workload == "threads")) as $all
+        | (["lib","threads","ops/s (median)","by round","acq p50/p99 us","errors"] | @tsv),
+          ($all | group_by(.lib | sub("-[0-9][0-9.]*$"; ""))
+           | sort_by(if .[0].lib | startswith("zklock") then 0 else 1 end)[]
+           | [(.[0].lib | sub("-[0-9][0-9.]*$"; "")), .[0].clients,
+              (map(select(.errors == 0) | .ops_per_s) | med | r(1)),
+              (sort_by(.round) | map(.ops_per_s | r(0)) | join(" ")),
+              "\(map(.acquire_p50_us) | med)/\(map(.acquire_p99_us) | med)",
+              (map(.errors) | add)]
+           | map(tostring) | @tsv)' | md_table
+    echo
+    rounds_rows "$@" | jq -rs "$jq_defs$jq_med"'
+        map(select(.workload == "threads")) as $all
+        | ($all | group_by(.round) | map(
+            (map(select(.lib | startswith("zklock")))[0]) as $z
+            | (map(select((.lib | startswith("zklock") | not) and .errors == 0)) | max_by(.ops_per_s)) as $b
+            | if $z and $b then $z.ops_per_s / $b.ops_per_s else null end)) as $x
+        | ($all | map(select(.lib | startswith("zklock")))) as $z
+        | "zklock / best peer by round: \($x | map(r(1)) | join(" ")) (median \($x | med | r(1))). "
+          + "Local hand-off bounds: \($z[0].local_handoff_max_streak // "-") holds or "
+          + "\($z[0].local_handoff_max_ms // "-") ms a streak; \($z[0].remote_clients // 0) other "
+          + "clients contended in the same runs: \($z | map(.remote_ops // 0) | add) holds, acquire "
+          + "p50 \($z | map(.remote_acquire_p50_us // 0) | med | r(0)) us, worst wait "
+          + "\($z | map(.remote_worst_wait_us // 0) | max / 1000 | r(1)) ms; "
+          + "\($z | map(.local_handoffs // 0) | add) holds passed between threads."'
 }
