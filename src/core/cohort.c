@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <utlist.h>
 
 #include "base/util.h"
 #include "core/cohort.h"
@@ -14,7 +15,7 @@ enum { W_WAITING, W_ACQUIRE, W_GRANTED };
 
 /* A local waiter, on its own thread's stack. */
 typedef struct waiter {
-    struct waiter *next;
+    struct waiter *prev, *next; /* utlist's DL: the cohort's FIFO */
     pthread_cond_t cv;
     int state;      /* W_* */
     zkl__hold hold; /* W_GRANTED: the hold passed on */
@@ -24,9 +25,8 @@ struct zkl__cohort {
     pthread_mutex_t mu;
     int max_streak;
     int64_t max_ms;
-    bool busy;           /* the baton is taken */
-    waiter *head, *tail; /* FIFO */
-    int waiting;
+    bool busy;          /* the baton is taken */
+    waiter *queue;      /* FIFO (utlist DL) */
     int streak;         /* holds in the current streak */
     int64_t started_ms; /* when its first hold was granted */
     atomic_bool ended;  /* a revoke: no passing on at the next release */
@@ -56,42 +56,13 @@ void zkl__cohort_free(zkl__cohort *k)
     free(k);
 }
 
+/* The first waiter, taken off the queue (NULL: none). Caller holds mu. */
 static waiter *pop_locked(zkl__cohort *k)
 {
-    waiter *w = k->head;
-    if (w) {
-        k->head = w->next;
-        if (!k->head)
-            k->tail = NULL;
-        k->waiting--;
-    }
+    waiter *w = k->queue;
+    if (w)
+        DL_DELETE(k->queue, w);
     return w;
-}
-
-static void unlink_locked(zkl__cohort *k, const waiter *w)
-{
-    waiter **p = &k->head, *prev = NULL;
-    while (*p && *p != w) {
-        prev = *p;
-        p = &(*p)->next;
-    }
-    if (!*p)
-        return;
-    *p = w->next;
-    if (k->tail == w)
-        k->tail = prev;
-    k->waiting--;
-}
-
-/* w (on its thread's stack) to the back of the queue. Caller holds mu. */
-static void enqueue_locked(zkl__cohort *k, waiter *w)
-{
-    if (k->tail)
-        k->tail->next = w;
-    else
-        k->head = w;
-    k->tail = w;
-    k->waiting++;
 }
 
 /* The baton to the first waiter, or down if nobody waits. Caller holds mu. */
@@ -123,10 +94,13 @@ zkl__cohort_turn zkl__cohort_enter(zkl__cohort *k, int64_t deadline, zkl__hold *
         return ZKL__COHORT_ACQUIRE;
     }
     w.state = W_WAITING;
-    enqueue_locked(k, &w); /* unlinked before we return: by a pass, the baton, or our timeout */
+    /* w lives on this stack while queued: it is off the queue before we
+     * return (taken by a pass or the baton, or by us on the timeout) */
+    // cppcheck-suppress autoVariables
+    DL_APPEND(k->queue, &w);
     while (w.state == W_WAITING)
         if (zkl__cond_wait_until(&w.cv, &k->mu, deadline) == ETIMEDOUT && w.state == W_WAITING) {
-            unlink_locked(k, &w);
+            DL_DELETE(k->queue, &w);
             break;
         }
     turn = w.state == W_GRANTED   ? ZKL__COHORT_GRANTED
@@ -155,7 +129,7 @@ bool zkl__cohort_pass(zkl__cohort *k, zkl_client *c, zkl__hold *last)
 {
     waiter *w;
     pthread_mutex_lock(&k->mu);
-    if (!k->head || k->streak >= k->max_streak || atomic_load(&k->ended) ||
+    if (!k->queue || k->streak >= k->max_streak || atomic_load(&k->ended) ||
         zkl__now_ms() - k->started_ms >= k->max_ms || !zkl__lease_fresh(c, last->epoch)) {
         pthread_mutex_unlock(&k->mu);
         return false;
@@ -180,15 +154,6 @@ void zkl__cohort_released(zkl__cohort *k)
 void zkl__cohort_end_streak(zkl__cohort *k)
 {
     atomic_store(&k->ended, true);
-}
-
-int zkl__cohort_waiting(zkl__cohort *k)
-{
-    int n;
-    pthread_mutex_lock(&k->mu);
-    n = k->waiting;
-    pthread_mutex_unlock(&k->mu);
-    return n;
 }
 
 uint64_t zkl__cohort_passes(zkl__cohort *k)

@@ -60,8 +60,7 @@ void zkl__cohort_released(zkl__cohort *k);
 /* End the current streak at its holder's release (a revoke): any thread. */
 void zkl__cohort_end_streak(zkl__cohort *k);
 
-/* Threads waiting in the cohort, and holds passed so far. */
-int zkl__cohort_waiting(zkl__cohort *k);
+/* Holds passed on so far. */
 uint64_t zkl__cohort_passes(zkl__cohort *k);
 
 #endif

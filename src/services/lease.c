@@ -165,23 +165,28 @@ zkl_status zkl__lease_remaining(zkl_client *c, uint64_t epoch, const char *what,
     return ZKL_OK;
 }
 
+/* Session epoch is current and its lease has a renewal interval left: what
+ * a grant needs without a sync. Caller holds c->mu. */
+static bool fresh_locked(const zkl_client *c, uint64_t epoch)
+{
+    return c->sess->epoch == epoch && !c->lease->lapsed &&
+           c->lease->end > zkl__boot_ms() + renew_interval_ms(c);
+}
+
 bool zkl__lease_fresh(zkl_client *c, uint64_t epoch)
 {
     bool fresh;
     pthread_mutex_lock(&c->mu);
-    fresh = c->sess->epoch == epoch && !c->sess->expired && !c->lease->lapsed &&
-            c->lease->end > zkl__boot_ms() + renew_interval_ms(c);
+    fresh = !c->sess->expired && fresh_locked(c, epoch);
     pthread_mutex_unlock(&c->mu);
     return fresh;
 }
 
 int zkl__lease_check(zkl_client *c, zkl__session *s)
 {
-    int64_t need;
     int rc;
     pthread_mutex_lock(&c->mu);
-    need = zkl__boot_ms() + renew_interval_ms(c);
-    rc = s->epoch == c->sess->epoch && !c->lease->lapsed && c->lease->end > need ? ZOK : ZNOTHING;
+    rc = fresh_locked(c, s->epoch) ? ZOK : ZNOTHING;
     pthread_mutex_unlock(&c->mu);
     if (rc != ZOK)
         count_sync(c); /* the caller sends the sync */
