@@ -320,7 +320,7 @@ static void send_create(zkl__acq *op)
     zkl__acq_track(op, k, rc);
     if (!k || op->fault)
         return;
-    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
+    k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
 }
 

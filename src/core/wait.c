@@ -355,7 +355,7 @@ static zkl__step_result step_round(zkl__acq *op)
         op->step = step_look;
         return ZKL__STEP_AGAIN;
     }
-    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
+    k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
     op->step = step_listing;
     return ZKL__STEP_AGAIN;

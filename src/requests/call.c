@@ -3,6 +3,7 @@
  * on the ZooKeeper completion thread (copy the reply and signal or notify,
  * nothing more), and the senders both kinds of requester share.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,7 @@ void zkl__call_put(call *k)
         zkl__call_free(k);
 }
 
-static void call_done(call *k, int rc)
+void zkl__call_done(call *k, int rc)
 {
     void (*notify)(void *);
     void *arg;
@@ -94,7 +95,7 @@ static void call_done(call *k, int rc)
 void zkl__on_void(int rc, const void *data)
 {
     ZKL_RECEIVED(data);
-    call_done((call *)data, rc);
+    zkl__call_done((call *)data, rc);
 }
 
 void zkl__on_stat(int rc, const struct Stat *stat, const void *data)
@@ -103,7 +104,7 @@ void zkl__on_stat(int rc, const struct Stat *stat, const void *data)
     call *k = (call *)data;
     if (rc == ZOK && stat)
         k->stat = *stat;
-    call_done(k, rc);
+    zkl__call_done(k, rc);
 }
 
 void zkl__on_create(int rc, const char *value, const struct Stat *stat, const void *data)
@@ -119,24 +120,32 @@ void zkl__on_create(int rc, const char *value, const struct Stat *stat, const vo
         if (stat)
             k->stat = *stat;
     }
-    call_done(k, rc);
+    zkl__call_done(k, rc);
 }
 
 /*
- * A listing's names copied into one block: the pointers, then the strings.
- * One allocation per listing, not one per name: a long line's listings,
- * taken by every waiter that joins it, would otherwise leave the heap in
- * small pieces (a line of 1000 waits held 5 KB of RSS each, not 1.3).
+ * A listing's names copied into one block: a reference count, the pointers,
+ * then the strings. One allocation per listing, not one per name: a long
+ * line's listings, taken by every waiter that joins it, would otherwise leave
+ * the heap in small pieces (a line of 1000 waits held 5 KB of RSS each, not
+ * 1.3). The waiters that share one listing (shared.c) share the block.
  */
+typedef struct names_hdr {
+    _Atomic size_t refs;
+    size_t pad; /* the pointers after it stay aligned as malloc's */
+} names_hdr;
+
 static int copy_names(const struct String_vector *sv, zkl__names *out)
 {
-    size_t i, n = (size_t)sv->count, bytes = n * sizeof(char *);
+    size_t i, n = (size_t)sv->count, bytes = sizeof(names_hdr) + n * sizeof(char *);
+    names_hdr *h;
     char *at;
     for (i = 0; i < n; i++)
         bytes += strlen(sv->data[i]) + 1;
-    out->v = malloc(bytes);
-    if (!out->v)
+    if (!(h = malloc(bytes)))
         return -1;
+    atomic_init(&h->refs, 1);
+    out->v = (char **)(h + 1);
     at = (char *)(out->v + n);
     for (i = 0; i < n; i++) {
         size_t len = strlen(sv->data[i]) + 1;
@@ -148,6 +157,20 @@ static int copy_names(const struct String_vector *sv, zkl__names *out)
     return 0;
 }
 
+int zkl__names_copy(const struct String_vector *sv, zkl__names *out)
+{
+    out->v = NULL;
+    out->n = 0;
+    return sv && sv->count > 0 ? copy_names(sv, out) : 0;
+}
+
+void zkl__names_share(const zkl__names *from, zkl__names *to)
+{
+    if (from->v)
+        atomic_fetch_add(&((names_hdr *)from->v - 1)->refs, 1);
+    *to = *from;
+}
+
 void zkl__on_strings(int rc, const struct String_vector *sv, const void *data)
 {
     ZKL_RECEIVED(data);
@@ -155,7 +178,7 @@ void zkl__on_strings(int rc, const struct String_vector *sv, const void *data)
     k->reply_rc = rc;
     if (rc == ZOK && sv && sv->count > 0 && copy_names(sv, &k->kids) != 0)
         rc = ZSYSTEMERROR;
-    call_done(k, rc);
+    zkl__call_done(k, rc);
 }
 
 void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
@@ -175,7 +198,7 @@ void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat, c
             }
         }
     }
-    call_done(k, rc);
+    zkl__call_done(k, rc);
 }
 
 /* getData for its watch alone: the data is not wanted, so nothing can fail
@@ -190,14 +213,14 @@ void zkl__on_data_watch(int rc, const char *value, int len, const struct Stat *s
     k->reply_rc = rc;
     if (rc == ZOK && stat)
         k->stat = *stat; /* whose node it is: its ephemeralOwner */
-    call_done(k, rc);
+    zkl__call_done(k, rc);
 }
 
 void zkl__on_string(int rc, const char *value, const void *data)
 {
     ZKL_RECEIVED(data);
     (void)value;
-    call_done((call *)data, rc);
+    zkl__call_done((call *)data, rc);
 }
 
 void zkl__watch_settle(zkl__watch *w, const call *k, int rc)
@@ -209,7 +232,9 @@ void zkl__watch_settle(zkl__watch *w, const call *k, int rc)
 
 void zkl__names_free(zkl__names *k)
 {
-    free(k->v); /* one block (copy_names) */
+    names_hdr *h = k->v ? (names_hdr *)k->v - 1 : NULL;
+    if (h && atomic_fetch_sub(&h->refs, 1) == 1)
+        free(h);
     k->v = NULL;
     k->n = 0;
 }

@@ -40,6 +40,10 @@ typedef struct zkl__call {
     void (*notify)(void *arg);
     void *arg;
     bool notifying; /* notify is running: the requester waits it out */
+    /* shared.c: a shared listing's calls (the lead, sent) and path */
+    struct zkl__lgroup *group;
+    struct zkl__call **followers;
+    size_t nfollowers;
 } call;
 
 /* A new call on session s (counted; the before-send hook runs first); NULL on no memory. */
@@ -47,6 +51,10 @@ call *zkl__call_new(zkl__session *s);
 /* The call's answer will renew the lease (a write or a sync). */
 void zkl__call_proves(call *k);
 void zkl__call_free(call *k);
+/* Record rc, wake the waiter or tell the requester, drop the completion's reference. */
+void zkl__call_done(call *k, int rc);
+/* A listing's names in one new block (empty if none); -1 on no memory. */
+int zkl__names_copy(const struct String_vector *sv, zkl__names *out);
 /* Drop one reference (the requester's after it took its results, or the completion's). */
 void zkl__call_put(call *k);
 

@@ -7,13 +7,20 @@
 
 #include <stddef.h>
 
-/* A listing: v and its names are one allocation (free v alone), read-only. */
+/*
+ * A listing: v and its names are one reference-counted block, shared by the
+ * waiters a listing answered (requests/shared.c). Read-only, except that the
+ * holder of the only reference (a listing of a blocking call) may reorder v.
+ */
 typedef struct zkl__names {
     char **v;
     size_t n;
 } zkl__names;
 
+/* Let go of k's reference (k is empty after). */
 void zkl__names_free(zkl__names *k);
+/* *to: another reference to from's block. */
+void zkl__names_share(const zkl__names *from, zkl__names *to);
 
 #define ZKL_MULTI_MAX 8 /* deletes one multi may carry */
 

@@ -32,6 +32,13 @@ zkl__req *zkl__req_multi_create(zkl__session *s, char *const *del, int ndel, con
 /* getChildren, with child watch w if not NULL (given back if never set: see zkl__req_settle). */
 zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
                             void *arg, int *rc);
+/*
+ * getChildren with no watch, answered by a listing of path on s sent after
+ * this call (requests/shared.c): it may be one this session's other waiters
+ * share. What it shows is no older than what a listing of one's own shows.
+ */
+zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,
+                                   int *rc);
 /* getData with data watch w, for the watch and the node's Stat only. */
 zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
                         int *rc);

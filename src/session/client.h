@@ -9,7 +9,9 @@
  *
  * Threading: c->mu guards every field below and the services' state. The
  * ZooKeeper completion thread only takes c->mu briefly to record an event and
- * broadcast c->cv; it never makes a ZooKeeper call or runs user code. User
+ * broadcast c->cv; it runs no user code, and makes no ZooKeeper call but
+ * one: the asynchronous send of a session's next shared listing
+ * (requests/shared.c). User
  * callbacks and session replacement run on the client's worker thread.
  */
 #ifndef ZKL_SESSION_CLIENT_H
@@ -34,6 +36,11 @@ typedef struct zkl__session {
     bool expired;        /* the server said so, or it was lost locally */
     bool retired;        /* no longer the client's current session */
     zkl__watch *watches; /* tokens the ZooKeeper client may still call (utlist) */
+    /* the requests layer's shared listings (requests/shared.c), under lists_mu:
+     * the paths with one in flight; closed: send no more */
+    pthread_mutex_t lists_mu;
+    struct zkl__lgroup *lists;
+    bool lists_closed;
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */

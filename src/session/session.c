@@ -97,6 +97,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     s->c = c;
     s->epoch = epoch;
     s->refs = 1; /* the client's */
+    pthread_mutex_init(&s->lists_mu, NULL);
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
     c->pending = s;
@@ -116,6 +117,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     }
     pthread_mutex_unlock(&c->mu);
     if (!zh) {
+        pthread_mutex_destroy(&s->lists_mu);
         free(s);
         errno = e; /* what zkl_client_open reports */
         return NULL;
@@ -134,7 +136,11 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
 static void session_destroy(zkl__session *s)
 {
     zkl_client *c = s->c;
-    zookeeper_close(s->zh);
+    pthread_mutex_lock(&s->lists_mu); /* shared listings answered from here on are not renewed */
+    s->lists_closed = true;
+    pthread_mutex_unlock(&s->lists_mu);
+    zookeeper_close(s->zh); /* answers every request in flight: no shared listing is left */
+    pthread_mutex_destroy(&s->lists_mu);
     pthread_mutex_lock(&c->mu);
     if (c->hooks.closed_locked)
         c->hooks.closed_locked(c, s);

@@ -396,7 +396,6 @@ Test(async, modes_do_not_mix, .timeout = 60)
     free(path2);
 }
 
-/* Many waits outstanding from one thread, no thread per waiter. */
 #define NMANY 500
 static atomic_int many_done;
 
@@ -415,26 +414,58 @@ static int many_over(void *p)
     return atomic_load(&many_done) == NMANY;
 }
 
+static atomic_int gone_notes;
+
+static void count_gone(zkl_log_level level, const char *message, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (strstr(message, "is gone while the session lives"))
+        atomic_fetch_add(&gone_notes, 1);
+}
+
+/*
+ * Many waits outstanding from one thread, no thread per waiter. The waits of
+ * one session share their listings (requests/shared.c): each costs its
+ * create and its watch, and a listing sent after its create, which shows its
+ * node (a listing sent before it would not: the wait would take its node for
+ * gone and join the line again).
+ */
 Test(async, many_waits_from_one_thread, .timeout = 120)
 {
-    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zkl_client *holder, *c;
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path("async-many");
     zkl_mutex *h, *m;
     zkl_op *op;
+    uint64_t req0, reqs;
     int i;
     atomic_store(&many_done, 0);
+    atomic_store(&gone_notes, 0);
+    zkl_log_set(count_gone, ZKL_LOG_WARN, NULL);
+    holder = zkt_client(0);
+    c = zkt_client(0);
     ok(zkl_mutex_create(holder, path, &h), "create");
     ok(zkl_mutex_create(c, path, &m), "create");
     ok(zkl_mutex_acquire(h, 5000), "holder");
+    req0 = zkt_requests_settle(c);
     for (i = 0; i < NMANY; i++)
         ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, many_cb, NULL, &op), "acquire_async");
     cr_assert_eq(zkt_children_settle(zh, path, NMANY + 1), NMANY + 1);
+    reqs = zkt_requests_settle(c) - req0;
+    cr_log_info("%d waits, %.2f requests each", NMANY, (double)reqs / NMANY);
+    /* one listing each would be 3 a wait (create, listing, watch) */
+    cr_assert_lt(reqs, 2.5 * NMANY, "%.2f requests a wait: listings not shared",
+                 (double)reqs / NMANY);
+    cr_assert_eq(atomic_load(&gone_notes), 0, "a wait saw a listing without its own node");
+    cr_assert_eq(zkt_children(zh, path), NMANY + 1);
     ok(zkl_mutex_release(h), "holder release");
     cr_assert(zkt_wait_for(many_over, NULL, 90000), "%d of %d granted", atomic_load(&many_done),
               NMANY);
     ok(zkl_client_drain(c, 10000), "drain");
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    cr_assert_eq(atomic_load(&gone_notes), 0, "a wait saw a listing without its own node");
+    zkl_log_set(NULL, ZKL_LOG_WARN, NULL);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_mutex_destroy(h), "destroy");
     zookeeper_close(zh);
