@@ -13,6 +13,9 @@
  *   line        --waiters (1000) async waits on one path over --sessions (64)
  *               sessions, behind one holder: RSS per wait, then the rate at
  *               which the line drains when each grant releases at once;
+ *   line_raw    the same line waited in by raw libzookeeper_mt sessions
+ *               (create, list, watch the node ahead): the ZooKeeper client's
+ *               own share of the line's RSS per wait;
  *   contended   --clients (16) sessions on one path, each releasing and
  *               acquiring again at once: async (from the completion callback)
  *               and blocking (a thread each), --rounds (3) rounds of
@@ -285,6 +288,124 @@ static int bench_line(void)
     return atomic_load(&errors) > 0 || atomic_load(&granted) != n;
 }
 
+/* ---- line_raw: the same line, waited in by the ZooKeeper client alone ---- */
+
+/*
+ * The floor for async_line's memory: the waits a lock recipe makes (create
+ * an ephemeral-sequential node, list, watch the node ahead), made on raw
+ * libzookeeper_mt sessions from completions, with nothing of zklock's. What
+ * async_line's RSS per wait has beyond this is zklock's own.
+ */
+typedef struct raw_wait {
+    zhandle_t *zh;
+    const char *dir;
+    char node[64]; /* our name under dir */
+} raw_wait;
+
+static atomic_int raw_ready;
+
+static void raw_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+static void raw_watched(int rc, const struct Stat *st, const void *data)
+{
+    (void)st, (void)data;
+    if (rc != ZOK && rc != ZNONODE && atomic_fetch_add(&errors, 1) == 0)
+        fprintf(stderr, "asyncbench: line_raw: exists: %s\n", zerror(rc));
+    atomic_fetch_add(&raw_ready, 1);
+}
+
+/* The node just ahead of ours by sequence: its name, or NULL if we are first. */
+static const char *raw_ahead(const raw_wait *w, const struct String_vector *sv)
+{
+    const char *mine = w->node + strlen(w->node) - 10, *best = NULL;
+    int i;
+    for (i = 0; i < sv->count; i++) {
+        const char *seq = sv->data[i] + strlen(sv->data[i]) - 10;
+        if (strcmp(seq, mine) < 0 && (!best || strcmp(seq, best + strlen(best) - 10) > 0))
+            best = sv->data[i];
+    }
+    return best;
+}
+
+static void raw_listed(int rc, const struct String_vector *sv, const void *data)
+{
+    raw_wait *w = (raw_wait *)data;
+    const char *ahead = rc == ZOK ? raw_ahead(w, sv) : NULL;
+    char path[320];
+    if (ahead) {
+        snprintf(path, sizeof path, "%s/%s", w->dir, ahead);
+        rc = zoo_awexists(w->zh, path, raw_watcher, NULL, raw_watched, w);
+    }
+    if (rc != ZOK || !ahead)
+        raw_watched(rc == ZOK ? ZNONODE : rc, NULL, w);
+}
+
+static void raw_created(int rc, const char *value, const void *data)
+{
+    raw_wait *w = (raw_wait *)data;
+    if (rc == ZOK) {
+        snprintf(w->node, sizeof w->node, "%s", value + strlen(w->dir) + 1);
+        rc = zoo_aget_children(w->zh, w->dir, 0, raw_listed, w);
+    }
+    if (rc != ZOK)
+        raw_watched(rc, NULL, w);
+}
+
+static int bench_line_raw(void)
+{
+    char parent[256], dir[320], node[340];
+    bu_raw *rs = calloc((size_t)opt_sessions, sizeof *rs);
+    raw_wait *ws = calloc((size_t)opt_waiters, sizeof *ws);
+    long rss_before, rss_pending;
+    size_t heap_before, heap_pending;
+    int i, n = opt_waiters, threads_before, threads_after, bad = 0;
+    if (!rs || !ws)
+        return 1;
+    for (i = 0; i < opt_sessions; i++)
+        if (bu_raw_open(&rs[i], zk_connect, SESSION_MS) != 0)
+            return 1;
+    bu_fresh_path(parent, sizeof parent, "async-line-raw");
+    snprintf(dir, sizeof dir, "%s/lock", parent);
+    snprintf(node, sizeof node, "%s/lock-", dir);
+    atomic_store(&raw_ready, 0);
+    /* the holder: the first node in line */
+    if (bu_mkdirs(rs[0].zh, dir) != ZOK || zoo_create(rs[0].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                                                      ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0) != ZOK) {
+        fprintf(stderr, "asyncbench: line_raw: cannot make %s\n", dir);
+        return 1;
+    }
+    memory_now(&heap_before, &rss_before);
+    threads_before = threads_now();
+    for (i = 0; i < n; i++) {
+        ws[i].zh = rs[i % opt_sessions].zh;
+        ws[i].dir = dir;
+        if (zoo_acreate(ws[i].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                        raw_created, &ws[i]) != ZOK)
+            raw_watched(ZSYSTEMERROR, NULL, &ws[i]);
+    }
+    bad = !wait_count(&raw_ready, n);
+    usleep(200000); /* the last completions return */
+    memory_now(&heap_pending, &rss_pending);
+    threads_after = threads_now();
+    printf("{\"lib\":\"libzookeeper_mt\",\"workload\":\"async_line_raw\",\"waits\":%d,"
+           "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
+           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
+           "\"requests_per_wait\":3.00,\"errors\":%d}\n",
+           n, opt_sessions, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
+           ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after,
+           atomic_load(&errors));
+    fflush(stdout);
+    for (i = 0; i < opt_sessions; i++)
+        bu_raw_close(&rs[i]);
+    free(rs);
+    free(ws);
+    bu_cleanup_path(zk_connect, parent);
+    return bad || atomic_load(&errors) > 0;
+}
+
 /* ---- contended: async beside blocking ---- */
 
 static atomic_int inside, violations, pairs;
@@ -398,7 +519,7 @@ int main(int argc, char **argv)
         {"paths", required_argument, NULL, 'p'},    {"waiters", required_argument, NULL, 'W'},
         {"sessions", required_argument, NULL, 'S'}, {"clients", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    bool pending = false, line = false, contended = false, any = false;
+    bool pending = false, line = false, line_raw = false, contended = false, any = false;
     char own[1024];
     int opt, bad = 0;
     bu_signals_init("asyncbench");
@@ -411,10 +532,14 @@ int main(int argc, char **argv)
                 pending = true;
             else if (strcmp(optarg, "line") == 0)
                 line = true;
+            else if (strcmp(optarg, "line_raw") == 0)
+                line_raw = true;
             else if (strcmp(optarg, "contended") == 0)
                 contended = true;
             else {
-                fprintf(stderr, "asyncbench: unknown workload '%s' (pending, line, contended)\n",
+                fprintf(stderr,
+                        "asyncbench: unknown workload '%s' (pending, line, line_raw, "
+                        "contended)\n",
                         optarg);
                 return 2;
             }
@@ -426,7 +551,8 @@ int main(int argc, char **argv)
         case 'S': opt_sessions = (int)bench_parse_num("asyncbench", "--sessions", optarg, 1); break;
         case 'c': opt_clients = (int)bench_parse_num("asyncbench", "--clients", optarg, 1); break;
         case 'h':
-            puts("usage: asyncbench [--zk HOST:PORT] [--workload pending|line|contended]... "
+            puts("usage: asyncbench [--zk HOST:PORT] [--workload "
+                 "pending|line|line_raw|contended]... "
                  "[--seconds N] [--rounds N] [--paths N] [--waiters N] [--sessions N] "
                  "[--clients N]");
             return 0;
@@ -434,7 +560,7 @@ int main(int argc, char **argv)
         }
     }
     if (!any)
-        pending = line = contended = true;
+        pending = line = line_raw = contended = true;
     bu_logging(false);
     if (!zk_connect) {
         if (bu_server_start(own, sizeof own) != 0)
@@ -445,6 +571,8 @@ int main(int argc, char **argv)
         bad += bench_pending();
     if (line)
         bad += bench_line();
+    if (line_raw)
+        bad += bench_line_raw();
     if (contended)
         bad += bench_contended();
     bu_server_stop();

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # benchmarks/check_async.sh ASYNCBENCH: the short form of asyncbench for the
 # test suite, against the suite's server ($ZKL_TEST_ZK_DIR/connect): 300
-# pending waits, a line of 100 over 4 sessions, and one round of async and
-# blocking contended. Checks the four rows are there, error- and
+# pending waits, a line of 100 over 4 sessions (zklock, then raw libzookeeper_mt), and one
+# round of async and blocking contended. Checks the five rows are there, error- and
 # violation-free, and that pending waits added no thread.
 set -euo pipefail
 asyncbench=${1:?usage: check_async.sh ASYNCBENCH}
@@ -13,7 +13,7 @@ out=$("$asyncbench" --zk "$zk" --paths 300 --waiters 100 --sessions 4 --clients 
     --seconds 1)
 printf '%s\n' "$out"
 fail=0
-for w in async_pending async_line async_contended blocking_contended; do
+for w in async_pending async_line async_line_raw async_contended blocking_contended; do
     if ! grep -q "\"workload\":\"$w\".*\"errors\":0}" <<<"$out"; then
         echo "check_async: no error-free $w row" >&2
         fail=1
