@@ -152,7 +152,7 @@ static bool join_next(lgroup *g, call *f)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 8;
-        call **v = realloc(g->next, cap * sizeof *v);
+        call **v = realloc(g->next, cap * sizeof(call *));
         if (!v)
             return false;
         g->next = v;
@@ -185,7 +185,7 @@ zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_f
         return NULL;
     }
     *rc = ZSYSTEMERROR;
-    if ((g = calloc(1, sizeof *g)) && (g->path = strdup(path)) && (one = malloc(sizeof *one))) {
+    if ((g = calloc(1, sizeof *g)) && (g->path = strdup(path)) && (one = malloc(sizeof(call *)))) {
         g->s = s;
         HASH_ADD_KEYPTR(hh, s->lists, g->path, len, g);
         one[0] = f;
