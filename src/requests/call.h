@@ -40,10 +40,6 @@ typedef struct zkl__call {
     void (*notify)(void *arg);
     void *arg;
     bool notifying; /* notify is running: the requester waits it out */
-    /* shared.c: a shared listing's calls (the lead, sent) and path */
-    struct zkl__lgroup *group;
-    struct zkl__call **followers;
-    size_t nfollowers;
 } call;
 
 /* A new call on session s (counted; the before-send hook runs first); NULL on no memory. */

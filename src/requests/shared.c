@@ -16,15 +16,20 @@
  * of a thousand async waits over 64 sessions then costs each session a few
  * listings, not one per wait; a lone waiter costs what it did.
  *
- * Each waiter gets a call of its own (a follower: never sent, so not counted
- * as a request), with its two references as ever: the requester's, and the
- * one the listing's completion lets go of after it filled it. The lead call
- * (the getChildren itself) carries its followers and belongs to its
- * completion alone. The answer's names are copied once, and each follower
- * holds a reference to the one block.
+ * Each waiter gets a call of its own (a follower), with its two references
+ * as ever: the requester's, and the one the listing's completion lets go of
+ * after it filled it. The getChildren itself has no call: its context is the
+ * path's group, one allocation (the path inline, room for one follower), so
+ * that a lone waiter costs about what a listing of its own did (10000
+ * pending waits on as many paths are the case to keep cheap). The answer's
+ * names are copied once, and each follower holds a reference to the block.
  *
- * Threads and locks: s->lists_mu guards s->lists (a uthash table of paths
- * with a listing in flight) and s->lists_closed. The next listing is sent by
+ * Threads and locks: s->lists_mu guards s->lists and s->lists_closed.
+ * s->lists is a small table of slots, by the path's hash: a path whose slot
+ * another path's group holds gets a listing of its own, as before sharing.
+ * Its memory stays bounded however many paths wait at once (10000 pending
+ * waits on as many paths keep what they cost before: no table grows with
+ * them), and the paths that have many waiters find their group. The next listing is sent by
  * the completion of the one before, on the ZooKeeper completion thread: the
  * one ZooKeeper call that thread makes, and an asynchronous one. Followers
  * are told with no lock held (zkl__call_done takes c->mu). The session sets
@@ -34,53 +39,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HASH_NONFATAL_OOM 1 /* an add that fails leaves the table as it was */
-#include <uthash.h>
-
 #include "base/tsan.h"
 #include "base/util.h"
 #include "requests/call.h"
 #include "requests/pending.h"
 
-/* A path with a listing in flight on the session; next: who waits for the one after it. */
+/*
+ * A path with a listing in flight on session s: cur[0..ncur) are answered by
+ * it (cur is &one, or an array taken from next); next[0..n) joined after it
+ * went out, and are answered by the one after.
+ */
 struct zkl__lgroup {
     zkl__session *s;
-    char *path;
+    size_t slot; /* its place in s->lists */
+    call **cur, *one;
+    size_t ncur;
     call **next;
     size_t n, cap;
-    UT_hash_handle hh;
+    char path[];
 };
 
 typedef struct zkl__lgroup lgroup;
 
 static void on_listing(int rc, const struct String_vector *sv, const void *data);
 
-/* A lead call for the followers v[0..n); sent, or NULL with *rc (nothing sent). s->lists_mu held.
- */
-static call *send_lead(lgroup *g, call **v, size_t n, int *rc)
+/* Send g's listing for g->cur (counted as one request). s->lists_mu held. */
+static int send_listing(lgroup *g)
 {
-    call *lead = calloc(1, sizeof *lead);
-    if (!lead) {
-        *rc = ZSYSTEMERROR;
-        return NULL;
-    }
-    pthread_mutex_init(&lead->mu, NULL);
-    zkl__cond_init(&lead->cv);
-    lead->c = g->s->c;
-    lead->group = g;
-    lead->followers = v;
-    lead->nfollowers = n;
+    if (g->s->lists_closed)
+        return ZCLOSING;
     atomic_fetch_add(&g->s->c->requests, 1);
-    ZKL_HANDOFF(lead);
-    *rc = g->s->lists_closed ? ZCLOSING : zoo_aget_children(g->s->zh, g->path, 0, on_listing, lead);
-    if (*rc == ZOK)
-        return lead;
-    lead->followers = NULL;
-    zkl__call_free(lead);
-    return NULL;
+    ZKL_HANDOFF(g);
+    return zoo_aget_children(g->s->zh, g->path, 0, on_listing, g);
 }
 
-/* Tell followers v[0..n) the answer (no lock held); frees v. */
+/* Tell followers v[0..n) the answer (no lock held). */
 static void answer(call **v, size_t n, int rc, int reply_rc, const zkl__names *kids)
 {
     size_t i;
@@ -90,44 +83,60 @@ static void answer(call **v, size_t n, int rc, int reply_rc, const zkl__names *k
         v[i]->reply_rc = reply_rc;
         zkl__call_done(v[i], rc);
     }
-    free(v);
+}
+
+static void group_free(lgroup *g)
+{
+    if (g->cur != &g->one)
+        free(g->cur);
+    free(g->next);
+    free(g);
 }
 
 /* The shared listing is answered: its followers are told, and the next one is sent. */
 static void on_listing(int rc, const struct String_vector *sv, const void *data)
 {
-    call *lead = (call *)data, **mine, **next = NULL;
-    lgroup *g;
+    lgroup *g = (lgroup *)data;
     zkl__session *s;
-    size_t n_mine, n_next = 0;
+    call **mine, **failed = NULL;
+    size_t n_mine, n_failed = 0;
     int reply_rc = rc, next_rc = ZOK;
+    zkl__names kids = {0};
+    bool done;
     ZKL_RECEIVED(data);
-    g = lead->group;
     s = g->s;
-    mine = lead->followers;
-    n_mine = lead->nfollowers;
-    lead->followers = NULL;
-    if (rc == ZOK && zkl__names_copy(sv, &lead->kids) != 0)
+    if (rc == ZOK && zkl__names_copy(sv, &kids) != 0)
         rc = ZSYSTEMERROR;
     pthread_mutex_lock(&s->lists_mu);
-    if (g->n > 0) { /* they joined after this one went out: the next one is theirs */
-        next = g->next;
-        n_next = g->n;
+    mine = g->cur; /* ours now (freed below unless it is &g->one) */
+    n_mine = g->ncur;
+    g->cur = &g->one;
+    g->ncur = 0;
+    done = g->n == 0;
+    if (!done) { /* they joined after this one went out: the next one is theirs */
+        g->cur = g->next;
+        g->ncur = g->n;
         g->next = NULL;
         g->n = g->cap = 0;
-        if (send_lead(g, next, n_next, &next_rc))
-            next = NULL; /* the new lead has them */
+        if ((next_rc = send_listing(g)) != ZOK) {
+            failed = g->cur;
+            n_failed = g->ncur;
+            g->cur = &g->one;
+            g->ncur = 0;
+            done = true;
+        }
     }
-    if (!n_next || next) { /* nothing in flight for the path any more */
-        HASH_DEL(s->lists, g);
-        free(g->path);
-        free(g);
-    }
+    if (done)
+        s->lists[g->slot] = NULL;
     pthread_mutex_unlock(&s->lists_mu);
-    answer(mine, n_mine, rc, reply_rc, &lead->kids);
-    if (next)
-        answer(next, n_next, next_rc, next_rc, NULL);
-    zkl__call_free(lead);
+    answer(mine, n_mine, rc, reply_rc, &kids);
+    if (mine != &g->one)
+        free(mine);
+    answer(failed, n_failed, next_rc, next_rc, NULL);
+    free(failed);
+    if (done)
+        group_free(g);
+    zkl__names_free(&kids);
 }
 
 /* A follower: a call of its own that no request stands behind. */
@@ -162,47 +171,62 @@ static bool join_next(lgroup *g, call *f)
     return true;
 }
 
+/* A new group in slot for path with f as its first listing's one follower, sent; *rc.
+ * s->lists_mu held. */
+static void lead_new(zkl__session *s, size_t slot, const char *path, size_t len, call *f, int *rc)
+{
+    lgroup *g = calloc(1, sizeof *g + len + 1);
+    *rc = ZSYSTEMERROR;
+    if (!g)
+        return;
+    memcpy(g->path, path, len + 1);
+    g->s = s;
+    g->slot = slot;
+    g->one = f;
+    g->cur = &g->one;
+    g->ncur = 1;
+    if ((*rc = send_listing(g)) == ZOK)
+        s->lists[slot] = g;
+    else
+        free(g);
+}
+
+/* The slot of path in s->lists (FNV-1a). */
+static size_t slot_of(const char *path, size_t *len)
+{
+    uint32_t h = 2166136261u;
+    const char *p;
+    for (p = path; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    *len = (size_t)(p - path);
+    return h % ZKL_LIST_SLOTS;
+}
+
 zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,
                                    int *rc)
 {
-    call *f = follower_new(s, fn, arg), **one = NULL;
-    lgroup *g = NULL;
-    size_t len = strlen(path);
-    if (!f) {
-        *rc = ZSYSTEMERROR;
-        return NULL;
-    }
+    call *f;
+    lgroup *g;
+    size_t len, slot = slot_of(path, &len);
     if (s->c->hooks.before_send) /* held-back deletes go out first, as before any request */
         s->c->hooks.before_send(s->c);
     pthread_mutex_lock(&s->lists_mu);
-    HASH_FIND(hh, s->lists, path, len, g);
-    if (g) { /* one in flight, sent before our own requests: the next one is ours */
-        *rc = join_next(g, f) ? ZOK : ZSYSTEMERROR;
+    g = s->lists[slot];
+    if (g && strcmp(g->path, path) != 0) {
+        /* the slot is another path's: a listing of our own, as if unshared */
         pthread_mutex_unlock(&s->lists_mu);
-        if (*rc == ZOK)
-            return f;
-        zkl__call_free(f);
-        return NULL;
+        return zkl__req_children(s, path, NULL, fn, arg, rc);
     }
-    *rc = ZSYSTEMERROR;
-    if ((g = calloc(1, sizeof *g)) && (g->path = strdup(path)) && (one = malloc(sizeof(call *)))) {
-        g->s = s;
-        HASH_ADD_KEYPTR(hh, s->lists, g->path, len, g);
-        one[0] = f;
-        if (g->hh.tbl && send_lead(g, one, 1, rc))
-            one = NULL;
-        else if (g->hh.tbl)
-            HASH_DEL(s->lists, g);
-    }
-    if (one || *rc != ZOK) {
-        if (g)
-            free(g->path);
-        free(g);
-    }
+    if (!(f = follower_new(s, fn, arg)))
+        *rc = ZSYSTEMERROR;
+    else if (g) /* one in flight, sent before our own requests: the next one is ours */
+        *rc = join_next(g, f) ? ZOK : ZSYSTEMERROR;
+    else
+        lead_new(s, slot, path, len, f, rc);
     pthread_mutex_unlock(&s->lists_mu);
     if (*rc == ZOK)
         return f;
-    free(one);
-    zkl__call_free(f);
+    if (f)
+        zkl__call_free(f);
     return NULL;
 }

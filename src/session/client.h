@@ -26,6 +26,8 @@
 
 typedef struct zkl__watch zkl__watch;
 
+#define ZKL_LIST_SLOTS 16 /* requests/shared.c */
+
 /* One ZooKeeper session (one zhandle). Replaced as a whole after expiry. */
 typedef struct zkl__session {
     zhandle_t *zh;
@@ -37,9 +39,9 @@ typedef struct zkl__session {
     bool retired;        /* no longer the client's current session */
     zkl__watch *watches; /* tokens the ZooKeeper client may still call (utlist) */
     /* the requests layer's shared listings (requests/shared.c), under lists_mu:
-     * the paths with one in flight; closed: send no more */
+     * paths with one in flight, by hash; closed: send no more */
     pthread_mutex_t lists_mu;
-    struct zkl__lgroup *lists;
+    struct zkl__lgroup *lists[ZKL_LIST_SLOTS];
     bool lists_closed;
 } zkl__session;
 

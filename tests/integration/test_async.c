@@ -474,6 +474,75 @@ Test(async, many_waits_from_one_thread, .timeout = 120)
     free(path);
 }
 
+/*
+ * Waits on more paths than a session has slots for shared listings
+ * (ZKL_LIST_SLOTS, 16): the paths that find their slot taken by another
+ * path list on their own, the others share, and every path's line comes out
+ * right either way.
+ */
+#define NPATHS 40
+#define PER_PATH 4
+
+static atomic_int paths_done;
+
+static void paths_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)ud;
+    if (st != ZKL_OK)
+        cr_log_error("paths: %s", msg);
+    zkl_op_release(op);
+    atomic_fetch_add(&paths_done, 1);
+}
+
+static int paths_over(void *p)
+{
+    (void)p;
+    return atomic_load(&paths_done) == NPATHS * PER_PATH;
+}
+
+Test(async, waits_on_more_paths_than_slots, .timeout = 120)
+{
+    zkl_client *holder, *c;
+    zhandle_t *zh = zkt_raw();
+    char *base = zkt_path("async-paths"), path[NPATHS][256];
+    zkl_mutex *h[NPATHS], *m[NPATHS];
+    zkl_op *op;
+    int i, j;
+    atomic_store(&paths_done, 0);
+    atomic_store(&gone_notes, 0);
+    zkl_log_set(count_gone, ZKL_LOG_WARN, NULL);
+    holder = zkt_client(0);
+    c = zkt_client(0);
+    for (i = 0; i < NPATHS; i++) {
+        snprintf(path[i], sizeof path[i], "%s/p%d", base, i);
+        ok(zkl_mutex_create(holder, path[i], &h[i]), "create");
+        ok(zkl_mutex_create(c, path[i], &m[i]), "create");
+        ok(zkl_mutex_acquire(h[i], 5000), "holder");
+    }
+    for (j = 0; j < PER_PATH; j++) /* the paths interleaved, as a server's requests would be */
+        for (i = 0; i < NPATHS; i++)
+            ok(zkl_mutex_acquire_async(m[i], ZKL_WAIT_FOREVER, paths_cb, NULL, &op), "async");
+    for (i = 0; i < NPATHS; i++)
+        cr_assert_eq(zkt_children_settle(zh, path[i], PER_PATH + 1), PER_PATH + 1, "%s", path[i]);
+    cr_assert_eq(atomic_load(&paths_done), 0, "granted while another holds");
+    for (i = 0; i < NPATHS; i++)
+        ok(zkl_mutex_release(h[i]), "holder release");
+    cr_assert(zkt_wait_for(paths_over, NULL, 60000), "%d of %d granted", atomic_load(&paths_done),
+              NPATHS * PER_PATH);
+    ok(zkl_client_drain(c, 10000), "drain");
+    for (i = 0; i < NPATHS; i++) {
+        cr_assert_eq(zkt_children_settle(zh, path[i], 0), 0, "%s", path[i]);
+        ok(zkl_mutex_destroy(m[i]), "destroy");
+        ok(zkl_mutex_destroy(h[i]), "destroy");
+    }
+    cr_assert_eq(atomic_load(&gone_notes), 0, "a wait saw a listing without its own node");
+    zkl_log_set(NULL, ZKL_LOG_WARN, NULL);
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(base);
+}
+
 Test(async, semaphore_leases_all_or_none, .timeout = 60)
 {
     zkl_client *c = zkt_client(0), *other = zkt_client(0);
