@@ -85,6 +85,12 @@ done
 check "headers include/zklock/*.h" test $headers_ok = 1
 check "command bin/zklock" test -x "$prefix/bin/zklock"
 check "man page man1/zklock.1" test -n "$(find "$prefix" -path '*/man1/zklock.1')"
+check "man pages man3/zklock.3, zkl_mutex.3" test -n "$(find "$prefix" -path '*/man3/zkl_mutex.3')" \
+    -a -n "$(find "$prefix" -path '*/man3/zklock.3')"
+mandir=$(dirname "$(dirname "$(find "$prefix" -path '*/man3/zklock.3' | head -n 1)")")
+# (man-db follows the link page to zkl_mutex.3; mandoc's man names the link)
+check "man -w zkl_mutex_acquire finds its page" \
+    grep -qE "^$mandir/man3/zkl_mutex(_acquire)?\.3$" <<<"$(MANPATH=$mandir man -w zkl_mutex_acquire 2>&1)"
 pcdir=$libdir/pkgconfig
 check "pkg-config file zklock.pc" test -f "$pcdir/zklock.pc"
 check "pkg-config version $version" \
