@@ -17,7 +17,7 @@ const char zkl_cli_usage[] =
     "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE] [-s | -x | --semaphore N]\n"
     "              [--session-timeout MS] [--grace MS] [--kill-after MS]\n"
     "              [--lease-margin MS] [--ensemble-lag MS] PATH -- COMMAND [ARG...]\n"
-    "       zklock --list [--zk HOSTS] PATH\n"
+    "       zklock --list [--json] [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
     "Run COMMAND while holding a ZooKeeper lock at PATH (Curator-compatible).\n"
@@ -38,6 +38,7 @@ const char zkl_cli_usage[] =
     "                        the session (default timeout/10 + 200, at most /4)\n"
     "      --ensemble-lag MS for an ensemble: syncLimit x tickTime + tickTime/2\n"
     "      --list            print the participants of PATH, holders first\n"
+    "      --json            with --list: one JSON document, for scripts\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
     "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost or\n"
     "lease ran out while COMMAND ran; 126/127 COMMAND not runnable/found; 128+N on\n"
@@ -191,12 +192,14 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
         a->version = !a->help;
         return PARSE_STOP;
     }
-    if (is(name, NULL, "--list") || is(name, "-n", "--nonblock") || is(name, "-s", "--shared") ||
-        is(name, "-x", "--exclusive")) {
+    if (is(name, NULL, "--list") || is(name, NULL, "--json") || is(name, "-n", "--nonblock") ||
+        is(name, "-s", "--shared") || is(name, "-x", "--exclusive")) {
         if (eq)
             return fail(p->err, p->errlen, "option '%.40s' takes no value", name);
         if (is(name, NULL, "--list")) {
             a->list = 1;
+        } else if (is(name, NULL, "--json")) {
+            a->json = 1;
         } else if (is(name, "-n", "--nonblock")) {
             p->n_given = 1;
             a->timeout_ms = 0;
@@ -225,6 +228,8 @@ static int parse_rest(parsing *p, zkl_cli_args *a)
         return fail(p->err, p->errlen, "-n and -w cannot be used together");
     if (p->modes > 1)
         return fail(p->err, p->errlen, "-s, -x and --semaphore cannot be combined");
+    if (a->json && !a->list)
+        return fail(p->err, p->errlen, "--json goes with --list");
     if (!a->list) {
         int grace, kill_after;
         if (zkl_cli_lease_fit(a, a->session_timeout_ms, &grace, &kill_after, p->err, p->errlen))

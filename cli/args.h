@@ -32,8 +32,8 @@ typedef struct zkl_cli_args {
     int grace_ms;        /* COMMAND gets SIGTERM this long before the lease ends */
     int kill_after_ms;   /* ... and SIGKILL this long after SIGTERM */
     const char *path;
-    char **command; /* NULL-terminated, points into argv */
-    int list, help, version;
+    char **command;                /* NULL-terminated, points into argv */
+    int list, json, help, version; /* json: --list --json */
 } zkl_cli_args;
 
 /*

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "json.h"
 #include "watchdog.h"
 #include "zklock/zklock.h"
 
@@ -183,23 +184,18 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int list_participants(const zkl_cli_args *a)
+static const char *kind_name(char kind)
 {
-    zkl_participant *v;
-    size_t n, i;
-    zkl_status st = zkl_inspect(client, a->path, &v, &n);
-    if (st != ZKL_OK) {
-        fprintf(stderr, "zklock: --list %s: %s\n", a->path, zkl_errmsg());
-        return ZKL_CLI_EXIT_UNAVAILABLE;
-    }
+    return kind == 'R' ? "read" : kind == 'W' ? "write" : kind == 'S' ? "lease" : "mutex";
+}
+
+/* One line per participant: HOLDS|WAITS KIND TOKEN NODE DATA (data escaped). */
+static void list_text(const zkl_participant *v, size_t n)
+{
+    size_t i, k;
     for (i = 0; i < n; i++) {
-        const char *kind = v[i].kind == 'R'   ? "read"
-                           : v[i].kind == 'W' ? "write"
-                           : v[i].kind == 'S' ? "lease"
-                                              : "mutex";
-        size_t k;
-        printf("%s %s %lld %s ", v[i].holds ? "HOLDS" : "WAITS", kind, (long long)v[i].token,
-               v[i].node);
+        printf("%s %s %lld %s ", v[i].holds ? "HOLDS" : "WAITS", kind_name(v[i].kind),
+               (long long)v[i].token, v[i].node);
         for (k = 0; k < v[i].data_len; k++) { /* data may be binary: print it safely */
             unsigned char ch = (unsigned char)v[i].data[k];
             if (ch >= 0x20 && ch < 0x7f && ch != '\\')
@@ -209,6 +205,44 @@ static int list_participants(const zkl_cli_args *a)
         }
         putchar('\n');
     }
+}
+
+/*
+ * One JSON document: {"path": P, "participants": [{"node", "kind", "holds",
+ * "token", "owner", "data"}, ...]} in queue order. owner is the session id
+ * in hex, as a string (64 bits do not fit a JSON number's exact range).
+ */
+static void list_json(const char *path, const zkl_participant *v, size_t n)
+{
+    size_t i;
+    fputs("{\"path\":", stdout);
+    zkl_cli_json_string(stdout, path, strlen(path));
+    fputs(",\"participants\":[", stdout);
+    for (i = 0; i < n; i++) {
+        printf("%s{\"node\":", i ? "," : "");
+        zkl_cli_json_string(stdout, v[i].node, strlen(v[i].node));
+        printf(",\"kind\":\"%s\",\"holds\":%s,\"token\":%lld,\"owner\":\"0x%llx\",\"data\":",
+               kind_name(v[i].kind), v[i].holds ? "true" : "false", (long long)v[i].token,
+               (unsigned long long)v[i].owner);
+        zkl_cli_json_string(stdout, v[i].data ? v[i].data : "", v[i].data_len);
+        putchar('}');
+    }
+    fputs("]}\n", stdout);
+}
+
+static int list_participants(const zkl_cli_args *a)
+{
+    zkl_participant *v;
+    size_t n;
+    zkl_status st = zkl_inspect(client, a->path, &v, &n);
+    if (st != ZKL_OK) {
+        fprintf(stderr, "zklock: --list %s: %s\n", a->path, zkl_errmsg());
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
+    if (a->json)
+        list_json(a->path, v, n);
+    else
+        list_text(v, n);
     zkl_participants_free(v, n);
     return 0;
 }

@@ -91,6 +91,11 @@ wait_file "$work/s1"; wait_file "$work/s2"
 "$ZKLOCK" --semaphore 2 -n "$p" -- true 2>/dev/null; check "--semaphore 2: a third is refused" test $? = 1
 list=$("$ZKLOCK" --list "$p")
 check "--list shows two lease holders" test "$(grep -c '^HOLDS lease' <<<"$list")" = 2
+json=$("$ZKLOCK" --list --json "$p")
+check "--list --json: valid JSON, the path, two lease holders with tokens and owners" \
+  test "$(jq -r --arg p "$p" '[.path == $p, ([.participants[] | select(.holds and .kind == "lease"
+    and .token > 0 and (.owner | startswith("0x")) and (.node | startswith($p + "/")))]
+    | length)] | map(tostring) | join(" ")' <<<"$json")" = "true 2"
 wait; pids=()
 "$ZKLOCK" --semaphore 2 -n "$p" -- true; check "--semaphore 2: free again afterwards" test $? = 0
 

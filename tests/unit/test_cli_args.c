@@ -3,9 +3,12 @@
  */
 #include <criterion/criterion.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
+#include "json.h"
 
 static int parse(zkl_cli_args *a, const char *env, ...)
 {
@@ -79,6 +82,25 @@ Test(cli_args, list_help_version)
     cr_assert(a.help);
     cr_assert_eq(parse(&a, NULL, "-V", NULL), 0);
     cr_assert(a.version);
+    cr_assert_eq(parse(&a, NULL, "--list", "--json", "/p", NULL), 0);
+    cr_assert(a.list && a.json);
+    cr_assert_eq(parse(&a, NULL, "--json", "/p", "--", "x", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--list", "--json=1", "/p", NULL), ZKL_CLI_EXIT_USAGE);
+}
+
+/* --list --json's strings: whatever bytes a node's data holds, valid JSON that keeps each byte. */
+Test(cli_args, json_string)
+{
+    static const char in[] = "a\"b\\c\n\t\x01\x7f\xff/\xc3\xa9";
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    cr_assert_not_null(f);
+    zkl_cli_json_string(f, in, sizeof in - 1);
+    zkl_cli_json_string(f, "", 0);
+    fclose(f);
+    cr_assert_str_eq(out, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\\u00ff/\\u00c3\\u00a9\"\"\"");
+    free(out);
 }
 
 Test(cli_args, bad_input)
