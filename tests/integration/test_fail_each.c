@@ -484,7 +484,56 @@ static void async_set(zkl_client *c, const char *path, long n)
     mutex_done(mb, n);
 }
 
-/* Async waits: delivered on the worker, then through the descriptor with a cancel. */
+/* A report that also lets the handle go, from inside the callback. */
+static void on_report_release(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    /* first: once reported, the mutex is destroyed (its handle must be let go);
+     * ZKL_ELOST is as good: the handle is freed either way, msg when we return */
+    zkl_op_release(op);
+    on_report(op, st, msg, ud);
+}
+
+/*
+ * A short line of LINE async waits on one path behind the holder, started
+ * back to back: the later ones join the listing after the first's
+ * (requests/shared.c), so its failures (a joiner's, the next listing's send)
+ * are among those failed in turn. Each grant releases from its callback.
+ */
+#define LINE 3
+static void async_line(zkl_client *c, zkl_mutex *holder, const char *path, long n)
+{
+    zkl_mutex *m[LINE];
+    struct report r[LINE];
+    zkl_op *op;
+    bool held = false;
+    int i;
+    memset(r, 0, sizeof r);
+    if (holder)
+        short_or_ok(zkl_mutex_acquire(holder, 10000), "zkl_mutex_acquire (holder)", n);
+    held = holder && zkl_mutex_is_held(holder);
+    for (i = 0; i < LINE; i++) {
+        zkl_status st = (m[i] = mutex_made(c, path, n)) ? ZKL_OK : ZKL_ENOMEM;
+        if (m[i])
+            short_or_ok(st = zkl_mutex_acquire_async(m[i], 10000, on_report_release, &r[i], &op),
+                        "zkl_mutex_acquire_async", n);
+        if (st != ZKL_OK)
+            atomic_store(&r[i].calls, 1); /* no wait, no report (r[i].st stays ZKL_OK) */
+    }
+    zkt_sleep_ms(30); /* in line behind the holder */
+    if (held)
+        short_or_ok(zkl_mutex_release(holder), "zkl_mutex_release (holder)", n);
+    for (i = 0; i < LINE; i++) {
+        report_wait(c, &r[i], false, n);
+        cr_assert(r[i].st == ZKL_OK ||
+                      ((r[i].st == ZKL_ENOMEM || r[i].st == ZKL_ESYS) && r[i].msg[0]),
+                  WHAT " %ld failing: wait %d of the line gave %s (%s)", n, i,
+                  zkl_strerror(r[i].st), r[i].msg);
+    }
+    for (i = 0; i < LINE; i++)
+        mutex_done(m[i], n);
+}
+
+/* Async waits: delivered on the worker, a short line, then through the descriptor with a cancel. */
 static void async_cycle(zkl_client *c, const char *path, long n)
 {
     zkl_mutex *holder = mutex_made(c, path, n);
@@ -492,6 +541,7 @@ static void async_cycle(zkl_client *c, const char *path, long n)
     zkl_status st;
     async_set(c, path, n);
     async_wait(c, holder, path, false, false, n);
+    async_line(c, holder, path, n);
     st = zkl_client_event_fd(c, &fd);
     short_or_ok(st, "zkl_client_event_fd", n);
     if (st == ZKL_OK)
