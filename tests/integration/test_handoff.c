@@ -170,6 +170,15 @@ static struct run *run_mix(int locals, int remotes, int max_streak, int max_ms, 
     cr_assert_eq(rep.violations, 0, "exclusion: %s", rep.first_error);
     cr_assert_eq(rep.malformed, 0);
     cr_assert_eq(r->errors, 0, "%d failed acquires or releases", r->errors);
+    /* every node went: the streaks' last releases and every remote one */
+    ok(zkl_client_drain(lc, 10000), "drain");
+    for (i = locals; i < n; i++)
+        ok(zkl_client_drain(rc[i - locals], 10000), "drain remote");
+    {
+        zhandle_t *zh = zkt_raw();
+        cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "nodes left under %s", path);
+        zookeeper_close(zh);
+    }
     for (i = locals; i < n; i++) {
         ok(zkl_mutex_destroy(ks[i].m), "destroy remote");
         ok(zkl_client_close(rc[i - locals]), "close remote");
@@ -274,7 +283,62 @@ Test(handoff, a_passed_hold_keeps_its_node_and_token, .timeout = 60)
     ok(s.st, "the second thread");
     cr_assert_eq(s.token, token, "a streak shares its node's token");
     cr_assert_eq(zkl_mutex_local_handoffs(m), 1);
+    ok(zkl_client_drain(c, 10000), "drain");
+    {
+        zhandle_t *zh = zkt_raw();
+        cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the streak's node was left");
+        zookeeper_close(zh);
+    }
     ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
+
+struct stranger {
+    zkl_mutex *m;
+    zkl_status st;
+    bool held;
+};
+
+static void *stranger_main(void *arg)
+{
+    struct stranger *s = arg;
+    s->held = zkl_mutex_is_held(s->m);
+    s->st = zkl_mutex_release(s->m);
+    return NULL;
+}
+
+/* Ownership stays per thread with local hand-off: a thread that holds nothing
+ * cannot release (nor pass on) another thread's hold. */
+Test(handoff, release_by_another_thread_is_refused, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("handoff-stranger");
+    zkl_mutex *m;
+    struct stranger st = {0};
+    struct second s;
+    pthread_t t, w;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_set_local_handoff(m, 10, 10000), "local hand-off");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    start_second(&s, m, &w); /* a local waiter a wrong release could hand it to */
+    st.m = m;
+    cr_assert_eq(pthread_create(&t, NULL, stranger_main, &st), 0);
+    pthread_join(t, NULL);
+    cr_assert_not(st.held, "another thread reads the hold as its own");
+    cr_assert_eq(st.st, ZKL_ENOTOWNER, "another thread's release gave %s", zkl_strerror(st.st));
+    cr_assert(zkl_mutex_is_held(m), "the holder lost its hold to another thread's release");
+    zkt_sleep_ms(100);
+    cr_assert_not(atomic_load(&s.done), "the local waiter got in while the holder held");
+    cr_assert_eq(zkt_children(zh, path), 1);
+    ok(zkl_mutex_release(m), "release");
+    pthread_join(w, NULL);
+    ok(s.st, "the local waiter");
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    zookeeper_close(zh);
     ok(zkl_client_close(c), "close");
     free(path);
 }
