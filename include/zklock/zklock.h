@@ -13,6 +13,7 @@
 #include "revoke.h"
 #include "inspect.h"
 #include "async.h"
+#include "metrics.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

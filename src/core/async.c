@@ -183,6 +183,7 @@ zkl_status zkl__async_start(zkl_client *c, const zkl__plan *plan, const char *wh
     op->path = path;
     op->want = want;
     op->deadline = zkl__deadline(timeout_ms);
+    op->started_us = zkl__now_us();
     op->fn = fn;
     op->ud = ud;
     op->holds = want == 1 ? &op->holds_one : calloc((size_t)want, sizeof *op->holds);
@@ -294,7 +295,7 @@ zkl_status zkl_op_release(zkl_op *op)
                          "zkl_op_release: the acquire of %s has not reported yet, or its "
                          "callback is running (cancel it, and release it from its callback)",
                          op->path);
-    st = zkl__op_let_go(op);
+    st = op->let_go_st = zkl__op_let_go(op);
     if (st != ZKL_OK)
         zkl__fail(st,
                   "zkl_op_release: the hold on %s was lost before release (its session "

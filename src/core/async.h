@@ -19,10 +19,12 @@ typedef struct zkl__plan zkl__plan;
 struct zkl_op {
     zkl_client *c; /* its home: the delivery mode, the lock of the fields below */
     const zkl__plan *plan;
-    const char *what; /* the public function, for messages */
-    void *obj;        /* the recipe's object */
-    const char *path; /* for messages */
-    int64_t deadline; /* zkl__now_ms() based, for the whole handle */
+    const char *what;     /* the public function, for messages */
+    void *obj;            /* the recipe's object */
+    const char *path;     /* for messages */
+    int64_t deadline;     /* zkl__now_ms() based, for the whole handle */
+    int64_t started_us;   /* zkl__now_us() when it was asked for (metrics) */
+    zkl_status let_go_st; /* what its release found (metrics: a lost hold) */
     /* the plan's own, touched only by the plan (on the worker running it) */
     int stage, want, at;
     zkl__hold inner; /* a hold the plan takes on the way (the semaphore's lock) */

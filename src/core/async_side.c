@@ -24,13 +24,19 @@ static bool side_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
         zkl__op_keep(op, got);
         zkl__side_async_granted(sd, op->holds[0].epoch);
         op->at = 1; /* counted */
+        zkl__stats_acquired(sd->stats, zkl__now_us() - op->started_us);
+    } else {
+        zkl__stats_failed(sd->stats, st);
     }
     return false;
 }
 
 static void side_end(zkl_op *op)
 {
-    zkl__side_async_ended(op->obj, op->at != 0, op->holds[0].epoch);
+    zkl__side *sd = op->obj;
+    if (op->at)
+        zkl__stats_released(sd->stats, sd->c, &op->holds[0], op->let_go_st);
+    zkl__side_async_ended(sd, op->at != 0, op->holds[0].epoch);
 }
 
 void zkl__side_async_granted(zkl__side *sd, uint64_t epoch)

@@ -214,6 +214,7 @@ static zkl__step_result commit(zkl__acq *op)
     op->hold.czxid = op->czxid;
     op->hold.epoch = op->epoch;
     op->hold.alone = op->alone;
+    op->hold.granted_us = zkl__now_us();
     op->hold.rev = rev;
     op->node = NULL;
     leave_place(op);

@@ -26,6 +26,7 @@ typedef struct zkl__hold {
     uint64_t epoch;            /* which session of the client it lives in */
     struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
     bool alone;                /* ours was the only node when we got the lock */
+    int64_t granted_us;        /* zkl__now_us() of the grant to its holder (metrics) */
 } zkl__hold;
 
 typedef struct zkl__acquire_args {

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "base/path.h"
 #include "base/status.h"
@@ -30,6 +31,10 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->self = o;
     o->mine = mine;
     zkl__client_ref(c);
+    pthread_mutex_lock(&c->mu);
+    o->id = ++c->objs_made;
+    DL_APPEND(c->objs, o);
+    pthread_mutex_unlock(&c->mu);
     *obj = o;
     return ZKL_OK;
 }
@@ -40,6 +45,9 @@ void zkl__lockobj_free(zkl__lockobj *o)
         return;
     if (o->listener)
         zkl__listener_remove(o->c, o->listener);
+    pthread_mutex_lock(&o->c->mu);
+    DL_DELETE(o->c->objs, o);
+    pthread_mutex_unlock(&o->c->mu);
     zkl__client_unref(o->c);
     free(o->path);
     free(o);

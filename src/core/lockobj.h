@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/stats.h"
 #include "session/client.h"
 #include "zklock/revoke.h"
 
@@ -24,6 +25,16 @@ typedef struct zkl__lockobj {
     zkl_hold_state_fn state_fn;
     void *state_ud;
     int listener;
+    /* metrics (metrics.h): one part per side ("mutex", or "read" and "write"
+     * ...), set by the recipe at creation; local hand-offs, if it has them */
+    struct {
+        const char *side;
+        zkl__lockstats stats;
+    } part[2];
+    int nparts;
+    uint64_t (*handoffs)(void *self, int part);
+    uint64_t id; /* 1, 2, ...: its number on the client (the metrics' id label) */
+    struct zkl__lockobj *prev, *next; /* c->objs (utlist), under c->mu */
 } zkl__lockobj;
 
 /*

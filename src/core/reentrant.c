@@ -6,6 +6,7 @@
 
 #include "services/lease.h"
 #include "core/cohort.h"
+#include "core/stats.h"
 #include "core/reentrant.h"
 #include "base/status.h"
 #include "base/util.h"
@@ -90,6 +91,7 @@ static zkl_status take(zkl__side *sd, int timeout_ms, const void *ctx, const cha
                              "(local hand-off)",
                              sd->path);
         case ZKL__COHORT_GRANTED:
+            hold->granted_us = zkl__now_us(); /* this thread's hold begins */
             if (zkl__hold_alive(sd->c, hold->epoch))
                 return ZKL_OK; /* passed on: the node stays at the head */
             /* lost since it was passed on: we keep the baton and take a new place */
@@ -154,27 +156,34 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     zkl__hold hold = {0};
     zkl_status st;
     int re;
+    int64_t t0 = zkl__now_us();
     st = zkl__side_mode(sd, ZKL__MODE_THREAD, "acquire");
     if (st != ZKL_OK)
         return st;
     re = zkl__holders_reenter(&sd->holders, sd->c);
-    if (re > 0)
+    if (re > 0) {
+        zkl__stats_acquired(sd->stats, zkl__now_us() - t0);
         return ZKL_OK;
+    }
     if (re < 0)
         return zkl__fail(ZKL_ELOST, "%s: this thread's hold was lost with its session; release it",
                          sd->path);
     st = take(sd, timeout_ms, ctx, fixed_suffix, &hold);
-    if (st != ZKL_OK)
+    if (st != ZKL_OK) {
+        zkl__stats_failed(sd->stats, st);
         return st;
+    }
     st = zkl__holders_add(&sd->holders, &hold);
     if (st != ZKL_OK)
         (void)let_go(sd, &hold, true);
+    else
+        zkl__stats_acquired(sd->stats, zkl__now_us() - t0);
     return st;
 }
 
 zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass)
 {
-    zkl__hold last;
+    zkl__hold last, last_copy;
     zkl_status st = zkl__holders_leave(&sd->holders, &last);
     if (st != ZKL_OK)
         return st;
@@ -182,7 +191,10 @@ zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass)
         return zkl__hold_alive(sd->c, last.epoch)
                    ? ZKL_OK
                    : zkl__fail(ZKL_ELOST, "%s: the hold was lost with its session", sd->path);
-    return let_go(sd, &last, may_pass);
+    last_copy = last; /* (let_go frees its node) */
+    st = let_go(sd, &last, may_pass);
+    zkl__stats_released(sd->stats, sd->c, &last_copy, st);
+    return st;
 }
 
 zkl_status zkl__side_release(zkl__side *sd)

@@ -27,7 +27,8 @@ typedef struct zkl__side {
     int async_ops;        /* handles not yet released */
     uint64_t async_epoch; /* the session of the granted handles counted in async_held */
     int async_held;
-    struct zkl__cohort *cohort; /* local hand-off between threads (cohort.h), or NULL */
+    struct zkl__cohort *cohort;   /* local hand-off between threads (cohort.h), or NULL */
+    struct zkl__lockstats *stats; /* its metrics (metrics.h), or NULL: set by the recipe */
 } zkl__side;
 
 enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };

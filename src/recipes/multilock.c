@@ -174,9 +174,11 @@ static bool ml_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c, z
     zkl__side *sd;
     if (got && zkl__op_keep(op, got)) {
         zkl__side_async_granted(ml->v[op->stage].side, op->holds[op->nholds - 1].epoch);
+        zkl__stats_acquired(ml->v[op->stage].side->stats, zkl__now_us() - op->started_us);
         op->stage++;
     }
     if (op->at > 0 && st != ZKL_OK) {
+        zkl__stats_failed(ml->v[op->at - 1].side->stats, st);
         zkl__op_let_go(op); /* all or none: those taken go, in reverse order */
         *final = st;
         return false;
@@ -196,8 +198,12 @@ static void ml_end(zkl_op *op)
 {
     zkl_multilock *ml = op->obj;
     int i;
-    for (i = 0; i < op->want; i++)
+    for (i = 0; i < op->want; i++) {
+        if (i < op->stage) /* (a member's hold, let go now) */
+            zkl__stats_released(ml->v[i].side->stats, ml->v[i].side->c, &op->holds[i],
+                                op->let_go_st);
         zkl__side_async_ended(ml->v[i].side, i < op->stage, op->holds[i].epoch);
+    }
     pthread_mutex_lock(&ml->mu);
     ml->acquired--;
     pthread_mutex_unlock(&ml->mu);

@@ -28,6 +28,13 @@ static bool holds_in(void *self, uint64_t epoch)
     return zkl__holders_in_epoch(&m->side.holders, epoch) || zkl__side_async_in(&m->side, epoch);
 }
 
+/* The metrics' local hand-offs (lockobj.h). */
+static uint64_t local_handoffs(void *self, int part)
+{
+    (void)part;
+    return zkl__side_local_handoffs(&((zkl_mutex *)self)->side);
+}
+
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 {
     zkl_mutex *m;
@@ -42,6 +49,10 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
     m = (zkl_mutex *)obj; /* its first member */
     zkl__side_init(&m->side, c, m->obj.path, &zkl__mutex_driver);
     m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
+    m->obj.part[0].side = "mutex";
+    m->obj.nparts = 1;
+    m->obj.handoffs = local_handoffs;
+    m->side.stats = &m->obj.part[0].stats;
     *out = m;
     return ZKL_OK;
 }

@@ -27,6 +27,12 @@ static bool holds_in(void *self, uint64_t epoch)
            zkl__side_async_in(&l->write, epoch);
 }
 
+/* The metrics' local hand-offs (lockobj.h): the write side's; readers share. */
+static uint64_t local_handoffs(void *self, int part)
+{
+    return part == 1 ? zkl__side_local_handoffs(&((zkl_rwlock *)self)->write) : 0;
+}
+
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 {
     zkl_rwlock *l;
@@ -41,6 +47,12 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
     l = (zkl_rwlock *)obj; /* its first member */
     zkl__side_init(&l->read, c, l->obj.path, &zkl__read_driver);
     zkl__side_init(&l->write, c, l->obj.path, &zkl__write_driver);
+    l->obj.part[0].side = "read";
+    l->obj.part[1].side = "write";
+    l->obj.nparts = 2;
+    l->obj.handoffs = local_handoffs;
+    l->read.stats = &l->obj.part[0].stats;
+    l->write.stats = &l->obj.part[1].stats;
     /* Hand-offs between writers and readers need no listing on their path;
      * the look-ahead's request keeps a pair below Curator's count. */
     l->read.lookahead = ZKL__LOOKAHEAD_ON;

@@ -70,6 +70,8 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     s = (zkl_semaphore *)obj; /* its first member */
+    s->obj.part[0].side = "semaphore";
+    s->obj.nparts = 1;
     s->locks = zkl__path_join(path, "locks");
     s->leases = zkl__path_join(path, "leases");
     if (!s->locks || !s->leases) {
@@ -151,7 +153,7 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
 
 zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, zkl_lease **leases)
 {
-    int64_t deadline;
+    int64_t deadline, t0 = zkl__now_us();
     int i;
     zkl_status st;
     zkl__clear_err();
@@ -168,6 +170,10 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
     deadline = zkl__deadline(timeout_ms);
     for (i = 0; i < n; i++) {
         st = acquire_one(s, deadline, &leases[i]);
+        if (st == ZKL_OK)
+            zkl__stats_acquired(&s->obj.part[0].stats, zkl__now_us() - t0);
+        else
+            zkl__stats_failed(&s->obj.part[0].stats, st);
         if (st != ZKL_OK) {
             zkl__err_keep(); /* the failure's message, not the cleanup's */
             while (i-- > 0) {
@@ -205,6 +211,20 @@ static void sem_args(zkl_op *op, int stage, zkl__acquire_args *a)
     op->stage = stage;
 }
 
+/* The metrics of a finished async acquire: each lease granted, or the timeout. */
+static void sem_counted(zkl_op *op, zkl_status st)
+{
+    zkl__lockstats *stats = &((zkl_semaphore *)op->obj)->obj.part[0].stats;
+    int i;
+    if (st != ZKL_OK) {
+        zkl__stats_failed(stats, st);
+        return;
+    }
+    op->at = 1; /* granted: its leases' hold times count at release (sem_end) */
+    for (i = 0; i < op->nholds; i++)
+        zkl__stats_acquired(stats, zkl__now_us() - op->started_us);
+}
+
 static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
                      zkl__acquire_args *a, zkl_status *final)
 {
@@ -232,6 +252,7 @@ static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
     }
     if (st != ZKL_OK)
         zkl__op_let_go(op); /* all or none */
+    sem_counted(op, st);
     *final = st;
     return false;
 }
@@ -239,6 +260,9 @@ static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
 static void sem_end(zkl_op *op)
 {
     zkl_semaphore *s = op->obj;
+    int i;
+    for (i = 0; op->at && i < op->want; i++) /* granted, and let go now */
+        zkl__stats_released(&s->obj.part[0].stats, s->obj.c, &op->holds[i], op->let_go_st);
     pthread_mutex_lock(&s->mu);
     s->out--;
     pthread_mutex_unlock(&s->mu);
@@ -280,12 +304,15 @@ zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **l
 zkl_status zkl_lease_return(zkl_lease *l)
 {
     zkl_semaphore *s;
+    zkl__hold hold;
     zkl_status st;
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_lease_return: lease is NULL");
     s = l->sem;
+    hold = l->hold; /* (the release frees its node) */
     st = zkl__lock_release(s->obj.c, &l->hold);
+    zkl__stats_released(&s->obj.part[0].stats, s->obj.c, &hold, st);
     pthread_mutex_lock(&s->mu);
     s->out--;
     DL_DELETE(s->out_list, l);

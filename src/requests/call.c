@@ -12,8 +12,15 @@
 #include "base/util.h"
 #include "requests/call.h"
 
+void zkl__count_request(zkl_client *c, int kind)
+{
+    atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->req_kind[kind], 1, memory_order_relaxed);
+}
+
 /*
- * One call is one request sent on session s (counted for zkl_client_stats_get).
+ * One call is one request sent on session s (its sender counts it, by kind:
+ * zkl__count_request).
  * The before-send hook goes first: a delete held back by a release goes out
  * in the same batch.
  */
@@ -25,7 +32,6 @@ call *zkl__call_new(zkl__session *s)
     k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
-    atomic_fetch_add(&s->c->requests, 1);
     pthread_mutex_init(&k->mu, NULL);
     zkl__cond_init(&k->cv);
     k->refs = 2;
@@ -244,6 +250,7 @@ int zkl__send_create(zkl__session *s, call *k, const char *path, const void *dat
 {
     const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
     zkl__call_proves(k);
+    zkl__count_request(s->c, ZKL__REQ_CREATE);
     return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, zkl__on_create,
                         k);
 }
@@ -267,5 +274,6 @@ int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel
     zoo_create_op_init(&ops[ndel], path, (const char *)data, data ? len : -1, acl, mode,
                        km->created, ZKL_PATH_MAX + 128);
     zkl__call_proves(km);
+    zkl__count_request(s->c, ZKL__REQ_MULTI);
     return zoo_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km);
 }

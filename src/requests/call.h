@@ -42,7 +42,9 @@ typedef struct zkl__call {
     bool notifying; /* notify is running: the requester waits it out */
 } call;
 
-/* A new call on session s (counted; the before-send hook runs first); NULL on no memory. */
+/* One request of kind (ZKL__REQ_*) sent by client c: zkl_client_stats_get and the metrics. */
+void zkl__count_request(zkl_client *c, int kind);
+/* A new call on session s (the before-send hook runs first); NULL on no memory. */
 call *zkl__call_new(zkl__session *s);
 /* The call's answer will renew the lease (a write or a sync). */
 void zkl__call_proves(call *k);

@@ -78,6 +78,7 @@ int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct
     int rc;
     if (!k)
         return ZSYSTEMERROR;
+    zkl__count_request(s->c, ZKL__REQ_GET);
     rc = zoo_aget(s->zh, path, 0, zkl__on_data, k);
     if (rc != ZOK) {
         zkl__call_free(k);
@@ -118,6 +119,7 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
     if (!k)
         return ZSYSTEMERROR;
     zkl__call_proves(k);
+    zkl__count_request(s->c, ZKL__REQ_SET);
     rc = zoo_aset(s->zh, path, (const char *)data, len, -1, zkl__on_stat, k);
     if (rc != ZOK) {
         zkl__call_free(k);
@@ -130,19 +132,19 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 
 int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx)
 {
-    atomic_fetch_add(&s->c->requests, 1);
+    zkl__count_request(s->c, ZKL__REQ_DELETE);
     return zoo_adelete(s->zh, path, -1, done, ctx);
 }
 
 int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx)
 {
-    atomic_fetch_add(&s->c->requests, 1);
+    zkl__count_request(s->c, ZKL__REQ_SYNC);
     return zoo_async(s->zh, "/", done, ctx);
 }
 
 int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
                       data_completion_t done, const void *ctx)
 {
-    atomic_fetch_add(&s->c->requests, 1);
+    zkl__count_request(s->c, ZKL__REQ_GET);
     return zoo_awget(s->zh, path, watcher, wctx, done, ctx);
 }

@@ -67,6 +67,7 @@ zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zk
         *rc = ZSYSTEMERROR;
         return NULL;
     }
+    zkl__count_request(s->c, ZKL__REQ_LIST);
     r = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, zkl__on_strings, k)
           : zoo_aget_children(s->zh, path, 0, zkl__on_strings, k);
     if (r != ZOK)
@@ -84,6 +85,7 @@ zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__r
         *rc = ZSYSTEMERROR;
         return NULL;
     }
+    zkl__count_request(s->c, ZKL__REQ_GET);
     r = zoo_awget(s->zh, path, zkl__watch_fn, w, zkl__on_data_watch, k);
     if (r != ZOK)
         zkl__watch_settle(w, NULL, r);
@@ -94,6 +96,7 @@ zkl__req *zkl__req_exists(zkl__session *s, const char *path, zkl__req_fn fn, voi
 {
     call *k;
     NEW_OR_FAIL(k, s, fn, arg, rc);
+    zkl__count_request(s->c, ZKL__REQ_EXISTS);
     return sent(k, zoo_aexists(s->zh, path, 0, zkl__on_stat, k), rc);
 }
 
@@ -102,6 +105,7 @@ zkl__req *zkl__req_delete(zkl__session *s, const char *path, zkl__req_fn fn, voi
     call *k;
     NEW_OR_FAIL(k, s, fn, arg, rc);
     zkl__call_proves(k);
+    zkl__count_request(s->c, ZKL__REQ_DELETE);
     return sent(k, zoo_adelete(s->zh, path, -1, zkl__on_void, k), rc);
 }
 
@@ -110,6 +114,7 @@ zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void 
     call *k;
     NEW_OR_FAIL(k, s, fn, arg, rc);
     zkl__call_proves(k);
+    zkl__count_request(s->c, ZKL__REQ_SYNC);
     return sent(k, zoo_async(s->zh, path, zkl__on_string, k), rc);
 }
 

@@ -68,7 +68,7 @@ static int send_listing(lgroup *g)
 {
     if (g->s->lists_closed)
         return ZCLOSING;
-    atomic_fetch_add(&g->s->c->requests, 1);
+    zkl__count_request(g->s->c, ZKL__REQ_LIST);
     ZKL_HANDOFF(g);
     return zoo_aget_children(g->s->zh, g->path, 0, on_listing, g);
 }

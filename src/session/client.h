@@ -28,6 +28,23 @@ typedef struct zkl__watch zkl__watch;
 
 #define ZKL_LIST_SLOTS 16 /* requests/shared.c */
 
+/* The kinds of ZooKeeper request zklock sends (counted per client, for metrics). */
+#define ZKL__REQ_KIND_NAMES(X)                                                                     \
+    X(CREATE, "create")                                                                            \
+    X(MULTI, "multi")                                                                              \
+    X(DELETE, "delete")                                                                            \
+    X(LIST, "list")                                                                                \
+    X(EXISTS, "exists")                                                                            \
+    X(GET, "get")                                                                                  \
+    X(SET, "set")                                                                                  \
+    X(SYNC, "sync")
+typedef enum zkl__req_kind {
+#define ZKL__REQ_KIND_ENUM(k, name) ZKL__REQ_##k,
+    ZKL__REQ_KIND_NAMES(ZKL__REQ_KIND_ENUM)
+#undef ZKL__REQ_KIND_ENUM
+        ZKL__REQ_KINDS
+} zkl__req_kind;
+
 /* One ZooKeeper session (one zhandle). Replaced as a whole after expiry. */
 typedef struct zkl__session {
     zhandle_t *zh;
@@ -141,8 +158,14 @@ struct zkl_client {
     uint64_t connects;  /* bumped on every CONNECTED and RECONNECTED */
     int64_t suspended_at;
     zkl__event evq[ZKL_EVQ_MAX];
-    /* counters; requests is atomic as calls are sent without c->mu */
+    /* counters; requests is atomic as calls are sent without c->mu, and so
+     * are its split by kind (zkl__count_request) and the lost sessions */
     _Atomic uint64_t requests;
+    _Atomic uint64_t req_kind[ZKL__REQ_KINDS];
+    _Atomic uint64_t sessions_lost;
+    _Atomic uint64_t lease_expired_epoch; /* the last session whose lease ran out */
+    struct zkl__lockobj *objs; /* the lock objects made on it (core/lockobj.c), under mu */
+    uint64_t objs_made;
     uint64_t watch_events, sessions;
     pthread_t worker;
     bool worker_started;

@@ -10,6 +10,10 @@
 void zkl__event_push_locked(zkl_client *c, const zkl__session *s, zkl_conn_state st)
 {
     c->state = st;
+    if (st == ZKL_STATE_LOST)
+        atomic_fetch_add(&c->sessions_lost, 1);
+    else if (st == ZKL_STATE_LEASE_EXPIRED)
+        atomic_store(&c->lease_expired_epoch, s->epoch);
     if (c->evq_len == ZKL_EVQ_MAX) { /* callback far behind: keep the newest */
         c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
         c->evq_len--;

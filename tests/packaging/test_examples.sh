@@ -57,6 +57,42 @@ for name in async_epoll async_libuv; do
     report "$name" $? "$out"
 done
 
+# Metrics over HTTP: scrape /metrics twice; the text is OpenMetrics, ends in
+# "# EOF", and the worker's acquisitions grow between the two scrapes.
+scrape() { # PORT: the body of GET /metrics (bash's /dev/tcp, no client needed)
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+    sed '1,/^\r$/d' <&3
+    exec 3<&-
+}
+acquired() { sed -n 's/^zklock_acquisitions_total{[^}]*side="mutex"[^}]*} \([0-9]*\)$/\1/p' <<<"$1"; }
+timeout 60 "$bin/zklock_example_metrics_http" "$hosts" "$base/metrics" 0 20 >"$tmp/metrics.out" 2>&1 &
+mp=$!
+port=
+for _ in $(seq 100); do
+    port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/metrics.out")
+    [[ -n $port ]] && break
+    sleep 0.1
+done
+rc=1
+msg="no port"
+if [[ -n $port ]]; then
+    sleep 0.5
+    m1=$(scrape "$port")
+    sleep 0.5
+    m2=$(scrape "$port")
+    a1=$(acquired "$m1")
+    a2=$(acquired "$m2")
+    msg="acquisitions ${a1:-none} then ${a2:-none}"
+    if [[ $(tail -n 1 <<<"$m2") == "# EOF" && -n $a1 && -n $a2 ]] && ((a2 > a1)) &&
+        grep -q '^# TYPE zklock_wait_seconds histogram$' <<<"$m2"; then
+        rc=0
+    fi
+fi
+kill -TERM $mp 2>/dev/null
+wait $mp 2>/dev/null
+report "metrics_http (two scrapes of /metrics)" $rc "$msg; $(cat "$tmp/metrics.out")"
+
 log=$tmp/demo.log
 timeout 120 "$bin/zklock_demo" "$hosts" "$base/demo" 2 "$log" >"$tmp/demo1.out" 2>&1 &
 p1=$!
