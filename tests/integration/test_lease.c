@@ -125,6 +125,18 @@ struct figures {
  * (is_held false, LEASE_EXPIRED) at least 200 ms before the server's log
  * says it expired the session, and the waiter be granted only after that.
  */
+/* A lock sample of c's metrics (zklock/metrics.h) for the mutex at path; -1: none. */
+static long long lock_metric(zkl_client *c, const char *name, const char *path)
+{
+    static char text[1 << 16];
+    char prefix[512];
+    const char *at;
+    ok(zkl_client_metrics(c, text, sizeof text, NULL), "metrics");
+    snprintf(prefix, sizeof prefix, "\n%s{path=\"%s\",side=\"mutex\"", name, path);
+    at = strstr(text, prefix);
+    return at && (at = strstr(at, "} ")) ? strtoll(at + 2, NULL, 10) : -1;
+}
+
 static void cut_round(int round, struct figures *fig)
 {
     fp_proxy *fp = fp_start(zkt_servers());
@@ -172,6 +184,9 @@ static void cut_round(int round, struct figures *fig)
     cr_assert_not(atomic_load(&h.lease_cb_after_lost), "round %d: LEASE_EXPIRED after LOST", round);
     cr_assert_eq(h.release_st, ZKL_ELOST, "round %d: releasing a lapsed hold says it was lost",
                  round);
+    cr_assert_eq(lock_metric(a, "zklock_holds_lost_total", path), 1, "round %d: metrics", round);
+    cr_assert_eq(lock_metric(a, "zklock_lease_expiries_total", path), 1,
+                 "round %d: the lost hold's lease expiry is not in the metrics", round);
     slack = expiry - atomic_load(&h.stopped_at);
     handoff = atomic_load(&w.granted_at) - atomic_load(&h.stopped_at);
     cr_assert_geq(slack, 200,
