@@ -22,17 +22,17 @@ typedef struct out {
     size_t len, at;
 } out;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-put(out *o, const char *fmt, ...)
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(out *o, const char *fmt, ...)
 {
+    char *dst = o->at < o->len ? o->buf + o->at : NULL;
+    size_t room = o->at < o->len ? o->len - o->at : 0;
     va_list ap;
     int n;
     va_start(ap, fmt);
-    n = vsnprintf(o->at < o->len ? o->buf + o->at : NULL, o->at < o->len ? o->len - o->at : 0, fmt,
-                  ap);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
+    n = vsnprintf(dst, room, fmt, ap);
     va_end(ap);
     if (n > 0)
         o->at += (size_t)n;
