@@ -139,20 +139,17 @@ static void on_listing(int rc, const struct String_vector *sv, const void *data)
     zkl__names_free(&kids);
 }
 
-/* A follower: a call of its own that no request stands behind. */
+/* A follower: a call of its own (zkl__call_new: held-back deletes go out
+ * first, as before any request) that no request stands behind. */
 static call *follower_new(zkl__session *s, zkl__req_fn fn, void *arg)
 {
-    call *k = calloc(1, sizeof *k);
+    call *k = zkl__call_new(s);
     if (!k)
         return NULL;
-    pthread_mutex_init(&k->mu, NULL);
-    zkl__cond_init(&k->cv);
-    k->refs = 2;
-    k->c = s->c;
-    k->epoch = s->epoch;
+    pthread_mutex_lock(&k->mu);
     k->notify = fn;
     k->arg = arg;
-    ZKL_HANDOFF(k);
+    pthread_mutex_unlock(&k->mu);
     return k;
 }
 
@@ -205,28 +202,28 @@ static size_t slot_of(const char *path, size_t *len)
 zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,
                                    int *rc)
 {
-    call *f;
+    call *f = follower_new(s, fn, arg); /* (before the lock: the hook sends) */
     lgroup *g;
     size_t len, slot = slot_of(path, &len);
-    if (s->c->hooks.before_send) /* held-back deletes go out first, as before any request */
-        s->c->hooks.before_send(s->c);
+    if (!f) {
+        *rc = ZSYSTEMERROR;
+        return NULL;
+    }
     pthread_mutex_lock(&s->lists_mu);
     g = s->lists[slot];
     if (g && strcmp(g->path, path) != 0) {
         /* the slot is another path's: a listing of our own, as if unshared */
         pthread_mutex_unlock(&s->lists_mu);
+        zkl__call_free(f);
         return zkl__req_children(s, path, NULL, fn, arg, rc);
     }
-    if (!(f = follower_new(s, fn, arg)))
-        *rc = ZSYSTEMERROR;
-    else if (g) /* one in flight, sent before our own requests: the next one is ours */
+    if (g) /* one in flight, sent before our own requests: the next one is ours */
         *rc = join_next(g, f) ? ZOK : ZSYSTEMERROR;
     else
         lead_new(s, slot, path, len, f, rc);
     pthread_mutex_unlock(&s->lists_mu);
     if (*rc == ZOK)
         return f;
-    if (f)
-        zkl__call_free(f);
+    zkl__call_free(f);
     return NULL;
 }
