@@ -283,6 +283,17 @@ Test(handoff, a_passed_hold_keeps_its_node_and_token, .timeout = 60)
     ok(s.st, "the second thread");
     cr_assert_eq(s.token, token, "a streak shares its node's token");
     cr_assert_eq(zkl_mutex_local_handoffs(m), 1);
+    {
+        /* the metrics say so too */
+        char buf[16384], line[600];
+        size_t need = 0;
+        ok(zkl_client_metrics(c, buf, sizeof buf, &need), "metrics");
+        snprintf(line, sizeof line, "zklock_local_handoffs_total{path=\"%s\",side=\"mutex\",",
+                 path);
+        cr_assert(strstr(buf, line) &&
+                      strstr(strstr(buf, line), "} 1\n") == strchr(strstr(buf, line), '}'),
+                  "%s", buf);
+    }
     ok(zkl_client_drain(c, 10000), "drain");
     {
         zhandle_t *zh = zkt_raw();

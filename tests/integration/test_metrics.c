@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zklock/zklock.h"
 #include "zkt.h"
@@ -42,6 +43,24 @@ static long long sample(const char *text, const char *name, const char *path, co
             const char *v = strstr(at, "} ");
             return v ? strtoll(v + 2, NULL, 10) : -1;
         }
+        at++;
+    }
+    return -1;
+}
+
+/* The count in bucket le of histogram name (its _bucket series), -1 if none. */
+static long long bucket(const char *text, const char *name, const char *path, const char *side,
+                        const char *le)
+{
+    char prefix[512], tail[64];
+    const char *at = text, *eol;
+    snprintf(prefix, sizeof prefix, "%s_bucket{path=\"%s\",side=\"%s\",", name, path, side);
+    snprintf(tail, sizeof tail, "le=\"%s\"} ", le);
+    while ((at = strstr(at, prefix)) != NULL) {
+        const char *t = strstr(at, tail);
+        eol = strchr(at, '\n');
+        if (t && (!eol || t < eol))
+            return strtoll(t + strlen(tail), NULL, 10);
         at++;
     }
     return -1;
@@ -132,6 +151,7 @@ Test(metrics, a_known_workload, .timeout = 90)
     ok(zkl_rwlock_read_acquire(rw, 5000), "read");
     ok(zkl_rwlock_read_release(rw), "read release");
     ok(zkl_rwlock_write_acquire(rw, 5000), "write");
+    usleep(30 * 1000); /* a hold of 30 ms: in the bucket up to 50 ms, not below */
     ok(zkl_rwlock_write_release(rw), "write release");
     ok(zkl_semaphore_create(c, pc, 3, &s), "semaphore");
     ok(zkl_semaphore_acquire_many(s, 2, 5000, leases), "two leases");
@@ -154,6 +174,8 @@ Test(metrics, a_known_workload, .timeout = 90)
     cr_assert_eq(sample(text, "zklock_acquisitions_total", pb, "read"), 1);
     cr_assert_eq(sample(text, "zklock_acquisitions_total", pb, "write"), 1);
     cr_assert_eq(sample(text, "zklock_hold_seconds_count", pb, "write"), 1);
+    cr_assert_eq(bucket(text, "zklock_hold_seconds", pb, "write", "0.025"), 0, "%s", text);
+    cr_assert_eq(bucket(text, "zklock_hold_seconds", pb, "write", "+Inf"), 1);
     cr_assert_eq(sample(text, "zklock_acquisitions_total", pc, "semaphore"), 2);
     cr_assert_eq(sample(text, "zklock_hold_seconds_count", pc, "semaphore"), 2);
     cr_assert_eq(sample(text, "zklock_acquisitions_total", pd, "mutex"), 1);
