@@ -128,15 +128,19 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
 
 /*
  * Look-ahead waiting: a waiter also watches the node two places ahead of its
- * own and lists the line again when that one goes, that is, while the node
- * just ahead holds. That node's release then hands the lock over with no
- * listing on the hand-off's path. It costs one more request per contended
- * acquire and one more watch notification per hand-off.
+ * own and, when that one goes, knows that it is next: the node just ahead
+ * holds, and its release then hands the lock over with no listing on the
+ * hand-off's path. To know it, the waiter lists the line again, unless a
+ * client of this process held the lock with that node (then nothing else
+ * can be ahead, and the listing is skipped). It costs one more request per
+ * contended acquire (none, behind a holder of this process) and one more
+ * watch notification per hand-off.
  *   ZKL_LOOKAHEAD_AUTO (the default): only in an acquire whose create carried
  *     this client's held-back delete (see zkl_mutex_release), which saved the
  *     request the look-ahead spends. A loop of release and acquire at once
  *     costs 5 requests per contended pair, as Curator's, with no listing on
- *     the hand-off's path; other callers wait without it, also at 5.
+ *     the hand-off's path (4 where the holder two places ahead was of this
+ *     process); other callers wait without it, also at 5.
  *   ZKL_LOOKAHEAD_ON: always (6 requests per contended pair where the
  *     release is not carried); pays where hand-off latency matters more than
  *     server load.

@@ -57,6 +57,7 @@ typedef struct zkl__armed {
     /* the child is an ephemeral of our own session: its deletion proves
      * nothing until a listing shows the session alive (issue 17) */
     bool ours;
+    int64_t owner; /* the child's ephemeral owner, as its watch's reply said (0: unknown) */
 } zkl__armed;
 
 /* Reported when an op is done (engine.c's owner: blocking waiter or async handle). */

@@ -62,7 +62,8 @@ static zkl__verdict lease_decide(const zkl__driver *d, const zkl__line *l, const
     return v;
 }
 
-const zkl__driver zkl__mutex_driver = {ZKL_MUTEX_MARKER, mutex_markers, 0, NULL, standard_decide};
+const zkl__driver zkl__mutex_driver = {ZKL_MUTEX_MARKER, mutex_markers, ZKL__D_HEAD_HOLDS, NULL,
+                                       standard_decide};
 const zkl__driver zkl__read_driver = {ZKL_READ_MARKER, rw_markers, 0, counts_writer, read_decide};
 /* A writer is the standard driver over the read/write markers; a writer may
  * downgrade, leaving a read node at its own place in line. */

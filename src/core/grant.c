@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
+#include "core/heads.h"
 #include "requests/rc.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
@@ -209,6 +210,8 @@ static zkl__step_result commit(zkl__acq *op)
         zkl__revwatch_stop(rev);
         return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
     }
+    if (op->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: heads.h */
+        zkl__heads_note(op->a.path, op->name, zkl__session_id(op->s));
     op->hold.c = op->c;
     op->hold.node = op->node;
     op->hold.czxid = op->czxid;

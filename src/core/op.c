@@ -123,6 +123,7 @@ void zkl__armed_clear(zkl__armed *x)
     x->w = NULL;
     x->name = NULL;
     x->ours = false;
+    x->owner = 0;
 }
 
 int64_t zkl__session_id(zkl__session *s)

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
+#include "core/heads.h"
 #include "requests/rc.h"
 
 #ifdef ZKL_FAULTS
@@ -35,10 +36,19 @@ static void after_list_fault(zkl_client *c)
 #define after_list_fault(c) ((void)(c))
 #endif
 
+/* The driver grants exactly the head of the line (heads.h may be used). */
+static bool head_holds(const zkl__acq *op)
+{
+    return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) != 0;
+}
+
 /*
- * Head-of-line hand-off: the listing v saw the watched node where its going
- * makes us the holder (ZKL__V_HANDOFF), and prim, watching that node (name,
- * if given), has fired for its deletion since.
+ * Head-of-line hand-off: prim, watching the node just ahead of ours (name,
+ * if given), has fired for its deletion, and that deletion makes us the
+ * holder. Either the listing the verdict came from showed it
+ * (ZKL__V_HANDOFF), or this process saw that node at the head of the line
+ * (heads.h): nothing was ahead of it then, nothing can be put ahead since,
+ * and nothing is between it and us.
  *
  * Sound only if that deletion cannot have been our own session's end: the
  * server deletes all of a dying session's ephemerals in one transaction and
@@ -49,13 +59,17 @@ static void after_list_fault(zkl_client *c)
  * notification does prove the session alive: the server refuses every
  * request of a session it has begun to close.
  */
-static bool handed_over(const zkl__armed *prim, const char *name, const zkl__verdict *v,
-                        uint64_t gen)
+static bool handed_over(const zkl__acq *op, const char *name)
 {
+    const zkl__armed *prim = &op->prim;
     bool deleted;
-    return (v->flags & ZKL__V_HANDOFF) && !v->watch_parent && prim->w && !prim->ours &&
-           (!name || (prim->name && strcmp(prim->name, name) == 0)) &&
-           zkl__watch_fired(prim->w, gen, &deleted) && deleted;
+    if (op->v.watch_parent || !prim->w || !prim->name || prim->ours ||
+        (name && strcmp(prim->name, name) != 0))
+        return false;
+    if (!zkl__watch_fired(prim->w, op->gen, &deleted) || !deleted)
+        return false;
+    return (op->v.flags & ZKL__V_HANDOFF) ||
+           (head_holds(op) && zkl__heads_seen(op->a.path, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -140,6 +154,24 @@ static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
     return zkl__acq_fail(op, zkl__rc_status(rc, "watch", op->a.path));
 }
 
+/*
+ * The look-ahead's node went, and this process had seen it at the head of
+ * the line (heads.h): only the node we watch can be ahead of us now, so its
+ * deletion hands us the lock as if a listing had shown us next (the verdict
+ * gains ZKL__V_HANDOFF; handed_over still wants that deletion, on our live
+ * session, of a node not ours). Not for a node of our own session: its
+ * going may be our session's end.
+ */
+static bool ahead_was_head(const zkl__acq *op)
+{
+    bool deleted;
+    return head_holds(op) && !(op->v.flags & ZKL__V_HANDOFF) && !op->v.watch_parent &&
+           op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w && !op->prim.ours &&
+           zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
+           !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
+           zkl__heads_seen(op->a.path, op->ahead.name, op->ahead.owner);
+}
+
 /* Whether w fired (c->mu held). */
 static bool fired_locked(const zkl__armed *x)
 {
@@ -160,9 +192,14 @@ static zkl__step_result step_sleeping(zkl__acq *op)
         return ZKL__STEP_YIELD;
     if (!woke)
         slept = ZKL_ETIMEDOUT;
-    if (handed_over(&op->prim, NULL, &op->v, op->gen)) {
+    if (handed_over(op, NULL)) {
         op->entry = ZKL__E_GRANT; /* the hand-off: we hold it without listing again */
         return ZKL__STEP_AGAIN;
+    }
+    if (slept == ZKL_OK && !zkl__acq_canceled(op) && ahead_was_head(op)) {
+        zkl__armed_clear(&op->ahead); /* next in line, with no listing */
+        op->v.flags |= ZKL__V_HANDOFF;
+        return ZKL__STEP_AGAIN; /* asleep again, on the node we watch */
     }
     /* unfired tokens are kept for the next round */
     if (op->v.watch_parent || zkl__watch_fired(op->prim.w, op->gen, &deleted))
@@ -216,9 +253,10 @@ static zkl__step_result step_armed(zkl__acq *op)
             zkl__req_settle(k, slot[i]->w, r);
         if (r != ZOK)
             zkl__armed_clear(slot[i]);
-        else
-            slot[i]->ours =
-                zkl__req_stat(k).ephemeralOwner != 0 && zkl__req_stat(k).ephemeralOwner == self;
+        else {
+            slot[i]->owner = zkl__req_stat(k).ephemeralOwner;
+            slot[i]->ours = slot[i]->owner != 0 && slot[i]->owner == self;
+        }
         if (i == 0)
             rc = r;
     }
@@ -318,7 +356,7 @@ static zkl__step_result step_look(zkl__acq *op)
         zkl__names_free(&op->kids);
         return zkl__acq_fail(op, timed_out_waiting(op));
     }
-    if (!op->v.watch_parent && handed_over(&op->prim, line.v[op->v.watch], &op->v, op->gen)) {
+    if (!op->v.watch_parent && handed_over(op, line.v[op->v.watch])) {
         /* the node we wait for went while we listed, after the listing saw
          * it where its going grants: the hand-off, come early */
         zkl__names_free(&op->kids);

@@ -371,7 +371,7 @@ static uint64_t requests_of(zkl_client *c)
 /*
  * A holds; X (gives up soon), B and C queue behind, C with the look-ahead
  * (watching B, and X ahead of it). X's going is no reason for C to hold; A's
- * going makes B the head, and C, having listed again while B holds, takes
+ * going makes B the head, and C, having seen A hold (core/heads.h), takes
  * the lock on B's release with no further request.
  */
 Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
@@ -404,7 +404,7 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     ok(zkl_mutex_release(ma), "a releases");
     waiter_until_done(&b);
     ok(b.st, "b acquires after a");
-    before = zkt_requests_settle(cc); /* c lists again on a's going, while b holds */
+    before = zkt_requests_settle(cc);
     cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
     waiter_release(&b);
     waiter_until_done(&w);
@@ -422,6 +422,154 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     ok(zkl_client_close(cc), "close");
     zookeeper_close(zh);
     free(path);
+}
+
+/* Four sessions on one path, a mutex each; the last (c) waits with look-ahead mode. */
+struct four {
+    zkl_client *c[4];
+    zkl_mutex *m[4];
+    zhandle_t *zh;
+    char *path;
+};
+
+static void four_open(struct four *f, const char *what, zkl_lookahead mode)
+{
+    int i;
+    f->zh = zkt_raw();
+    f->path = zkt_path(what);
+    for (i = 0; i < 4; i++) {
+        f->c[i] = zkt_client(0);
+        ok(zkl_mutex_create(f->c[i], f->path, &f->m[i]), "create");
+    }
+    ok(zkl_mutex_set_lookahead(f->m[3], mode), "lookahead");
+}
+
+static void four_close(struct four *f)
+{
+    int i;
+    cr_assert_eq(zkt_children_settle(f->zh, f->path, 0), 0, "znodes left behind");
+    for (i = 0; i < 4; i++) {
+        ok(zkl_mutex_destroy(f->m[i]), "destroy");
+        ok(zkl_client_close(f->c[i]), "close");
+    }
+    zookeeper_close(f->zh);
+    free(f->path);
+}
+
+/*
+ * A holds, B and C wait, C watching B and, looking ahead, A. A's going
+ * after it held leaves only B ahead of C (core/heads.h): C needs no listing,
+ * then or at the hand-off.
+ */
+Test(mutex, lookahead_behind_a_holder_needs_no_listing, .timeout = 60)
+{
+    struct four f;
+    struct waiter b = {0}, w = {0};
+    uint64_t before;
+    four_open(&f, "lookahead-holder", ZKL_LOOKAHEAD_ON);
+    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
+    waiter_start(&b, f.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
+    waiter_start(&w, f.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
+    before = zkt_requests_settle(f.c[3]);
+    ok(zkl_mutex_release(f.m[0]), "a releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after a");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
+    waiter_release(&b);
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after b");
+    cr_assert_eq(requests_of(f.c[3]), before, "c listed again: %llu requests, not %llu",
+                 (unsigned long long)requests_of(f.c[3]), (unsigned long long)before);
+    waiter_release(&w);
+    four_close(&f);
+}
+
+/*
+ * A holds; X and B wait and give up, X first; C waits behind them, looking
+ * ahead at X. X never held, so its going says nothing of what is ahead of
+ * B: B's going must not hand C the lock while A holds.
+ */
+Test(mutex, lookahead_trusts_only_a_node_that_held, .timeout = 60)
+{
+    struct four f;
+    struct waiter x = {0}, b = {0}, w = {0};
+    four_open(&f, "lookahead-gave-up", ZKL_LOOKAHEAD_ON);
+    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
+    waiter_start(&x, f.m[1], 1000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
+    waiter_start(&b, f.m[2], 2500);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
+    waiter_start(&w, f.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 4), 4);
+    pthread_join(x.t, NULL);
+    cr_assert_eq(x.st, ZKL_ETIMEDOUT);
+    pthread_join(b.t, NULL);
+    cr_assert_eq(b.st, ZKL_ETIMEDOUT);
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
+    ok(zkl_mutex_release(f.m[0]), "a releases");
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after a");
+    waiter_release(&w);
+    four_close(&f);
+}
+
+/*
+ * Without look-ahead: A holds, B and C wait, C watching B. B held in this
+ * process (core/heads.h), so B's going makes C the holder with no listing.
+ */
+Test(mutex, behind_a_holder_of_this_process_the_hand_off_needs_no_listing, .timeout = 60)
+{
+    struct four f;
+    struct waiter b = {0}, w = {0};
+    uint64_t before;
+    four_open(&f, "heads-handoff", ZKL_LOOKAHEAD_OFF);
+    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
+    waiter_start(&b, f.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
+    waiter_start(&w, f.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
+    before = zkt_requests_settle(f.c[3]);
+    ok(zkl_mutex_release(f.m[0]), "a releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after a");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
+    waiter_release(&b);
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after b");
+    cr_assert_eq(requests_of(f.c[3]), before, "c listed again: %llu requests, not %llu",
+                 (unsigned long long)requests_of(f.c[3]), (unsigned long long)before);
+    waiter_release(&w);
+    four_close(&f);
+}
+
+/*
+ * Without look-ahead: A holds; B waits and gives up; C waits behind B. B
+ * never held, so its going must not make C the holder while A holds.
+ */
+Test(mutex, a_node_that_never_held_hands_nothing_over, .timeout = 60)
+{
+    struct four f;
+    struct waiter b = {0}, w = {0};
+    four_open(&f, "heads-gave-up", ZKL_LOOKAHEAD_OFF);
+    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
+    waiter_start(&b, f.m[1], 1000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
+    waiter_start(&w, f.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
+    pthread_join(b.t, NULL);
+    cr_assert_eq(b.st, ZKL_ETIMEDOUT);
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
+    ok(zkl_mutex_release(f.m[0]), "a releases");
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after a");
+    waiter_release(&w);
+    four_close(&f);
 }
 
 Test(mutex, set_lookahead_refuses_null_and_unknown_modes)
@@ -609,8 +757,9 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
  * create carried the client's held-back delete. (a) A first acquire, third
  * in line, watches only the node just ahead: the head's going costs it
  * nothing. (b) Released and acquired again at once, third in line again, it
- * looks ahead: it lists while the node ahead of it holds, and that node's
- * release hands it the lock with no request.
+ * looks ahead: it learns that it is next while the node ahead of it holds
+ * (with no listing: the node two ahead held in this process), and that
+ * node's release hands it the lock with no request.
  */
 Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
 {
@@ -647,7 +796,7 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     waiter_until_done(&e);
     ok(e.st, "e acquires after a");
     zkt_requests_settle(p.c[1]);
-    waiter_release(&e); /* d holds; a, which watches e too, lists again */
+    waiter_release(&e); /* d holds; a, which watches e too, is next */
     waiter_until_done(&d);
     ok(d.st, "d acquires after e");
     before = zkt_requests_settle(p.c[1]);
@@ -655,8 +804,9 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     waiter_release(&d);
     relock_join(&r);
     cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");
-    /* the multi, the listing, two watches, the listing on e's going */
-    cr_assert_eq(r.after - r.before, 5, "requests for a's release and acquire: %llu",
+    /* the multi, the listing, two watches; e held in this process, so its
+     * going needed no listing (core/heads.h) */
+    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain");
     party_close(&p);

@@ -1,0 +1,32 @@
+/*
+ * heads.h - nodes this process has seen at the head of their line.
+ *
+ * A mutex waiter watches the node just ahead of it and, looking ahead, the
+ * one before that. When that farther node goes, the waiter used to list the
+ * line again to learn whether only the nearer one is left ahead. If the
+ * farther node had held the lock, the answer is known without asking: when
+ * it was granted nothing was ahead of it, nothing can be put ahead of it
+ * later (sequences only grow), and the waiter's own listing showed just the
+ * nearer node between the two. So the nearer node's deletion hands the lock
+ * over, as if the waiter had listed (wait.c).
+ *
+ * Only a grant in this process is known here: every client of the process
+ * notes its grants, by node name, owner session and parent, in one small
+ * ring (the oldest noted goes first). A node not found, for whatever reason
+ * (another process's, or noted too long ago), costs the listing as before.
+ * The name carries the create's random UUID and the owner is the session
+ * id: no other node can be taken for a noted one.
+ */
+#ifndef ZKL_CORE_HEADS_H
+#define ZKL_CORE_HEADS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Node name (a child of parent), owned by session owner, is at the head of its line. */
+void zkl__heads_note(const char *parent, const char *name, int64_t owner);
+
+/* Whether that node was noted (and not yet pushed out of the ring). */
+bool zkl__heads_seen(const char *parent, const char *name, int64_t owner);
+
+#endif
