@@ -88,12 +88,12 @@ struct zkl__acq {
     char *mk;                     /* mkdirs: the path being made */
     size_t mk_at;                 /* how much of a->path it is */
     struct zkl__deferred *merged; /* held-back deletes riding in our multi */
-    /* requests in flight (at most two: a write and its listing, or two watches) */
-    zkl__req *k[2];
+    /* requests in flight (at most three: a write and its listing, or the watches) */
+    zkl__req *k[3];
     int nk;
-    int rcs[2];
-    /* waiting */
-    zkl__armed prim, ahead;
+    int rcs[3];
+    /* waiting: the node just ahead, the one before it, and (mutex) our own */
+    zkl__armed prim, ahead, self;
     zkl__verdict v;
     uint64_t gen; /* the connection state a listing was taken in */
     /* a backoff or a wait for session news: until when, since which state */

@@ -33,6 +33,7 @@ static void leave_place(zkl__acq *op)
     zkl__acq_untrack(op);
     zkl__armed_clear(&op->prim);
     zkl__armed_clear(&op->ahead);
+    zkl__armed_clear(&op->self);
     zkl__names_free(&op->kids);
     op->have_kids = false;
     free(op->want);

@@ -23,6 +23,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/*
+ * Nodes made here, noted with their owner session when their waiter starts
+ * to wait. A waiter right behind one of another session does not look ahead
+ * but watches its own node instead (wait.c): the node ahead will most
+ * likely hold in this process, and its going then hands the lock over with
+ * no listing. Only a hint: a wrong answer costs a request. made_by: the
+ * owner session of that node, 0 if it was not noted.
+ */
+void zkl__heads_note_made(const char *parent, const char *name, int64_t owner);
+int64_t zkl__heads_made_by(const char *parent, const char *name);
+
 /* Node name (a child of parent), owned by session owner, is at the head of its line. */
 void zkl__heads_note(const char *parent, const char *name, int64_t owner);
 

@@ -93,7 +93,7 @@ void zkl__acq_untrack(zkl__acq *op)
         if (op->k[i])
             zkl__req_drop(op->k[i]);
     op->nk = 0;
-    op->k[0] = op->k[1] = NULL;
+    op->k[0] = op->k[1] = op->k[2] = NULL;
 }
 
 bool zkl__acq_sleep(zkl__acq *op, int64_t at)

@@ -43,12 +43,26 @@ static bool head_holds(const zkl__acq *op)
 }
 
 /*
+ * Our own node is watched and its watch has not fired: it was there when
+ * anything we have heard of since happened (a session's watch events come
+ * in the order of the changes). Without this, only a listing shows it.
+ */
+static bool self_intact(const zkl__acq *op)
+{
+    bool deleted;
+    return op->self.w && !zkl__watch_fired(op->self.w, op->gen, &deleted);
+}
+
+/*
  * Head-of-line hand-off: prim, watching the node just ahead of ours (name,
  * if given), has fired for its deletion, and that deletion makes us the
  * holder. Either the listing the verdict came from showed it
  * (ZKL__V_HANDOFF), or this process saw that node at the head of the line
  * (heads.h): nothing was ahead of it then, nothing can be put ahead since,
- * and nothing is between it and us.
+ * and nothing is between it and us; our own node must then be watched and
+ * still there (self_intact), which no listing has shown since we joined.
+ * With our node watched, its going (an operator's delete) stops either
+ * hand-off.
  *
  * Sound only if that deletion cannot have been our own session's end: the
  * server deletes all of a dying session's ephemerals in one transaction and
@@ -68,8 +82,10 @@ static bool handed_over(const zkl__acq *op, const char *name)
         return false;
     if (!zkl__watch_fired(prim->w, op->gen, &deleted) || !deleted)
         return false;
-    return (op->v.flags & ZKL__V_HANDOFF) ||
-           (head_holds(op) && zkl__heads_seen(op->a.path, prim->name, prim->owner));
+    if (op->self.w && !self_intact(op))
+        return false;
+    return (op->v.flags & ZKL__V_HANDOFF) || (head_holds(op) && self_intact(op) &&
+                                              zkl__heads_seen(op->a.path, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -165,9 +181,9 @@ static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
 static bool ahead_was_head(const zkl__acq *op)
 {
     bool deleted;
-    return head_holds(op) && !(op->v.flags & ZKL__V_HANDOFF) && !op->v.watch_parent &&
-           op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w && !op->prim.ours &&
-           zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
+    return head_holds(op) && self_intact(op) && !(op->v.flags & ZKL__V_HANDOFF) &&
+           !op->v.watch_parent && op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w &&
+           !op->prim.ours && zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
            !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
            zkl__heads_seen(op->a.path, op->ahead.name, op->ahead.owner);
 }
@@ -185,8 +201,8 @@ static zkl__step_result step_sleeping(zkl__acq *op)
     zkl_status slept = ZKL_OK;
     bool woke, deleted;
     pthread_mutex_lock(&c->mu);
-    woke = fired_locked(&op->prim) || fired_locked(&op->ahead) || c->state_gen != op->gen ||
-           c->closing || c->canceled || op->cancel_req;
+    woke = fired_locked(&op->prim) || fired_locked(&op->ahead) || fired_locked(&op->self) ||
+           c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
     pthread_mutex_unlock(&c->mu);
     if (!woke && !zkl__acq_sleep(op, op->a.deadline))
         return ZKL__STEP_YIELD;
@@ -206,6 +222,8 @@ static zkl__step_result step_sleeping(zkl__acq *op)
         zkl__armed_clear(&op->prim);
     if (op->ahead.w && zkl__watch_fired(op->ahead.w, op->gen, &deleted))
         zkl__armed_clear(&op->ahead);
+    if (op->self.w && zkl__watch_fired(op->self.w, op->gen, &deleted))
+        zkl__armed_clear(&op->self); /* the listing tells whether our node is still there */
     return judge(op, ZOK, slept);
 }
 
@@ -235,16 +253,16 @@ static zkl__step_result step_armed_children(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
-/* The data watches are set (or not): the watched node's rc decides. */
+/* The data watches are set (or not): the watched node's rc decides, or our own node's absence. */
 static zkl__step_result step_armed(zkl__acq *op)
 {
-    zkl__armed *slot[2] = {&op->prim, &op->ahead};
+    zkl__armed *slot[3] = {&op->prim, &op->ahead, &op->self};
     int64_t self;
     int i, rc = ZOK;
     if (!zkl__acq_answered(op))
         return ZKL__STEP_YIELD;
     self = zkl__session_id(op->s);
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         int r = op->rcs[i];
         zkl__req *k = op->k[i];
         if (r == ZNOTHING) /* kept from an earlier round */
@@ -257,8 +275,8 @@ static zkl__step_result step_armed(zkl__acq *op)
             slot[i]->owner = zkl__req_stat(k).ephemeralOwner;
             slot[i]->ours = slot[i]->owner != 0 && slot[i]->owner == self;
         }
-        if (i == 0)
-            rc = r;
+        if (i == 0 || (i == 2 && r == ZNONODE && rc == ZOK))
+            rc = r; /* our node gone: the listing says so (judge) */
     }
     zkl__acq_untrack(op);
     if (rc == ZOK && op->prim.w) {
@@ -266,6 +284,13 @@ static zkl__step_result step_armed(zkl__acq *op)
         return ZKL__STEP_AGAIN;
     }
     return judge(op, rc, ZKL_OK);
+}
+
+/* Whether another session of this process made node name (a mutex's: heads.h). */
+static bool made_by_another(const zkl__acq *op, const char *name)
+{
+    int64_t by = head_holds(op) ? zkl__heads_made_by(op->a.path, name) : 0;
+    return by != 0 && by != zkl__session_id(op->s);
 }
 
 /* A getData with a watch on child name of slot x, tracked at index i (kept: nothing sent). */
@@ -301,8 +326,14 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
     /* Look-ahead: its going usually means ours heads the line, and the
      * listing it prompts (made while that node holds) lets its deletion hand
      * us the lock with no listing on the hand-off's path. */
+    int64_t by = head_holds(op) ? zkl__heads_made_by(a->path, l->v[v->watch]) : 0;
+    /* Behind a node of another session of this process, our own node is
+     * watched instead: that node's going, once it held here, hands the lock
+     * over (handed_over), provided our node is still there. So too for the
+     * look-ahead's node (ahead_was_head). */
+    bool mine = by != 0 && by != zkl__session_id(op->s);
     bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
-              (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried);
+              (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried && !by);
     const char *aname = la && !(v->flags & (ZKL__V_HANDOFF | ZKL__V_NO_LOOKAHEAD)) && v->watch >= 1
                             ? l->v[v->watch - 1]
                             : NULL;
@@ -314,7 +345,14 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
         op->k[1] = NULL;
         op->rcs[1] = ZNOTHING;
     }
-    op->nk = 2;
+    if (mine || (aname && made_by_another(op, aname))) {
+        arm_one(op, &op->self, op->name, 2);
+    } else {
+        zkl__armed_clear(&op->self);
+        op->k[2] = NULL;
+        op->rcs[2] = ZNOTHING;
+    }
+    op->nk = 3;
     zkl__names_free(&op->kids);
     op->step = step_armed;
     return ZKL__STEP_AGAIN;
@@ -328,6 +366,7 @@ static zkl__step_result arm_children(zkl__acq *op)
     zkl__names_free(&op->kids);
     zkl__armed_clear(&op->prim);
     zkl__armed_clear(&op->ahead);
+    zkl__armed_clear(&op->self);
     if (arm_new(op, &op->prim, NULL))
         k = zkl__req_children(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
@@ -401,6 +440,8 @@ static zkl__step_result step_round(zkl__acq *op)
 
 zkl__step_result zkl__step_wait(zkl__acq *op)
 {
+    if (head_holds(op))
+        zkl__heads_note_made(op->a.path, op->name, zkl__session_id(op->s));
     op->attempt = 0;
     op->step = step_round;
     return ZKL__STEP_AGAIN;

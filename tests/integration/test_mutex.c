@@ -710,8 +710,9 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
     waiter_release(&b);
     relock_join(&r);
     /* delete+create as one multi, the listing, the watch on b (then the head,
-     * so its going needs no listing); sent apart it would be four */
-    cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
+     * so its going needs no listing) and, b being of this process, on a's own
+     * node (core/heads.h); sent apart it would be five */
+    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain sends a's last delete, still held back");
     party_close(&p);
@@ -752,14 +753,26 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
     party_close(&p);
 }
 
+/* A lock node of "another process": a raw session's, in Curator's form. */
+static char *foreign_node(zhandle_t *zh, const char *path)
+{
+    char want[512], *got = malloc(512);
+    snprintf(want, sizeof want, "%s/_c_00000000-0000-4000-8000-000000000001-lock-", path);
+    cr_assert_eq(
+        zoo_create(zh, want, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, got, 512), ZOK);
+    return got;
+}
+
 /*
  * ZKL_LOOKAHEAD_AUTO, the default, looks ahead only in an acquire whose
- * create carried the client's held-back delete. (a) A first acquire, third
- * in line, watches only the node just ahead: the head's going costs it
- * nothing. (b) Released and acquired again at once, third in line again, it
- * looks ahead: it learns that it is next while the node ahead of it holds
- * (with no listing: the node two ahead held in this process), and that
- * node's release hands it the lock with no request.
+ * create carried the client's held-back delete, and whose node just ahead
+ * was not made in this process. (a) A first acquire, third in line, watches
+ * only the node just ahead: the head's going costs it nothing, and that
+ * node's going, having held here, hands it the lock. (b) Released and
+ * acquired again at once, behind a node of another process (a raw
+ * session's), it looks ahead: the node two ahead held here, so its going
+ * says a is next with no listing, and the other node's going hands it the
+ * lock with no request.
  */
 Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
 {
@@ -767,6 +780,7 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     struct relock r = {0};
     struct waiter d = {0}, e = {0};
     uint64_t before;
+    char *other;
     party_open(&p, 4, "autolook"); /* x, a, d, e */
     zkt_defer_window(p.c[1], 5 * 1000 * 1000);
 
@@ -789,26 +803,59 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
     waiter_release(&d);
     waiter_until_done(&r.w);
     ok(r.w.st, "a acquires after d, e in line");
-    memset(&d, 0, sizeof d);
-    waiter_start(&d, p.m[2], 30000);
-    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, d */
-    atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, d, a */
+    cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");
+    other = foreign_node(p.zh, p.path);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, other */
+    atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, other, a */
     waiter_until_done(&e);
     ok(e.st, "e acquires after a");
     zkt_requests_settle(p.c[1]);
-    waiter_release(&e); /* d holds; a, which watches e too, is next */
-    waiter_until_done(&d);
-    ok(d.st, "d acquires after e");
+    waiter_release(&e); /* a, which watches e too, is next: e held here */
     before = zkt_requests_settle(p.c[1]);
-    cr_assert_not(atomic_load(&r.reacquired), "a waits: d holds");
-    waiter_release(&d);
+    cr_assert_not(atomic_load(&r.reacquired), "a waits: the other process holds");
+    cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
     relock_join(&r);
-    cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");
-    /* the multi, the listing, two watches; e held in this process, so its
-     * going needed no listing (core/heads.h) */
-    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
+    cr_assert_eq(requests_of(p.c[1]), before, "the other's release handed a the lock, no request");
+    /* the multi, the listing, two watches, and one on a's own node (e is of this process) */
+    cr_assert_eq(r.after - r.before, 5, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain");
+    free(other);
+    party_close(&p);
+}
+
+/*
+ * Behind a node made in this process, a carried acquire does not look
+ * ahead (core/heads.h): that node's going, once it held here, hands the
+ * lock over anyway, while a's own node is there (a watch on it). A pair in a
+ * line of this process's clients: 4 requests.
+ */
+Test(mutex, auto_lookahead_not_behind_a_node_of_this_process, .timeout = 60)
+{
+    struct party p;
+    struct relock r = {0};
+    struct waiter d = {0}, e = {0};
+    party_open(&p, 3, "autolook-here"); /* a, d, e */
+    zkt_defer_window(p.c[0], 5 * 1000 * 1000);
+    relock_start(&r, p.c[0], p.m[0]);
+    waiter_until_done(&r.w);
+    ok(r.w.st, "a acquires");
+    waiter_start(&e, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    waiter_start(&d, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, d */
+    atomic_store(&r.w.let_go, 1);                          /* e, d, a */
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after a");
+    waiter_release(&e);
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after e");
+    waiter_release(&d);
+    relock_join(&r);
+    /* the multi, the listing, the watches on d and on a's own node: none on e */
+    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
+                 (unsigned long long)(r.after - r.before));
+    ok(zkl_client_drain(p.c[0], 5000), "drain");
     party_close(&p);
 }
 
