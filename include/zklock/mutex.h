@@ -131,20 +131,24 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
  * own and, when that one goes, knows that it is next: the node just ahead
  * holds, and its release then hands the lock over with no listing on the
  * hand-off's path. To know it, the waiter lists the line again, unless a
- * client of this process held the lock with that node: then nothing else
- * can be ahead, and the listing is skipped. It costs one more request per
- * contended acquire and one more watch notification per hand-off.
+ * client of this process held the lock with that node and the waiter's own
+ * node is watched: then nothing else can be ahead, and the listing is
+ * skipped. It costs one more request per contended acquire and one more
+ * watch notification per hand-off.
  * Without it, a waiter lists the line again when the node just ahead goes,
- * again unless that node held the lock in this process (then the going
- * itself hands the lock over).
+ * again unless that node held the lock in this process and the waiter's
+ * own node is watched (then the going itself hands the lock over).
  *   ZKL_LOOKAHEAD_AUTO (the default): only in an acquire whose create carried
  *     this client's held-back delete (see zkl_mutex_release), which saved the
  *     request the look-ahead spends, and whose node just ahead was not made
- *     in this process (that node will most likely hold here, and its going
- *     then hands the lock over anyway). A loop of release and acquire at
+ *     in this process. Behind a node of another client of this process a
+ *     waiter watches its own node instead: that node will most likely hold
+ *     here, and its going then hands the lock over with no listing, if the
+ *     waiter's own node is still there. A loop of release and acquire at
  *     once costs 5 requests per contended pair, as Curator's, with no
  *     listing on the hand-off's path; other callers wait without it, also
- *     at 5. In a line of this process's clients, a pair costs 3.
+ *     at 5. In a line of this process's clients a pair costs 4, one of them
+ *     a listing.
  *   ZKL_LOOKAHEAD_ON: always (6 requests per contended pair where the
  *     release is not carried); pays where hand-off latency matters more than
  *     server load.
