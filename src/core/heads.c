@@ -5,14 +5,18 @@
  * under one mutex, held only to copy an entry in or to compare entries; no
  * other lock is taken under it, and callers may hold their client's c->mu
  * or not. Fixed size and no heap: a name too long for an entry is not
- * noted (its waiter lists, as before).
+ * noted (its waiter lists, as before). The grants are kept by name, since a
+ * waiter's hand-off rests on them; the nodes made, a hint, by a hash (16
+ * bytes each), so that the ring can hold a whole line of a thousand.
  */
 #include <pthread.h>
 #include <string.h>
 
 #include "core/heads.h"
 
-#define RING 128     /* about a fifth of a second of grants at 600 a second */
+#define RING 128 /* grants: about a fifth of a second of them at 600 a second */
+/* nodes made: a line's worth, even when a thousand waiters join at once */
+#define MADE 2048
 #define NAME_MAX_ 72 /* "_c_" UUID "-lock-" sequence is 55 */
 
 typedef struct entry {
@@ -26,15 +30,32 @@ typedef struct ring {
     unsigned next;
 } ring;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static ring made, held;
+/* A node made here: a hint only, so a hash of its path is enough. */
+typedef struct made_entry {
+    uint64_t key; /* FNV-1a of parent, '/', name */
+    int64_t owner;
+} made_entry;
 
-static uint64_t fnv(const char *s)
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ring held;
+static made_entry made[MADE];
+static unsigned made_next;
+
+static uint64_t fnv_on(uint64_t h, const char *s)
 {
-    uint64_t h = 14695981039346656037ull;
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
+}
+
+static uint64_t fnv(const char *s)
+{
+    return fnv_on(14695981039346656037ull, s);
+}
+
+static uint64_t made_key(const char *parent, const char *name)
+{
+    return fnv_on(fnv_on(fnv(parent), "/"), name);
 }
 
 static void note(ring *r, const char *parent, const char *name, int64_t owner)
@@ -51,17 +72,14 @@ static void note(ring *r, const char *parent, const char *name, int64_t owner)
     pthread_mutex_unlock(&mu);
 }
 
-/* The owner of the entry for name under parent (with that owner, unless any), 0: none. */
-static int64_t seen(const ring *r, const char *parent, const char *name, int64_t owner, bool any)
+static bool seen(const ring *r, const char *parent, const char *name, int64_t owner)
 {
     uint64_t h = fnv(parent);
-    int64_t found = 0;
+    bool found = false;
     int i;
     pthread_mutex_lock(&mu);
     for (i = 0; i < RING && !found; i++)
-        if ((any || r->e[i].owner == owner) && r->e[i].parent == h &&
-            strcmp(r->e[i].name, name) == 0)
-            found = r->e[i].owner;
+        found = r->e[i].owner == owner && r->e[i].parent == h && strcmp(r->e[i].name, name) == 0;
     pthread_mutex_unlock(&mu);
     return found;
 }
@@ -74,16 +92,30 @@ void zkl__heads_note(const char *parent, const char *name, int64_t owner)
 
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
 {
-    return owner != 0 && seen(&held, parent, name, owner, false) != 0;
+    return owner != 0 && seen(&held, parent, name, owner);
 }
 
 void zkl__heads_note_made(const char *parent, const char *name, int64_t owner)
 {
-    if (owner != 0)
-        note(&made, parent, name, owner);
+    uint64_t key = made_key(parent, name);
+    if (owner == 0)
+        return;
+    pthread_mutex_lock(&mu);
+    made[made_next % MADE].key = key;
+    made[made_next % MADE].owner = owner;
+    made_next++;
+    pthread_mutex_unlock(&mu);
 }
 
 int64_t zkl__heads_made_by(const char *parent, const char *name)
 {
-    return seen(&made, parent, name, 0, true);
+    uint64_t key = made_key(parent, name);
+    int64_t by = 0;
+    int i;
+    pthread_mutex_lock(&mu);
+    for (i = 0; i < MADE && !by; i++)
+        if (made[i].key == key)
+            by = made[i].owner;
+    pthread_mutex_unlock(&mu);
+    return by;
 }
