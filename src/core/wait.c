@@ -76,16 +76,17 @@ static bool self_intact(const zkl__acq *op)
 static bool handed_over(const zkl__acq *op, const char *name)
 {
     const zkl__armed *prim = &op->prim;
-    bool deleted;
+    bool deleted, intact;
     if (op->v.watch_parent || !prim->w || !prim->name || prim->ours ||
         (name && strcmp(prim->name, name) != 0))
         return false;
     if (!zkl__watch_fired(prim->w, op->gen, &deleted) || !deleted)
         return false;
-    if (op->self.w && !self_intact(op))
+    intact = self_intact(op);
+    if (op->self.w && !intact)
         return false;
-    return (op->v.flags & ZKL__V_HANDOFF) || (head_holds(op) && self_intact(op) &&
-                                              zkl__heads_seen(op->a.path, prim->name, prim->owner));
+    return (op->v.flags & ZKL__V_HANDOFF) ||
+           (head_holds(op) && intact && zkl__heads_seen(op->a.path, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -326,11 +327,11 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
     /* Look-ahead: its going usually means ours heads the line, and the
      * listing it prompts (made while that node holds) lets its deletion hand
      * us the lock with no listing on the hand-off's path. */
-    int64_t by = head_holds(op) ? zkl__heads_made_by(a->path, l->v[v->watch]) : 0;
     /* Behind a node of another session of this process, our own node is
      * watched instead: that node's going, once it held here, hands the lock
      * over (handed_over), provided our node is still there. So too for the
      * look-ahead's node (ahead_was_head). */
+    int64_t by = head_holds(op) ? zkl__heads_made_by(a->path, l->v[v->watch]) : 0;
     bool mine = by != 0 && by != zkl__session_id(op->s);
     bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
               (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried && !by);

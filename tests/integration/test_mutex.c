@@ -424,154 +424,6 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     free(path);
 }
 
-/* Four sessions on one path, a mutex each; the last (c) waits with look-ahead mode. */
-struct four {
-    zkl_client *c[4];
-    zkl_mutex *m[4];
-    zhandle_t *zh;
-    char *path;
-};
-
-static void four_open(struct four *f, const char *what, zkl_lookahead mode)
-{
-    int i;
-    f->zh = zkt_raw();
-    f->path = zkt_path(what);
-    for (i = 0; i < 4; i++) {
-        f->c[i] = zkt_client(0);
-        ok(zkl_mutex_create(f->c[i], f->path, &f->m[i]), "create");
-    }
-    ok(zkl_mutex_set_lookahead(f->m[3], mode), "lookahead");
-}
-
-static void four_close(struct four *f)
-{
-    int i;
-    cr_assert_eq(zkt_children_settle(f->zh, f->path, 0), 0, "znodes left behind");
-    for (i = 0; i < 4; i++) {
-        ok(zkl_mutex_destroy(f->m[i]), "destroy");
-        ok(zkl_client_close(f->c[i]), "close");
-    }
-    zookeeper_close(f->zh);
-    free(f->path);
-}
-
-/*
- * A holds, B and C wait, C watching B and, looking ahead, A. A's going
- * after it held leaves only B ahead of C (core/heads.h): C needs no listing,
- * then or at the hand-off.
- */
-Test(mutex, lookahead_behind_a_holder_needs_no_listing, .timeout = 60)
-{
-    struct four f;
-    struct waiter b = {0}, w = {0};
-    uint64_t before;
-    four_open(&f, "lookahead-holder", ZKL_LOOKAHEAD_ON);
-    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
-    waiter_start(&b, f.m[1], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
-    waiter_start(&w, f.m[3], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
-    before = zkt_requests_settle(f.c[3]);
-    ok(zkl_mutex_release(f.m[0]), "a releases");
-    waiter_until_done(&b);
-    ok(b.st, "b acquires after a");
-    zkt_sleep_ms(300);
-    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
-    waiter_release(&b);
-    waiter_until_done(&w);
-    ok(w.st, "c acquires after b");
-    cr_assert_eq(requests_of(f.c[3]), before, "c listed again: %llu requests, not %llu",
-                 (unsigned long long)requests_of(f.c[3]), (unsigned long long)before);
-    waiter_release(&w);
-    four_close(&f);
-}
-
-/*
- * A holds; X and B wait and give up, X first; C waits behind them, looking
- * ahead at X. X never held, so its going says nothing of what is ahead of
- * B: B's going must not hand C the lock while A holds.
- */
-Test(mutex, lookahead_trusts_only_a_node_that_held, .timeout = 60)
-{
-    struct four f;
-    struct waiter x = {0}, b = {0}, w = {0};
-    four_open(&f, "lookahead-gave-up", ZKL_LOOKAHEAD_ON);
-    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
-    waiter_start(&x, f.m[1], 1000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
-    waiter_start(&b, f.m[2], 2500);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
-    waiter_start(&w, f.m[3], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 4), 4);
-    pthread_join(x.t, NULL);
-    cr_assert_eq(x.st, ZKL_ETIMEDOUT);
-    pthread_join(b.t, NULL);
-    cr_assert_eq(b.st, ZKL_ETIMEDOUT);
-    zkt_sleep_ms(500);
-    cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
-    ok(zkl_mutex_release(f.m[0]), "a releases");
-    waiter_until_done(&w);
-    ok(w.st, "c acquires after a");
-    waiter_release(&w);
-    four_close(&f);
-}
-
-/*
- * Without look-ahead: A holds, B and C wait, C watching B. B held in this
- * process (core/heads.h), so B's going makes C the holder with no listing.
- */
-Test(mutex, behind_a_holder_of_this_process_the_hand_off_needs_no_listing, .timeout = 60)
-{
-    struct four f;
-    struct waiter b = {0}, w = {0};
-    uint64_t before;
-    four_open(&f, "heads-handoff", ZKL_LOOKAHEAD_OFF);
-    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
-    waiter_start(&b, f.m[1], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
-    waiter_start(&w, f.m[3], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
-    before = zkt_requests_settle(f.c[3]);
-    ok(zkl_mutex_release(f.m[0]), "a releases");
-    waiter_until_done(&b);
-    ok(b.st, "b acquires after a");
-    zkt_sleep_ms(300);
-    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
-    waiter_release(&b);
-    waiter_until_done(&w);
-    ok(w.st, "c acquires after b");
-    cr_assert_eq(requests_of(f.c[3]), before, "c listed again: %llu requests, not %llu",
-                 (unsigned long long)requests_of(f.c[3]), (unsigned long long)before);
-    waiter_release(&w);
-    four_close(&f);
-}
-
-/*
- * Without look-ahead: A holds; B waits and gives up; C waits behind B. B
- * never held, so its going must not make C the holder while A holds.
- */
-Test(mutex, a_node_that_never_held_hands_nothing_over, .timeout = 60)
-{
-    struct four f;
-    struct waiter b = {0}, w = {0};
-    four_open(&f, "heads-gave-up", ZKL_LOOKAHEAD_OFF);
-    ok(zkl_mutex_acquire(f.m[0], 5000), "a acquires");
-    waiter_start(&b, f.m[1], 1000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 2), 2);
-    waiter_start(&w, f.m[3], 30000);
-    cr_assert_eq(zkt_children_settle(f.zh, f.path, 3), 3);
-    pthread_join(b.t, NULL);
-    cr_assert_eq(b.st, ZKL_ETIMEDOUT);
-    zkt_sleep_ms(500);
-    cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
-    ok(zkl_mutex_release(f.m[0]), "a releases");
-    waiter_until_done(&w);
-    ok(w.st, "c acquires after a");
-    waiter_release(&w);
-    four_close(&f);
-}
-
 Test(mutex, set_lookahead_refuses_null_and_unknown_modes)
 {
     zkl_client *c = zkt_client(0);
@@ -619,6 +471,92 @@ static void party_close(struct party *p)
     }
     zookeeper_close(p->zh);
     free(p->path);
+}
+
+/* ---- behind a holder of this process (core/heads.h) ---- */
+
+/*
+ * A holds, B and C wait, C watching B (and, looking ahead, A). A's going
+ * after it held leaves only B ahead of C; B's going, B having held here,
+ * makes C the holder. C needs no listing, then or at the hand-off.
+ */
+static void behind_a_holder_no_listing(const char *what, zkl_lookahead mode)
+{
+    struct party p;
+    struct waiter b = {0}, w = {0};
+    uint64_t before;
+    party_open(&p, 3, what);
+    ok(zkl_mutex_set_lookahead(p.m[2], mode), "lookahead");
+    ok(zkl_mutex_acquire(p.m[0], 5000), "a acquires");
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    waiter_start(&w, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
+    before = zkt_requests_settle(p.c[2]);
+    ok(zkl_mutex_release(p.m[0]), "a releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after a");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
+    waiter_release(&b);
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after b");
+    cr_assert_eq(requests_of(p.c[2]), before, "c listed again: %llu requests, not %llu",
+                 (unsigned long long)requests_of(p.c[2]), (unsigned long long)before);
+    waiter_release(&w);
+    party_close(&p);
+}
+
+Test(mutex, lookahead_behind_a_holder_needs_no_listing, .timeout = 60)
+{
+    behind_a_holder_no_listing("lookahead-holder", ZKL_LOOKAHEAD_ON);
+}
+
+Test(mutex, behind_a_holder_of_this_process_the_hand_off_needs_no_listing, .timeout = 60)
+{
+    behind_a_holder_no_listing("heads-handoff", ZKL_LOOKAHEAD_OFF);
+}
+
+/*
+ * A holds; quitters (1 or 2) wait and give up in turn; C waits behind them,
+ * watching the last and, looking ahead, the one before. None of them held,
+ * so their going must not hand C the lock while A holds.
+ */
+static void quitters_hand_nothing_over(const char *what, zkl_lookahead mode, int quitters)
+{
+    struct party p;
+    struct waiter q[2] = {{0}}, w = {0};
+    int i, c = quitters + 1;
+    party_open(&p, quitters + 2, what);
+    ok(zkl_mutex_set_lookahead(p.m[c], mode), "lookahead");
+    ok(zkl_mutex_acquire(p.m[0], 5000), "a acquires");
+    for (i = 0; i < quitters; i++) {
+        waiter_start(&q[i], p.m[i + 1], 1000 + 1500 * i);
+        cr_assert_eq(zkt_children_settle(p.zh, p.path, i + 2), i + 2);
+    }
+    waiter_start(&w, p.m[c], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, c + 1), c + 1);
+    for (i = 0; i < quitters; i++) {
+        pthread_join(q[i].t, NULL);
+        cr_assert_eq(q[i].st, ZKL_ETIMEDOUT);
+    }
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
+    ok(zkl_mutex_release(p.m[0]), "a releases");
+    waiter_until_done(&w);
+    ok(w.st, "c acquires after a");
+    waiter_release(&w);
+    party_close(&p);
+}
+
+Test(mutex, lookahead_trusts_only_a_node_that_held, .timeout = 60)
+{
+    quitters_hand_nothing_over("lookahead-gave-up", ZKL_LOOKAHEAD_ON, 2);
+}
+
+Test(mutex, a_node_that_never_held_hands_nothing_over, .timeout = 60)
+{
+    quitters_hand_nothing_over("heads-gave-up", ZKL_LOOKAHEAD_OFF, 1);
 }
 
 /* A's thread when told: release, then acquire again at once; requests counted. */
