@@ -162,6 +162,44 @@ static void free_mutexes(zkl_mutex **ms, int n)
     free(ms);
 }
 
+/*
+ * Warm-up for the line workloads: one wait per session on a path of its
+ * own, drained, so that what each session's threads touch once (stack
+ * pages, a malloc arena) is not counted per wait of the measured line.
+ */
+/* Released before it counts, so that the mutexes are free once all ended. */
+static void warm_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    if (st != ZKL_OK) /* msg is op's */
+        count_cb(op, st, msg, ud);
+    zkl_op_release(op);
+    if (st == ZKL_OK)
+        count_cb(op, st, NULL, ud);
+}
+
+static int warm_line(zkl_client **cs, int ncs, const char *parent)
+{
+    char path[320];
+    zkl_mutex **wm;
+    zkl_op **ops = calloc((size_t)ncs, sizeof *ops);
+    int i, bad = 0;
+    snprintf(path, sizeof path, "%s/warm", parent);
+    wm = make_mutexes(cs, ncs, path, ncs, true);
+    atomic_store(&granted, 0);
+    atomic_store(&ended, 0);
+    for (i = 0; i < ncs; i++)
+        zkl_mutex_acquire_async(wm[i], WAIT_LIMIT_MS, warm_cb, NULL, &ops[i]);
+    if (!wait_count(&ended, ncs) || atomic_load(&granted) != ncs) {
+        fprintf(stderr, "asyncbench: warm-up: %d of %d granted\n", atomic_load(&granted), ncs);
+        bad = 1;
+    }
+    free_mutexes(wm, ncs);
+    free(ops);
+    atomic_store(&granted, 0);
+    atomic_store(&ended, 0);
+    return bad;
+}
+
 static int bench_pending(void)
 {
     char parent[256];
@@ -241,8 +279,8 @@ static int bench_line(void)
         if (!(cs[i] = open_client()))
             return 1;
     bu_fresh_path(parent, sizeof parent, "async-line");
-    atomic_store(&granted, 0);
-    atomic_store(&ended, 0);
+    if (warm_line(cs, opt_sessions, parent))
+        return 1;
     {
         char path[320];
         snprintf(path, sizeof path, "%s/lock", parent);
@@ -354,11 +392,40 @@ static void raw_created(int rc, const char *value, const void *data)
         raw_watched(rc, NULL, w);
 }
 
+/*
+ * n raw waits on dir over the sessions rs: each creates its node, lists,
+ * and watches the node ahead. The first node (the holder's) is made here.
+ * ws must hold n. False if they did not all get that far.
+ */
+static bool raw_line(bu_raw *rs, raw_wait *ws, int n, const char *dir)
+{
+    char node[340];
+    int i;
+    snprintf(node, sizeof node, "%s/lock-", dir);
+    atomic_store(&raw_ready, 0);
+    if (bu_mkdirs(rs[0].zh, dir) != ZOK || zoo_create(rs[0].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                                                      ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0) != ZOK) {
+        fprintf(stderr, "asyncbench: line_raw: cannot make %s\n", dir);
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        ws[i].zh = rs[i % opt_sessions].zh;
+        ws[i].dir = dir;
+        if (zoo_acreate(ws[i].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                        raw_created, &ws[i]) != ZOK)
+            raw_watched(ZSYSTEMERROR, NULL, &ws[i]);
+    }
+    if (!wait_count(&raw_ready, n))
+        return false;
+    usleep(200000); /* the last completions return */
+    return true;
+}
+
 static int bench_line_raw(void)
 {
-    char parent[256], dir[320], node[340];
+    char parent[256], dir[320], warm[320];
     bu_raw *rs = calloc((size_t)opt_sessions, sizeof *rs);
-    raw_wait *ws = calloc((size_t)opt_waiters, sizeof *ws);
+    raw_wait *ws = calloc((size_t)(opt_waiters + opt_sessions), sizeof *ws);
     long rss_before, rss_pending;
     size_t heap_before, heap_pending;
     int i, n = opt_waiters, threads_before, threads_after, bad = 0;
@@ -369,25 +436,13 @@ static int bench_line_raw(void)
             return 1;
     bu_fresh_path(parent, sizeof parent, "async-line-raw");
     snprintf(dir, sizeof dir, "%s/lock", parent);
-    snprintf(node, sizeof node, "%s/lock-", dir);
-    atomic_store(&raw_ready, 0);
-    /* the holder: the first node in line */
-    if (bu_mkdirs(rs[0].zh, dir) != ZOK || zoo_create(rs[0].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE,
-                                                      ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0) != ZOK) {
-        fprintf(stderr, "asyncbench: line_raw: cannot make %s\n", dir);
+    snprintf(warm, sizeof warm, "%s/warm", parent);
+    /* warm-up, as the zklock line's: one wait per session, left waiting */
+    if (!raw_line(rs, ws + n, opt_sessions, warm))
         return 1;
-    }
     memory_now(&heap_before, &rss_before);
     threads_before = threads_now();
-    for (i = 0; i < n; i++) {
-        ws[i].zh = rs[i % opt_sessions].zh;
-        ws[i].dir = dir;
-        if (zoo_acreate(ws[i].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                        raw_created, &ws[i]) != ZOK)
-            raw_watched(ZSYSTEMERROR, NULL, &ws[i]);
-    }
-    bad = !wait_count(&raw_ready, n);
-    usleep(200000); /* the last completions return */
+    bad = !raw_line(rs, ws, n, dir);
     memory_now(&heap_pending, &rss_pending);
     threads_after = threads_now();
     printf("{\"lib\":\"libzookeeper_mt\",\"workload\":\"async_line_raw\",\"waits\":%d,"

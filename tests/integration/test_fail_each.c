@@ -56,8 +56,16 @@ enum kind {
     RESESSION,
     CONTENDED,
     SEM_CONTENDED,
-    ASYNC
+    ASYNC,
+    LONG_LINE
 };
+
+/*
+ * LONG_LINE: a try behind LINE_NODES nodes of another session, named as
+ * Curator's, so that the listing is long enough (over 16 KiB) to be mapped
+ * on its own (requests/call.c) rather than taken from malloc.
+ */
+#define LINE_NODES 320
 
 /* A mutex on path, or NULL if making it failed (as it may). */
 static zkl_mutex *mutex_made(zkl_client *c, const char *path, long n)
@@ -95,6 +103,19 @@ static void mutex_cycle(zkl_client *c, const char *path, long n)
         st = zkl_mutex_release(m);
         short_or_ok(st, "zkl_mutex_release", n);
     }
+    mutex_done(m, n);
+}
+
+static void long_line_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *m = mutex_made(c, path, n);
+    zkl_status st;
+    if (!m)
+        return;
+    st = zkl_mutex_acquire(m, 0);
+    if (st != ZKL_ETIMEDOUT)
+        short_or_ok(st, "zkl_mutex_acquire behind a long line", n);
+    cr_assert_neq(st, ZKL_OK, "held behind %d nodes", LINE_NODES);
     mutex_done(m, n);
 }
 
@@ -580,6 +601,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         contended_cycle(c, path, fail_at, k == SEM_CONTENDED);
     else if (k == ASYNC)
         async_cycle(c, path, fail_at);
+    else if (k == LONG_LINE)
+        long_line_cycle(c, path, fail_at);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -617,6 +640,8 @@ static int left_behind(zhandle_t *zh, const char *path, enum kind k)
         snprintf(pb, sizeof pb, "%s-b", path);
         return nodes_under(zh, path) + nodes_under(zh, pa) + nodes_under(zh, pb);
     }
+    if (k == LONG_LINE) /* the other session's line stays */
+        return zkt_children_settle(zh, path, LINE_NODES) - LINE_NODES;
     if (k == MULTILOCK) /* under each member's path */
         return nodes_under2(zh, path, "m", "r") + nodes_under2(zh, path, "s/leases", "s/locks");
     return nodes_under(zh, path);
@@ -627,13 +652,28 @@ static void fail_each(enum kind k, const char *what)
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path(what);
     long total, n;
-    int unfailed = 0;
+    int unfailed = 0, i;
+    for (i = 0; k == LONG_LINE && i < LINE_NODES; i++) {
+        char node[400];
+        snprintf(node, sizeof node, "%s/_c_00000000-0000-4000-8000-000000000000-lock-", path);
+        cr_assert_eq(i ? ZOK : zkt_make_path(zh, path, ZOO_CONTAINER), ZOK);
+        cr_assert_eq(
+            zoo_create(zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0),
+            ZOK);
+    }
     /* a run with no failure (fail_at beyond any count) counts the calls */
     total = scenario(path, k, 1L << 40);
     cr_assert_gt(total, MIN_CALLS, "the wrappers saw %ld calls", total);
+#ifndef ZKT_FAIL_SENDS
+    if (k == LONG_LINE)
+        cr_assert_gt(zkt_oom_maps_made, 0, "the listing of %d nodes was not mapped", LINE_NODES);
+#endif
     for (n = 1; n <= total + 20 && unfailed < 3; n++) {
         scenario(path, k, n);
         cr_assert_leq(left_behind(zh, path, k), 0, WHAT " %ld failing left a node", n);
+#ifndef ZKT_FAIL_SENDS
+        cr_assert_eq(zkt_oom_maps_live, 0, WHAT " %ld failing left a mapping", n);
+#endif
         /* threads make the count vary a little: stop after a few runs that
          * needed no failure */
         unfailed = zkt_countdown_failed(FAULTS) ? 0 : unfailed + 1;
@@ -686,4 +726,9 @@ Test(SUITE, contended_semaphore_cycle, .timeout = 600)
 Test(SUITE, async_cycle, .timeout = 600)
 {
     fail_each(ASYNC, PREFIX "-async");
+}
+
+Test(SUITE, behind_a_long_line, .timeout = 600)
+{
+    fail_each(LONG_LINE, PREFIX "-long-line");
 }
