@@ -728,7 +728,9 @@ Test(SUITE, async_cycle, .timeout = 600)
     fail_each(ASYNC, PREFIX "-async");
 }
 
+#ifndef ZKT_FAIL_SENDS /* the mapping of a long listing; its requests are mutex_cycle's */
 Test(SUITE, behind_a_long_line, .timeout = 600)
 {
     fail_each(LONG_LINE, PREFIX "-long-line");
 }
+#endif
