@@ -15,7 +15,9 @@
  *               which the line drains when each grant releases at once;
  *   line_raw    the same line waited in by raw libzookeeper_mt sessions
  *               (create, list, watch the node ahead): the ZooKeeper client's
- *               own share of the line's RSS per wait;
+ *               own share of the line's RSS per wait. Both line workloads
+ *               first put one wait per session through another path, so
+ *               that a session's one-time costs are not counted per wait;
  *   contended   --clients (16) sessions on one path, each releasing and
  *               acquiring again at once: async (from the completion callback)
  *               and blocking (a thread each), --rounds (3) rounds of
@@ -162,11 +164,6 @@ static void free_mutexes(zkl_mutex **ms, int n)
     free(ms);
 }
 
-/*
- * Warm-up for the line workloads: one wait per session on a path of its
- * own, drained, so that what each session's threads touch once (stack
- * pages, a malloc arena) is not counted per wait of the measured line.
- */
 /* Released before it counts, so that the mutexes are free once all ended. */
 static void warm_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
 {
@@ -177,6 +174,11 @@ static void warm_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
         count_cb(op, st, NULL, ud);
 }
 
+/*
+ * Warm-up for the line workloads: one wait per session on a path of its
+ * own, drained, so that what each session's threads touch once (stack
+ * pages, a malloc arena) is not counted per wait of the measured line.
+ */
 static int warm_line(zkl_client **cs, int ncs, const char *parent)
 {
     char path[320];
@@ -437,7 +439,8 @@ static int bench_line_raw(void)
     bu_fresh_path(parent, sizeof parent, "async-line-raw");
     snprintf(dir, sizeof dir, "%s/lock", parent);
     snprintf(warm, sizeof warm, "%s/warm", parent);
-    /* warm-up, as the zklock line's: one wait per session, left waiting */
+    /* warm-up, as the zklock line's: one wait per session (left waiting:
+     * these raw waits have no release) */
     if (!raw_line(rs, ws + n, opt_sessions, warm))
         return 1;
     memory_now(&heap_before, &rss_before);
