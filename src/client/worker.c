@@ -94,8 +94,11 @@ static void *worker_main(void *arg)
         }
         if (i < sizeof phases / sizeof phases[0])
             continue; /* a phase did something: from the top */
-        /* its own condition: watch events and call ends do not wake it */
+        /* its own condition: watch events and call ends do not wake it;
+         * what queues work due before wake does (worker_wake_us) */
+        c->worker_wake_us = wake;
         zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
+        c->worker_wake_us = 0;
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;

@@ -101,8 +101,16 @@ void zkl__lease_proof_locked(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms
     if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease->lapsed)
         return;
     end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c) - ensemble_lag_ms(c);
-    if (end > c->lease->end)
+    if (end > c->lease->end) {
+        /* A proof is as good as a renewal sent when it was: the next
+         * renewal is due one interval after it, so that a client whose own
+         * requests keep proving the lease sends none (renew_at is on
+         * zkl__now_ms, the proof's send time on zkl__boot_ms). */
+        int64_t at = zkl__now_ms() - (zkl__boot_ms() - sent_boot_ms) + renew_interval_ms(c);
         c->lease->end = end;
+        if (at > c->lease->renew_at)
+            c->lease->renew_at = at;
+    }
 }
 
 void zkl__lease_reset_locked(zkl_client *c)
@@ -125,8 +133,11 @@ void zkl__lease_users(zkl_client *c, int holds, int acquires)
     }
     c->lease->holds += holds;
     c->lease->acquires += acquires;
-    if (holds > 0 || acquires > 0)
-        pthread_cond_signal(&c->wcv); /* renewals may be due from now on */
+    /* renewals may be due from now on: the worker is told unless it wakes
+     * before the next is due anyway (a client that acquires and releases in
+     * turn would wake it twice a hold for nothing) */
+    if ((holds > 0 || acquires > 0) && zkl__worker_sleeps_past_locked(c, c->lease->renew_at * 1000))
+        pthread_cond_signal(&c->wcv);
     pthread_mutex_unlock(&c->mu);
 }
 

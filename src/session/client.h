@@ -168,6 +168,9 @@ struct zkl_client {
     uint64_t objs_made;
     uint64_t watch_events, sessions;
     pthread_t worker;
+    /* the zkl__now_us() time the sleeping worker wakes at; 0 while it runs
+     * (a phase that lets go of mu starts the loop over when it is back) */
+    int64_t worker_wake_us;
     bool worker_started;
     zkl__hooks hooks;
     struct zkl__cleanup *cleanup;
@@ -227,6 +230,12 @@ void zkl__session_lose_locked(struct zkl_client *c, zkl_conn_state first);
  * none). Caller holds c->mu; released while a session opens.
  */
 int64_t zkl__session_turn(struct zkl_client *c, int64_t now_us);
+
+/*
+ * Whether work due at the zkl__now_us() time at needs the worker woken: it
+ * sleeps past then. Caller holds c->mu.
+ */
+bool zkl__worker_sleeps_past_locked(const struct zkl_client *c, int64_t at);
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);

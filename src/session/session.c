@@ -311,6 +311,11 @@ bool zkl__canceled(zkl_client *c)
     return v;
 }
 
+bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)
+{
+    return c->worker_wake_us == 0 || at < c->worker_wake_us;
+}
+
 bool zkl__on_worker(zkl_client *c)
 {
     return c->worker_started && pthread_equal(pthread_self(), c->worker);

@@ -287,6 +287,47 @@ Test(lease, renewals_only_while_something_is_held, .timeout = 60)
     free(path);
 }
 
+/*
+ * A proof is as good as a renewal: while a client's own requests keep
+ * proving the lease (here another lock taken and let go every 100 ms), it
+ * sends no renewal, and the lease still moves on.
+ */
+Test(lease, requests_that_prove_the_lease_spare_the_renewals, .timeout = 60)
+{
+    zkl_client *c = zkt_client(2000);
+    char *p1 = zkt_path("proved-held"), *p2 = zkt_path("proved-busy");
+    zkl_mutex *held, *busy;
+    uint64_t s0, syncs;
+    int64_t end0, end1, t0;
+    int cycles = 0;
+    ok(zkl_mutex_create(c, p1, &held), "create");
+    ok(zkl_mutex_create(c, p2, &busy), "create");
+    ok(zkl_mutex_acquire(held, 5000), "acquire");
+    ok(zkl_client_lease_end(c, &end0), "lease end");
+    s0 = zkt_lease_syncs(c);
+    t0 = zkt_now_ms();
+    while (zkt_now_ms() - t0 < 3000) {
+        ok(zkl_mutex_acquire(busy, 5000), "acquire the busy one");
+        ok(zkl_mutex_release(busy), "release the busy one");
+        zkt_sleep_ms(100);
+        cycles++;
+    }
+    syncs = zkt_lease_syncs(c) - s0;
+    ok(zkl_client_lease_end(c, &end1), "lease end");
+    cr_assert_gt(end1, end0 + 2000, "the lease did not move (%lld -> %lld)", (long long)end0,
+                 (long long)end1);
+    cr_assert(zkl_mutex_is_held(held));
+    /* renewals alone: 4 or 5 in 3 s (renewals_only_while_something_is_held) */
+    cr_assert_leq(syncs, 1, "%llu renewals while %d acquires proved the lease",
+                  (unsigned long long)syncs, cycles);
+    ok(zkl_mutex_release(held), "release");
+    ok(zkl_mutex_destroy(held), "destroy");
+    ok(zkl_mutex_destroy(busy), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(p1);
+    free(p2);
+}
+
 /* Each side of a read/write lock reports its own hold's lease. */
 Test(lease, rwlock_sides_report_their_lease)
 {

@@ -194,6 +194,16 @@ uint64_t zkt_lock_requests(zkl_client *c)
     return st.requests - atomic_load(&c->faults.lease_syncs);
 }
 
+uint64_t zkt_lease_syncs(zkl_client *c)
+{
+    return atomic_load(&c->faults.lease_syncs);
+}
+
+uint64_t zkt_list_requests(zkl_client *c)
+{
+    return atomic_load(&c->req_kind[ZKL__REQ_LIST]);
+}
+
 uint64_t zkt_requests_settle(zkl_client *c)
 {
     uint64_t last, now;

@@ -48,6 +48,10 @@ int zkt_children_settle(zhandle_t *zh, const char *path, int want);
 /* The client's requests less the lease's own syncs (renewals come every T/3
  * while anything is held or wanted: not requests of the lock). */
 uint64_t zkt_lock_requests(zkl_client *c);
+/* The syncs c's lease has sent (renewals, and checks before a grant). */
+uint64_t zkt_lease_syncs(zkl_client *c);
+/* The listings c has sent (its requests of kind "list"). */
+uint64_t zkt_list_requests(zkl_client *c);
 /* Wait until c sends no lock request for 300 ms; its zkt_lock_requests then. */
 uint64_t zkt_requests_settle(zkl_client *c);
 
