@@ -79,6 +79,9 @@ struct zkl__acq {
     int64_t czxid;
     zkl__names kids; /* a listing to look at */
     bool have_kids, alone, carried;
+    /* our create went without the listing: the node just ahead may be known
+     * here (heads.h), else the first round lists (wait.c) */
+    bool unlisted;
     /* creating */
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
+#include "core/heads.h"
 #include "requests/rc.h"
 #include "services/chroot.h"
 #include "services/cleanup.h"
@@ -293,6 +294,35 @@ static zkl__step_result step_created(zkl__acq *op)
     return after_create(op, rc);
 }
 
+#ifdef ZKL_FAULTS
+/* Test hook: a test that runs something after the next listing gets one. */
+static bool list_fault_set(zkl_client *c)
+{
+    bool set;
+    pthread_mutex_lock(&c->mu);
+    set = c->faults.after_list != NULL;
+    pthread_mutex_unlock(&c->mu);
+    return set;
+}
+#else
+#define list_fault_set(c) ((void)(c), false)
+#endif
+
+/*
+ * Whether the create goes without the listing: a mutex's sequential node,
+ * not looking ahead in every acquire, on a path where the last node this
+ * process made is another session's. The new node most likely lands right
+ * behind that one, which the wait then finds with no listing (wait.c,
+ * "known predecessor"); if not, its first round lists, one round trip
+ * later.
+ */
+static bool unlisted_join(const zkl__acq *op, int mode)
+{
+    return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
+           op->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(op->c) &&
+           zkl__heads_others_joined(op->a.path, zkl__session_id(op->s));
+}
+
 /* Send the create with the first listing behind it (one round trip). */
 static void send_create(zkl__acq *op)
 {
@@ -319,6 +349,8 @@ static void send_create(zkl__acq *op)
                    : zkl__req_create(op->s, op->want, data, len, mode, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
     if (!k || op->fault)
+        return;
+    if ((op->unlisted = unlisted_join(op, mode)))
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);

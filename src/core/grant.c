@@ -36,6 +36,7 @@ static void leave_place(zkl__acq *op)
     zkl__armed_clear(&op->self);
     zkl__names_free(&op->kids);
     op->have_kids = false;
+    op->unlisted = false;
     free(op->want);
     op->want = NULL;
     free(op->mk);

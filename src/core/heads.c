@@ -36,10 +36,32 @@ typedef struct made_entry {
     int64_t owner;
 } made_entry;
 
+/*
+ * A node made here, by its sequence: where a joiner finds the node just
+ * ahead of its own (zkl__heads_made_at). Direct-mapped by parent and
+ * sequence; a newer node takes an older one's slot. Only a hint: the
+ * waiter checks the name's sequence and the server the node's existence.
+ */
+typedef struct seq_entry {
+    uint64_t parent; /* FNV-1a of the parent path */
+    int64_t owner;   /* 0: empty */
+    int32_t seq;
+    char name[NAME_MAX_];
+} seq_entry;
+
+/* Per parent (direct-mapped by its hash): the session that last noted a node there. */
+#define LAST 256
+typedef struct last_entry {
+    uint64_t parent;
+    int64_t owner;
+} last_entry;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ring held;
 static made_entry made[MADE];
 static unsigned made_next;
+static seq_entry by_seq[MADE];
+static last_entry last[LAST];
 
 static uint64_t fnv_on(uint64_t h, const char *s)
 {
@@ -95,16 +117,59 @@ bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
     return owner != 0 && seen(&held, parent, name, owner);
 }
 
-void zkl__heads_note_made(const char *parent, const char *name, int64_t owner)
+static size_t seq_slot(uint64_t parent, int32_t seq)
 {
-    uint64_t key = made_key(parent, name);
+    return (size_t)((parent ^ ((uint64_t)(uint32_t)seq * 0x9E3779B97F4A7C15ull)) % MADE);
+}
+
+void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int64_t owner)
+{
+    uint64_t key = made_key(parent, name), ph = fnv(parent);
+    size_t n = strlen(name);
     if (owner == 0)
         return;
     pthread_mutex_lock(&mu);
     made[made_next % MADE].key = key;
     made[made_next % MADE].owner = owner;
     made_next++;
+    last[ph % LAST].parent = ph;
+    last[ph % LAST].owner = owner;
+    if (seq >= 0 && n < NAME_MAX_) {
+        seq_entry *e = &by_seq[seq_slot(ph, seq)];
+        e->parent = ph;
+        e->owner = owner;
+        e->seq = seq;
+        memcpy(e->name, name, n + 1);
+    }
     pthread_mutex_unlock(&mu);
+}
+
+bool zkl__heads_others_joined(const char *parent, int64_t self)
+{
+    uint64_t ph = fnv(parent);
+    bool others;
+    pthread_mutex_lock(&mu);
+    others =
+        last[ph % LAST].parent == ph && last[ph % LAST].owner != 0 && last[ph % LAST].owner != self;
+    pthread_mutex_unlock(&mu);
+    return others;
+}
+
+int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t cap)
+{
+    uint64_t ph = fnv(parent);
+    int64_t by = 0;
+    const seq_entry *e;
+    if (seq < 0)
+        return 0;
+    pthread_mutex_lock(&mu);
+    e = &by_seq[seq_slot(ph, seq)];
+    if (e->owner != 0 && e->parent == ph && e->seq == seq && strlen(e->name) < cap) {
+        memcpy(name, e->name, strlen(e->name) + 1);
+        by = e->owner;
+    }
+    pthread_mutex_unlock(&mu);
+    return by;
 }
 
 int64_t zkl__heads_made_by(const char *parent, const char *name)

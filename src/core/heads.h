@@ -21,6 +21,7 @@
 #define ZKL_CORE_HEADS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -31,8 +32,22 @@
  * no listing. Only a hint: a wrong answer costs a request. made_by: the
  * owner session of that node, 0 if it was not noted.
  */
-void zkl__heads_note_made(const char *parent, const char *name, int64_t owner);
+void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int64_t owner);
 int64_t zkl__heads_made_by(const char *parent, const char *name);
+
+/*
+ * A joiner's node just ahead, without a listing (wait.c, "known
+ * predecessor"). Sequences are unique under a parent and only grow, so no
+ * node can sort between the one made with sequence s - 1 and ours (s): if
+ * that node was made here and the server still has it, it is the node just
+ * ahead. made_at: the owner session of the node noted with sequence seq
+ * under parent (its name copied into name, cap bytes), 0 if none is noted.
+ * others_joined: the last node noted under parent is another session's
+ * than self, so that a new node of self will likely land right behind a
+ * node made here, and its create may go without the listing.
+ */
+int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t cap);
+bool zkl__heads_others_joined(const char *parent, int64_t self);
 
 /* Node name (a child of parent), owned by session owner, is at the head of its line. */
 void zkl__heads_note(const char *parent, const char *name, int64_t owner);

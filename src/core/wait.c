@@ -422,6 +422,52 @@ static zkl__step_result step_listing(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
+/* Our node's sequence, -1 if its name has none. */
+static int32_t own_seq(const zkl__acq *op)
+{
+    int32_t seq;
+    return zkl__seq_of(op->name, op->a.driver->sort_markers, &seq) == ZKL_OK ? seq : -1;
+}
+
+/*
+ * Known predecessor: our create went without the listing (create.c), and a
+ * node made in this process by another session has the sequence just below
+ * ours. Sequences under a parent are unique and only grow, so nothing sorts
+ * between that node and ours, ever: if the server still has it (its watch
+ * says so, or else the round lists after all), it is the node just ahead,
+ * as a listing would show. Nothing else is known: not whether it heads the
+ * line (no ZKL__V_HANDOFF), nor the node before it (no look-ahead). Being
+ * of this process, it is watched with our own node (arm_nodes), and its
+ * going hands us the lock once it held here (handed_over), as behind any
+ * such node. As everywhere (heads.h), every child of the path is taken to be
+ * a lock node with a server-made sequence.
+ */
+static bool known_predecessor(zkl__acq *op)
+{
+    char name[128], *v[2];
+    int32_t seq = own_seq(op), pseq;
+    int64_t by, self = zkl__session_id(op->s);
+    zkl__line l;
+    if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
+        return false;
+    by = zkl__heads_made_at(op->a.path, seq - 1, name, sizeof name);
+    if (by == 0 || by == self || zkl__seq_of(name, op->a.driver->sort_markers, &pseq) != ZKL_OK ||
+        pseq != seq - 1)
+        return false;
+    v[0] = name;
+    v[1] = (char *)op->name;
+    memset(&l, 0, sizeof l);
+    l.n = l.rank = 1; /* at least one ahead: this one */
+    l.m = 2;
+    l.v[0] = v[0];
+    l.v[1] = v[1];
+    memset(&op->v, 0, sizeof op->v);
+    op->v.watch = 0;
+    op->v.flags = ZKL__V_NO_LOOKAHEAD;
+    arm_nodes(op, &l);
+    return true;
+}
+
 /* One round: a listing (the one the create brought, or a fresh one), a decision, a sleep. */
 static zkl__step_result step_round(zkl__acq *op)
 {
@@ -430,8 +476,14 @@ static zkl__step_result step_round(zkl__acq *op)
     op->gen = zkl__state_gen(op->c);
     if (op->have_kids) {
         op->have_kids = false;
+        op->unlisted = false;
         op->step = step_look;
         return ZKL__STEP_AGAIN;
+    }
+    if (op->unlisted) { /* the first round of a create that went alone */
+        op->unlisted = false;
+        if (known_predecessor(op))
+            return ZKL__STEP_AGAIN;
     }
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
@@ -442,7 +494,7 @@ static zkl__step_result step_round(zkl__acq *op)
 zkl__step_result zkl__step_wait(zkl__acq *op)
 {
     if (head_holds(op))
-        zkl__heads_note_made(op->a.path, op->name, zkl__session_id(op->s));
+        zkl__heads_note_made(op->a.path, op->name, own_seq(op), zkl__session_id(op->s));
     op->attempt = 0;
     op->step = step_round;
     return ZKL__STEP_AGAIN;

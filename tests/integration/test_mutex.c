@@ -647,10 +647,11 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
     cr_assert_lt(zkt_now_ms() - t0, 15000, "b waited for the window, not for a's next request");
     waiter_release(&b);
     relock_join(&r);
-    /* delete+create as one multi, the listing, the watch on b (then the head,
-     * so its going needs no listing) and, b being of this process, on a's own
-     * node (core/heads.h); sent apart it would be five */
-    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
+    /* delete+create as one multi, the watch on b (then the head, so its
+     * going needs no listing) and, b being of this process, on a's own node
+     * (core/heads.h). No listing: b's sequence is just below a's (wait.c,
+     * known predecessor). Sent apart, and listed, it would be five */
+    cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain sends a's last delete, still held back");
     party_close(&p);
@@ -790,10 +791,106 @@ Test(mutex, auto_lookahead_not_behind_a_node_of_this_process, .timeout = 60)
     ok(d.st, "d acquires after e");
     waiter_release(&d);
     relock_join(&r);
-    /* the multi, the listing, the watches on d and on a's own node: none on e */
-    cr_assert_eq(r.after - r.before, 4, "requests for a's release and acquire: %llu",
+    /* the multi and the watches on d and on a's own node: none on e, and no
+     * listing (d's sequence is just below a's: wait.c, known predecessor) */
+    cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[0], 5000), "drain");
+    party_close(&p);
+}
+
+/*
+ * Known predecessor (wait.c): a create goes without the listing when the
+ * last node this process made on the path is another session's, and the
+ * node just ahead is taken from this process's notes only if its sequence
+ * is just below ours. Here another process's node lands between b's and
+ * a's: a lists, and waits for that node too, not only for b.
+ */
+Test(mutex, a_foreign_node_between_is_waited_for, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, a = {0};
+    char *other;
+    party_open(&p, 3, "known-pred-foreign"); /* x, b, a */
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    zkt_requests_settle(p.c[1]); /* b waits: its node is noted */
+    other = foreign_node(p.zh, p.path);
+    waiter_start(&a, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4); /* x, b, other, a */
+    zkt_requests_settle(p.c[2]);
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    waiter_release(&b);
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&a.done), "a was granted while the other process's node is ahead");
+    cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
+    waiter_until_done(&a);
+    ok(a.st, "a acquires after the other");
+    waiter_release(&a);
+    free(other);
+    party_close(&p);
+}
+
+/*
+ * The line of one process's sessions, as lockbench's contended workload
+ * runs it: each releases and asks again at once, and no acquire lists once
+ * the line has formed (each finds the node just ahead among this process's
+ * notes); exclusion holds throughout.
+ */
+struct cycler {
+    zkl_mutex *m;
+    zkl_client *c;
+    atomic_int *inside, *overlaps;
+    int rounds;
+    zkl_status st;
+    pthread_t t;
+};
+
+static void *cycle_main(void *arg)
+{
+    struct cycler *y = arg;
+    int i;
+    for (i = 0; i < y->rounds && y->st == ZKL_OK; i++) {
+        if ((y->st = zkl_mutex_acquire(y->m, 30000)) != ZKL_OK)
+            break;
+        if (atomic_fetch_add(y->inside, 1) != 0)
+            atomic_fetch_add(y->overlaps, 1);
+        zkt_sleep_ms(1);
+        atomic_fetch_sub(y->inside, 1);
+        y->st = zkl_mutex_release(y->m);
+    }
+    return NULL;
+}
+
+Test(mutex, a_line_of_this_process_lists_only_to_form, .timeout = 120)
+{
+    struct party p;
+    struct cycler y[4];
+    atomic_int inside = 0, overlaps = 0;
+    uint64_t lists = 0, acquires = 0;
+    int i;
+    party_open(&p, 4, "known-pred-line");
+    for (i = 0; i < 4; i++) {
+        y[i] = (struct cycler){p.m[i], p.c[i], &inside, &overlaps, 50, ZKL_OK, 0};
+        pthread_create(&y[i].t, NULL, cycle_main, &y[i]);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(y[i].t, NULL);
+        ok(y[i].st, "cycles");
+        lists += zkt_list_requests(p.c[i]);
+        acquires += 50;
+    }
+    cr_assert_eq(atomic_load(&overlaps), 0, "two holders at once");
+    /* each session's first acquire lists (nothing of the others noted yet, or
+     * a hand-off whose node ahead never held here), and a few more when a
+     * note came late; not one a pair */
+    cr_assert_lt(lists, acquires / 4, "%llu listings for %llu acquires", (unsigned long long)lists,
+                 (unsigned long long)acquires);
+    for (i = 0; i < 4; i++)
+        ok(zkl_client_drain(p.c[i], 5000), "drain");
     party_close(&p);
 }
 
