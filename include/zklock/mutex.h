@@ -147,12 +147,13 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
  *     waiter's own node is still there. A loop of release and acquire at
  *     once costs 5 requests per contended pair, as Curator's, with no
  *     listing on the hand-off's path; other callers wait without it, also
- *     at 5. In a line of this process's clients a pair costs 4, one of them
- *     a listing.
+ *     at 5. In a line of this process's clients a pair costs 3 and no
+ *     listing: the node just ahead is known here by its sequence.
  *   ZKL_LOOKAHEAD_ON: always (6 requests per contended pair where the
  *     release is not carried); pays where hand-off latency matters more than
  *     server load.
- *   ZKL_LOOKAHEAD_OFF: never (4 requests per contended pair in a loop).
+ *   ZKL_LOOKAHEAD_OFF: never (4 requests per contended pair in a loop; 3
+ *     in a line of this process's clients).
  * Call before acquiring, as with zkl_mutex_make_revocable.
  * Errors: ZKL_EINVAL (m NULL, or mode not one of these).
  */
