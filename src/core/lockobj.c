@@ -39,12 +39,18 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     return ZKL_OK;
 }
 
+void zkl__lockobj_detach(zkl__lockobj *o)
+{
+    if (o->listener)
+        zkl__listener_remove(o->c, o->listener);
+    o->listener = 0;
+}
+
 void zkl__lockobj_free(zkl__lockobj *o)
 {
     if (!o)
         return;
-    if (o->listener)
-        zkl__listener_remove(o->c, o->listener);
+    zkl__lockobj_detach(o);
     pthread_mutex_lock(&o->c->mu);
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);

@@ -47,6 +47,13 @@ typedef struct zkl__lockobj {
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
                             zkl__lockobj **obj);
+/*
+ * No more calls into the object from the worker: its hold-state listener is
+ * removed, after a call of it that is running ends. A recipe's destroy calls
+ * this before it tears down anything the listener reads (its holders, its
+ * mutex); zkl__lockobj_free does it too.
+ */
+void zkl__lockobj_detach(zkl__lockobj *o);
 /* The one destructor: undoes new (and on_state) and frees the object. */
 void zkl__lockobj_free(zkl__lockobj *o);
 /* Set, replace or (fn NULL) remove the hold-state callback. */

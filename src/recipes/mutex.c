@@ -70,6 +70,7 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s has %u async handle(s) not released",
                          m->obj.path, n);
+    zkl__lockobj_detach(&m->obj); /* the worker may be about to tell it an event */
     zkl__side_destroy(&m->side);
     zkl__lockobj_free(&m->obj);
     return ZKL_OK;

@@ -71,6 +71,7 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s) or async handle(s)",
                          l->obj.path, n);
+    zkl__lockobj_detach(&l->obj); /* the worker may be about to tell it an event */
     zkl__side_destroy(&l->read);
     zkl__side_destroy(&l->write);
     zkl__lockobj_free(&l->obj);

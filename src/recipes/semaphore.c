@@ -97,6 +97,7 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
     if (out > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_destroy: %d lease(s) of %s still out", out,
                          s->obj.path);
+    zkl__lockobj_detach(&s->obj); /* the worker may be about to tell it an event */
     pthread_mutex_destroy(&s->mu);
     free(s->locks);
     free(s->leases);

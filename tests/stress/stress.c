@@ -368,6 +368,46 @@ static int revoke_and_notice(void)
     return 0;
 }
 
+/*
+ * A lock object destroyed while the worker tells the client's listeners of
+ * an event: A's notice is slow, and B, made after A, is destroyed meanwhile.
+ * B's listener must be gone before B's holders are torn down (TSan saw the
+ * worker lock B's destroyed holders mutex when destroy removed it last).
+ */
+static atomic_int slow_notice_in;
+static void on_hold_slowly(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    (void)ud;
+    if (st != ZKL_STATE_CONNECTED && !atomic_exchange(&slow_notice_in, 1))
+        sleep_ms(300);
+}
+
+static int destroy_during_notice(void)
+{
+    zkl_client *h = open_client(2000);
+    zkl_mutex *a, *b;
+    char pa[256], pb[256];
+    int i;
+    CHECK(h, "open");
+    path_for(pa, sizeof pa, "notice-a");
+    path_for(pb, sizeof pb, "notice-b");
+    CHECK(zkl_mutex_create(h, pa, &a) == ZKL_OK, "create");
+    CHECK(zkl_mutex_create(h, pb, &b) == ZKL_OK, "create");
+    CHECK(zkl_mutex_on_state(a, on_hold_slowly, NULL) == ZKL_OK, "on_state");
+    CHECK(zkl_mutex_on_state(b, on_hold, NULL) == ZKL_OK, "on_state");
+    CHECK(zkl_mutex_acquire(a, 5000) == ZKL_OK, "acquire");
+    expire(h);
+    for (i = 0; i < 1000 && !atomic_load(&slow_notice_in); i++)
+        sleep_ms(5);
+    CHECK(atomic_load(&slow_notice_in), "no notice");
+    CHECK(zkl_mutex_destroy(b) == ZKL_OK, "destroy during the notice");
+    zkl_mutex_release(a); /* lost: ZKL_ELOST */
+    CHECK(zkl_mutex_destroy(a) == ZKL_OK, "destroy");
+    zkl_client_close(h);
+    return 0;
+}
+
 /* ---- async: worker delivery, descriptor delivery, cancels from another thread ---- */
 
 struct async_shared {
@@ -556,6 +596,7 @@ int main(int argc, char **argv)
     run("rwlock_mix", rwlock_mix);
     run("semaphore_mix", semaphore_mix);
     run("revoke_and_notice", revoke_and_notice);
+    run("destroy_during_notice", destroy_during_notice);
     run("async_mix", async_mix);
     run("local_handoff", local_handoff);
     printf("stress: %d passed, %d failed\n", passed, failed);
