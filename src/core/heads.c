@@ -1,13 +1,14 @@
 /*
  * heads.c - see heads.h: the rings of this process's nodes in lock lines.
  *
- * DESIGN: two rings for the process (nodes made, nodes seen at the head),
- * under one mutex, held only to copy an entry in or to compare entries; no
- * other lock is taken under it, and callers may hold their client's c->mu
- * or not. Fixed size and no heap: a name too long for an entry is not
- * noted (its waiter lists, as before). The grants are kept by name, since a
- * waiter's hand-off rests on them; the nodes made, a hint, by a hash (16
- * bytes each), so that the ring can hold a whole line of a thousand.
+ * DESIGN: for the process, a ring of the nodes seen at the head and a table
+ * of the nodes made (by parent and sequence, room for a line of a
+ * thousand), under one mutex, held only to copy an entry in or to compare
+ * entries; no other lock is taken under it, and callers may hold their
+ * client's c->mu or not. Fixed size and no heap: a name too long for an
+ * entry is not noted (its waiter lists, as before). The grants are kept by
+ * name, since a waiter's hand-off rests on them; the nodes made are a hint,
+ * checked by name and by the server.
  */
 #include <pthread.h>
 #include <string.h>
@@ -29,12 +30,6 @@ typedef struct ring {
     entry e[RING];
     unsigned next;
 } ring;
-
-/* A node made here: a hint only, so a hash of its path is enough. */
-typedef struct made_entry {
-    uint64_t key; /* FNV-1a of parent, '/', name */
-    int64_t owner;
-} made_entry;
 
 /*
  * A node made here, by its sequence: where a joiner finds the node just
@@ -58,8 +53,6 @@ typedef struct last_entry {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ring held;
-static made_entry made[MADE];
-static unsigned made_next;
 static seq_entry by_seq[MADE];
 static last_entry last[LAST];
 
@@ -73,11 +66,6 @@ static uint64_t fnv_on(uint64_t h, const char *s)
 static uint64_t fnv(const char *s)
 {
     return fnv_on(14695981039346656037ull, s);
-}
-
-static uint64_t made_key(const char *parent, const char *name)
-{
-    return fnv_on(fnv_on(fnv(parent), "/"), name);
 }
 
 static void note(ring *r, const char *parent, const char *name, int64_t owner)
@@ -119,19 +107,17 @@ bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
 
 static size_t seq_slot(uint64_t parent, int32_t seq)
 {
-    return (size_t)((parent ^ ((uint64_t)(uint32_t)seq * 0x9E3779B97F4A7C15ull)) % MADE);
+    /* consecutive sequences of one parent take consecutive slots */
+    return (size_t)((parent + (uint32_t)seq) % MADE);
 }
 
 void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int64_t owner)
 {
-    uint64_t key = made_key(parent, name), ph = fnv(parent);
+    uint64_t ph = fnv(parent);
     size_t n = strlen(name);
     if (owner == 0)
         return;
     pthread_mutex_lock(&mu);
-    made[made_next % MADE].key = key;
-    made[made_next % MADE].owner = owner;
-    made_next++;
     last[ph % LAST].parent = ph;
     last[ph % LAST].owner = owner;
     if (seq >= 0 && n < NAME_MAX_) {
@@ -155,16 +141,19 @@ bool zkl__heads_others_joined(const char *parent, int64_t self)
     return others;
 }
 
+/* The entry noted with sequence seq under parent hash ph, or NULL. Caller holds mu. */
+static const seq_entry *noted_locked(uint64_t ph, int32_t seq)
+{
+    const seq_entry *e = &by_seq[seq_slot(ph, seq)];
+    return seq >= 0 && e->owner != 0 && e->parent == ph && e->seq == seq ? e : NULL;
+}
+
 int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t cap)
 {
-    uint64_t ph = fnv(parent);
-    int64_t by = 0;
     const seq_entry *e;
-    if (seq < 0)
-        return 0;
+    int64_t by = 0;
     pthread_mutex_lock(&mu);
-    e = &by_seq[seq_slot(ph, seq)];
-    if (e->owner != 0 && e->parent == ph && e->seq == seq && strlen(e->name) < cap) {
+    if ((e = noted_locked(fnv(parent), seq)) && strlen(e->name) < cap) {
         memcpy(name, e->name, strlen(e->name) + 1);
         by = e->owner;
     }
@@ -172,15 +161,13 @@ int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t c
     return by;
 }
 
-int64_t zkl__heads_made_by(const char *parent, const char *name)
+int64_t zkl__heads_made_by(const char *parent, const char *name, int32_t seq)
 {
-    uint64_t key = made_key(parent, name);
+    const seq_entry *e;
     int64_t by = 0;
-    int i;
     pthread_mutex_lock(&mu);
-    for (i = 0; i < MADE && !by; i++)
-        if (made[i].key == key)
-            by = made[i].owner;
+    if ((e = noted_locked(fnv(parent), seq)) && strcmp(e->name, name) == 0)
+        by = e->owner;
     pthread_mutex_unlock(&mu);
     return by;
 }

@@ -30,10 +30,10 @@
  * but watches its own node instead (wait.c): the node ahead will most
  * likely hold in this process, and its going then hands the lock over with
  * no listing. Only a hint: a wrong answer costs a request. made_by: the
- * owner session of that node, 0 if it was not noted.
+ * owner session of node name (its sequence seq), 0 if it was not noted.
  */
 void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int64_t owner);
-int64_t zkl__heads_made_by(const char *parent, const char *name);
+int64_t zkl__heads_made_by(const char *parent, const char *name, int32_t seq);
 
 /*
  * A joiner's node just ahead, without a listing (wait.c, "known

@@ -287,10 +287,23 @@ static zkl__step_result step_armed(zkl__acq *op)
     return judge(op, rc, ZKL_OK);
 }
 
-/* Whether another session of this process made node name (a mutex's: heads.h). */
+/* The sequence of a node of our line, -1 if its name has none. */
+static int32_t seq_of(const zkl__acq *op, const char *name)
+{
+    int32_t seq;
+    return zkl__seq_of(name, op->a.driver->sort_markers, &seq) == ZKL_OK ? seq : -1;
+}
+
+/* The session of this process that made node name (a mutex's: heads.h), 0: none noted. */
+static int64_t made_here(const zkl__acq *op, const char *name)
+{
+    return head_holds(op) ? zkl__heads_made_by(op->a.path, name, seq_of(op, name)) : 0;
+}
+
+/* Whether another session of this process made node name. */
 static bool made_by_another(const zkl__acq *op, const char *name)
 {
-    int64_t by = head_holds(op) ? zkl__heads_made_by(op->a.path, name) : 0;
+    int64_t by = made_here(op, name);
     return by != 0 && by != zkl__session_id(op->s);
 }
 
@@ -331,7 +344,7 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
      * watched instead: that node's going, once it held here, hands the lock
      * over (handed_over), provided our node is still there. So too for the
      * look-ahead's node (ahead_was_head). */
-    int64_t by = head_holds(op) ? zkl__heads_made_by(a->path, l->v[v->watch]) : 0;
+    int64_t by = made_here(op, l->v[v->watch]);
     bool mine = by != 0 && by != zkl__session_id(op->s);
     bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
               (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried && !by);
@@ -422,13 +435,6 @@ static zkl__step_result step_listing(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
-/* Our node's sequence, -1 if its name has none. */
-static int32_t own_seq(const zkl__acq *op)
-{
-    int32_t seq;
-    return zkl__seq_of(op->name, op->a.driver->sort_markers, &seq) == ZKL_OK ? seq : -1;
-}
-
 /*
  * Known predecessor: our create went without the listing (create.c), and a
  * node made in this process by another session has the sequence just below
@@ -444,23 +450,20 @@ static int32_t own_seq(const zkl__acq *op)
  */
 static bool known_predecessor(zkl__acq *op)
 {
-    char name[128], *v[2];
-    int32_t seq = own_seq(op), pseq;
-    int64_t by, self = zkl__session_id(op->s);
+    char name[128];
+    int32_t seq = seq_of(op, op->name);
+    int64_t by;
     zkl__line l;
     if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
         return false;
     by = zkl__heads_made_at(op->a.path, seq - 1, name, sizeof name);
-    if (by == 0 || by == self || zkl__seq_of(name, op->a.driver->sort_markers, &pseq) != ZKL_OK ||
-        pseq != seq - 1)
+    if (by == 0 || by == zkl__session_id(op->s) || seq_of(op, name) != seq - 1)
         return false;
-    v[0] = name;
-    v[1] = (char *)op->name;
     memset(&l, 0, sizeof l);
-    l.n = l.rank = 1; /* at least one ahead: this one */
-    l.m = 2;
-    l.v[0] = v[0];
-    l.v[1] = v[1];
+    l.n = l.m = 2; /* the two names known: that node, then ours */
+    l.rank = 1;
+    l.v[0] = name;
+    l.v[1] = (char *)op->name;
     memset(&op->v, 0, sizeof op->v);
     op->v.watch = 0;
     op->v.flags = ZKL__V_NO_LOOKAHEAD;
@@ -494,7 +497,7 @@ static zkl__step_result step_round(zkl__acq *op)
 zkl__step_result zkl__step_wait(zkl__acq *op)
 {
     if (head_holds(op))
-        zkl__heads_note_made(op->a.path, op->name, own_seq(op), zkl__session_id(op->s));
+        zkl__heads_note_made(op->a.path, op->name, seq_of(op, op->name), zkl__session_id(op->s));
     op->attempt = 0;
     op->step = step_round;
     return ZKL__STEP_AGAIN;
