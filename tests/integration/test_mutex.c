@@ -645,6 +645,7 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
     waiter_until_done(&b);
     ok(b.st, "b acquires after a");
     cr_assert_lt(zkt_now_ms() - t0, 15000, "b waited for the window, not for a's next request");
+    zkt_requests_settle(p.c[1]); /* a waits behind b, its watches set (slow under valgrind) */
     waiter_release(&b);
     relock_join(&r);
     /* delete+create as one multi, the watch on b (then the head, so its
@@ -786,6 +787,7 @@ Test(mutex, auto_lookahead_not_behind_a_node_of_this_process, .timeout = 60)
     atomic_store(&r.w.let_go, 1);                          /* e, d, a */
     waiter_until_done(&e);
     ok(e.st, "e acquires after a");
+    zkt_requests_settle(p.c[0]); /* a waits behind d, its watches set */
     waiter_release(&e);
     waiter_until_done(&d);
     ok(d.st, "d acquires after e");
