@@ -28,6 +28,7 @@ typedef struct zkl__acq zkl__acq;
 /* The client's engine (c->engine), made with its first operation; under c->mu. */
 struct zkl__engine {
     zkl__acq *live;              /* every operation not yet freed (utlist, prev/next) */
+    size_t nlive;                /* how many */
     zkl__acq *ready, *ready_end; /* async operations to run (rnext) */
     zkl__acq **heap;             /* async operations' timers, by wake_ms */
     size_t heap_n, heap_cap;
@@ -110,6 +111,7 @@ struct zkl__acq {
     struct zkl__revwatch *rev;
     /* the engine's, under c->mu */
     bool ready, running, queued, done, cancel_req, granted, blocking;
+    bool bell;          /* the bell rang: the lock is two places ahead (wait.c, heads.h) */
     pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
     size_t heap_at;     /* 1 + index in the timer heap, 0: not in it */
     zkl__acq_done_fn done_fn;
@@ -146,6 +148,10 @@ void zkl__acq_ready_locked(zkl__acq *op);
 void zkl__acq_ready_locked_fn(void *op);
 /* For zkl__req: a reply came (completion thread, no lock held). */
 void zkl__acq_notify(void *op);
+/* A zkl__bell_fn (heads.h): op of client c (if still live) has its bell rung, and is readied. */
+void zkl__acq_bell(void *c, void *op);
+/* Whether op is its client's only live operation. */
+bool zkl__acq_alone(zkl__acq *op);
 
 /* Requests of the op: track what was sent (k may be NULL: its rc was a send failure). */
 void zkl__acq_track(zkl__acq *op, zkl__req *k, int send_rc);

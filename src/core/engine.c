@@ -14,8 +14,11 @@
  * The rest only marks an operation ready, under c->mu: a reply (the request's
  * notice, on the ZooKeeper completion thread), a watch event (its token's
  * notice, same thread), a change of the connection state, a cancel or the
- * close (the changed_locked hook readies every live operation), and a timer
- * (the blocking owner's timed wait, or the worker's heap of async timers).
+ * close (the changed_locked hook readies every live operation), a timer
+ * (the blocking owner's timed wait, or the worker's heap of async timers),
+ * and a bell (zkl__acq_bell: another client of the process granted the lock
+ * two places ahead; it runs under heads.c's mutex, which is taken before
+ * c->mu, never under it).
  * Readiness is only "look again": each step checks what it waits for, and
  * yields again if it has not come.
  *
@@ -34,6 +37,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
+#include "core/heads.h"
 #include "requests/calls.h"
 
 /* ---- the timer heap (async operations only; c->mu held) ---- */
@@ -123,6 +127,7 @@ static void engine_free(zkl_client *c)
 {
     if (!c->engine)
         return;
+    zkl__heads_forget(c); /* no bell of its operations rings from now on */
     if (c->engine->efd >= 0)
         close(c->engine->efd);
     free(c->engine->heap);
@@ -171,6 +176,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
         return NULL;
     }
     DL_APPEND(c->engine->live, op);
+    c->engine->nlive++;
     pthread_mutex_unlock(&c->mu);
     return op;
 }
@@ -184,6 +190,7 @@ void zkl__acq_free(zkl__acq *op)
     pthread_mutex_lock(&c->mu);
     heap_remove(c->engine, op);
     DL_DELETE(c->engine->live, op);
+    c->engine->nlive--;
     pthread_mutex_unlock(&c->mu);
     free(op->hold.node);
     free(op->msg);

@@ -3,14 +3,18 @@
  *
  * DESIGN: for the process, a ring of the nodes seen at the head and a table
  * of the nodes made (by parent and sequence, room for a line of a
- * thousand), under one mutex, held only to copy an entry in or to compare
- * entries; no other lock is taken under it, and callers may hold their
- * client's c->mu or not. Fixed size and no heap: a name too long for an
- * entry is not noted (its waiter lists, as before). The grants are kept by
- * name, since a waiter's hand-off rests on them; the nodes made are a hint,
- * checked by name and by the server.
+ * thousand), under one mutex, held to copy an entry in, to compare
+ * entries, and to ring a bell. A bell's function takes its waiter's client
+ * c->mu under this mutex, so the lock order is this mutex, then a client's:
+ * no caller holds a c->mu (steps run without it: engine.c), and a client
+ * forgets its bells before it is freed (zkl__heads_forget, under this
+ * mutex, so never while one of its bells rings). Fixed size and no heap: a
+ * name too long for an entry is not noted (its waiter lists, as before).
+ * The grants are kept by name, since a waiter's hand-off rests on them; the
+ * nodes made are a hint, checked by name and by the server.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/heads.h"
@@ -41,7 +45,11 @@ typedef struct seq_entry {
     uint64_t parent; /* FNV-1a of the parent path */
     int64_t owner;   /* 0: empty */
     int32_t seq;
+    bool granted; /* noted at the head of its line (zkl__heads_note) */
     char name[NAME_MAX_];
+    /* its waiter's bell, if it asked for one (zkl__heads_bell) */
+    zkl__bell_fn bell;
+    void *bell_owner, *bell_waiter;
 } seq_entry;
 
 /* Per parent (direct-mapped by its hash): the session that last noted a node there. */
@@ -94,12 +102,6 @@ static bool seen(const ring *r, const char *parent, const char *name, int64_t ow
     return found;
 }
 
-void zkl__heads_note(const char *parent, const char *name, int64_t owner)
-{
-    if (owner != 0)
-        note(&held, parent, name, owner);
-}
-
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
 {
     return owner != 0 && seen(&held, parent, name, owner);
@@ -125,6 +127,8 @@ void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int
         e->parent = ph;
         e->owner = owner;
         e->seq = seq;
+        e->granted = false;
+        e->bell = NULL;
         memcpy(e->name, name, n + 1);
     }
     pthread_mutex_unlock(&mu);
@@ -142,10 +146,75 @@ bool zkl__heads_others_joined(const char *parent, int64_t self)
 }
 
 /* The entry noted with sequence seq under parent hash ph, or NULL. Caller holds mu. */
-static const seq_entry *noted_locked(uint64_t ph, int32_t seq)
+static seq_entry *noted_locked(uint64_t ph, int32_t seq)
 {
-    const seq_entry *e = &by_seq[seq_slot(ph, seq)];
+    seq_entry *e = &by_seq[seq_slot(ph, seq)];
     return seq >= 0 && e->owner != 0 && e->parent == ph && e->seq == seq ? e : NULL;
+}
+
+/* Entry e rings its bell, if it has one (once). Caller holds mu. */
+static void ring_locked(seq_entry *e)
+{
+    zkl__bell_fn fn = e ? e->bell : NULL;
+    if (!fn)
+        return;
+    e->bell = NULL;
+    fn(e->bell_owner, e->bell_waiter);
+}
+
+void zkl__heads_note(const char *parent, const char *name, int32_t seq, int64_t owner)
+{
+    uint64_t ph = fnv(parent);
+    seq_entry *e;
+    if (owner == 0)
+        return;
+    note(&held, parent, name, owner);
+    if (seq < 0 || seq > INT32_MAX - 2)
+        return;
+    pthread_mutex_lock(&mu);
+    if ((e = noted_locked(ph, seq)) && strcmp(e->name, name) == 0)
+        e->granted = true;
+    ring_locked(noted_locked(ph, seq + 1));
+    ring_locked(noted_locked(ph, seq + 2));
+    pthread_mutex_unlock(&mu);
+}
+
+/* Whether the node noted with sequence seq under ph has been granted. Caller holds mu. */
+static bool granted_locked(uint64_t ph, int32_t seq)
+{
+    const seq_entry *e = noted_locked(ph, seq);
+    return e && e->granted;
+}
+
+bool zkl__heads_bell(const char *parent, const char *name, int32_t seq, zkl__bell_fn fn,
+                     void *owner, void *waiter)
+{
+    uint64_t ph = fnv(parent);
+    seq_entry *e;
+    bool set = false;
+    if (seq < 2)
+        return false;
+    pthread_mutex_lock(&mu);
+    e = noted_locked(ph, seq);
+    if (e && strcmp(e->name, name) == 0 && !granted_locked(ph, seq - 1) &&
+        !granted_locked(ph, seq - 2)) {
+        e->bell = fn;
+        e->bell_owner = owner;
+        e->bell_waiter = waiter;
+        set = true;
+    }
+    pthread_mutex_unlock(&mu);
+    return set;
+}
+
+void zkl__heads_forget(const void *owner)
+{
+    size_t i;
+    pthread_mutex_lock(&mu);
+    for (i = 0; i < MADE; i++)
+        if (by_seq[i].bell && by_seq[i].bell_owner == owner)
+            by_seq[i].bell = NULL;
+    pthread_mutex_unlock(&mu);
 }
 
 int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t cap)

@@ -49,8 +49,30 @@ int64_t zkl__heads_made_by(const char *parent, const char *name, int32_t seq);
 int64_t zkl__heads_made_at(const char *parent, int32_t seq, char *name, size_t cap);
 bool zkl__heads_others_joined(const char *parent, int64_t self);
 
-/* Node name (a child of parent), owned by session owner, is at the head of its line. */
-void zkl__heads_note(const char *parent, const char *name, int64_t owner);
+/*
+ * Node name (a child of parent, its sequence seq), owned by session owner,
+ * is at the head of its line: noted, and the bells of the two nodes made
+ * here just behind it (sequences seq + 1 and seq + 2) are rung.
+ */
+void zkl__heads_note(const char *parent, const char *name, int32_t seq, int64_t owner);
+
+/*
+ * The bell (wait.c, "the watch on our own node, deferred"). A waiter right
+ * behind a node of another session of this process (sequence s - 1 against
+ * its s) needs a watch on its own node only for the hand-off from that
+ * node, so it asks to be told when the lock is granted to the node two
+ * places ahead of it (s - 2) or one (s - 1): fn(owner, waiter) is then
+ * called once, under this file's mutex (fn may take its client's c->mu: the
+ * lock order is this mutex, then a client's). false: not registered (its
+ * node is not noted here, or s - 1 or s - 2 holds already): watch now. Only
+ * a hint, like the rest: a bell that never rings costs the waiter a
+ * listing at the hand-off. forget: no bell of owner will ring (before owner
+ * is freed; called without its c->mu).
+ */
+typedef void (*zkl__bell_fn)(void *owner, void *waiter);
+bool zkl__heads_bell(const char *parent, const char *name, int32_t seq, zkl__bell_fn fn,
+                     void *owner, void *waiter);
+void zkl__heads_forget(const void *owner);
 
 /* Whether that node was noted (and not yet pushed out of the ring). */
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner);

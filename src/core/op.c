@@ -1,10 +1,12 @@
 /*
  * op.c - what the steps of an acquire share (acq.h): readiness, the requests
  * an operation has in flight, its timers, its watches, and how it gives up.
- * The engine (engine.c) runs operations; this file only marks them ready.
+ * The engine (engine.c) runs operations; this file only marks them ready
+ * (a reply, a watch, a bell: heads.h).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "base/status.h"
 #include "base/util.h"
@@ -36,6 +38,37 @@ void zkl__acq_ready_locked(zkl__acq *op)
 void zkl__acq_ready_locked_fn(void *arg)
 {
     zkl__acq_ready_locked(arg);
+}
+
+void zkl__acq_bell(void *client, void *arg)
+{
+    zkl_client *c = client;
+    zkl__acq *op;
+    pthread_mutex_lock(&c->mu);
+#ifdef ZKL_FAULTS
+    if (c->faults.deaf_bells) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+#endif
+    /* arg may be gone (freed, even reused): only a live one hears it, and
+     * a bell is only "watch your own node now", which is never wrong */
+    DL_FOREACH(c->engine->live, op)
+    if (op == arg) {
+        op->bell = true;
+        zkl__acq_ready_locked(op);
+        break;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool zkl__acq_alone(zkl__acq *op)
+{
+    bool alone;
+    pthread_mutex_lock(&op->c->mu);
+    alone = op->c->engine->nlive <= 1;
+    pthread_mutex_unlock(&op->c->mu);
+    return alone;
 }
 
 void zkl__acq_notify(void *arg)

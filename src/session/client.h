@@ -84,6 +84,7 @@ typedef struct zkl__faults {
     int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a contended release's delete back this long */
+    bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */
     void (*after_list)(struct zkl_client *c, void *arg);
     void *after_list_arg;

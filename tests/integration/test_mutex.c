@@ -837,6 +837,148 @@ Test(mutex, a_foreign_node_between_is_waited_for, .timeout = 60)
 }
 
 /*
+ * A second wait of e's client, pending on another path that x holds: a
+ * waiter defers the watch on its own node only where waits add up, when its
+ * client has another live (wait.c, self_deferred).
+ */
+struct parked {
+    char *path;
+    zkl_mutex *held, *waiting;
+    zkl_op *op;
+    zkl_status st;
+    atomic_int ended;
+};
+
+static void parked_end(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct parked *k = ud;
+    (void)op;
+    (void)msg;
+    k->st = st;
+    atomic_store(&k->ended, 1);
+}
+
+static void park(struct parked *k, zkl_client *holder, zkl_client *c)
+{
+    k->path = zkt_path("parked");
+    ok(zkl_mutex_create(holder, k->path, &k->held), "create");
+    ok(zkl_mutex_create(c, k->path, &k->waiting), "create");
+    ok(zkl_mutex_acquire(k->held, 5000), "acquire");
+    ok(zkl_mutex_acquire_async(k->waiting, 30000, parked_end, k, &k->op), "acquire_async");
+    zkt_requests_settle(c);
+}
+
+static void unpark(struct parked *k)
+{
+    ok(zkl_op_cancel(k->op), "cancel");
+    while (!atomic_load(&k->ended))
+        zkt_sleep_ms(5);
+    cr_assert_eq(k->st, ZKL_ECANCELED, "the parked wait ended with %s", zkl_strerror(k->st));
+    ok(zkl_op_release(k->op), "op release");
+    ok(zkl_mutex_release(k->held), "release");
+    ok(zkl_mutex_destroy(k->waiting), "destroy");
+    ok(zkl_mutex_destroy(k->held), "destroy");
+    free(k->path);
+}
+
+/* x holds; b, d and e (sessions of this process) queue behind in that order. */
+static void line_of_four(struct party *p, struct waiter *b, struct waiter *d, struct waiter *e)
+{
+    ok(zkl_mutex_acquire(p->m[0], 5000), "x acquires");
+    waiter_start(b, p->m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 2), 2);
+    zkt_requests_settle(p->c[1]);
+    waiter_start(d, p->m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 3), 3);
+    zkt_requests_settle(p->c[2]);
+    waiter_start(e, p->m[3], 30000);
+    cr_assert_eq(zkt_children_settle(p->zh, p->path, 4), 4);
+}
+
+/*
+ * The watch on a waiter's own node, deferred (wait.c; core/heads.h, the
+ * bell). In a line of this process's sessions x holds and b, d, e wait: b
+ * and d, within two places of the holder, watch their own nodes at once; e,
+ * three places behind, watches only d until the lock is granted two places
+ * ahead of it (to b), and then its own node too. No hand-off lists.
+ */
+Test(mutex, a_deep_waiter_watches_its_own_node_late, .timeout = 60)
+{
+    struct party p;
+    struct parked k = {0};
+    struct waiter b = {0}, d = {0}, e = {0};
+    uint64_t n0, n;
+    party_open(&p, 4, "self-late"); /* x, b, d, e */
+    park(&k, p.c[0], p.c[3]);
+    n0 = zkt_requests_settle(p.c[3]);
+    line_of_four(&p, &b, &d, &e);
+    n = zkt_requests_settle(p.c[3]) - n0;
+    cr_assert_eq(n, 2, "e's requests before b holds (its create, its watch on d): %llu",
+                 (unsigned long long)n);
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    n = zkt_requests_settle(p.c[3]) - n0;
+    cr_assert_eq(n, 3, "e's requests once b holds (and the watch on its own node): %llu",
+                 (unsigned long long)n);
+    waiter_release(&b);
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after b");
+    waiter_release(&d);
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after d");
+    cr_assert_eq(zkt_list_requests(p.c[3]), 0, "e listed");
+    waiter_release(&e);
+    unpark(&k);
+    party_close(&p);
+}
+
+/*
+ * A deferred waiter whose bell never rings (zkt_fault_deaf_bells) has no
+ * watch on its own node when the node ahead goes, so that deletion does not
+ * hand it the lock: it lists. Here an operator deleted its node meanwhile:
+ * it finds that, and queues again; it never holds with no node.
+ */
+Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
+{
+    struct party p;
+    struct parked k = {0};
+    struct waiter b = {0}, d = {0}, e = {0};
+    char victim[512], **v;
+    uint64_t n0;
+    size_t n;
+    party_open(&p, 4, "self-never"); /* x, b, d, e */
+    zkt_fault_deaf_bells(p.c[3]);
+    park(&k, p.c[0], p.c[3]);
+    n0 = zkt_requests_settle(p.c[3]);
+    line_of_four(&p, &b, &d, &e);
+    cr_assert_eq(zkt_requests_settle(p.c[3]) - n0, 2, "e watches its own node");
+    ok(zkl_mutex_participants(p.m[0], &v, &n), "participants");
+    cr_assert_eq(n, 4);
+    snprintf(victim, sizeof victim, "%s", v[3]); /* e's */
+    zkl_strings_free(v, n);
+    cr_assert_eq(zoo_delete(p.zh, victim, -1), ZOK);
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    waiter_release(&b);
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after b");
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&e.done), "e was granted while d holds");
+    waiter_release(&d);
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after d");
+    ok(zkl_mutex_participants(p.m[0], &v, &n), "participants");
+    cr_assert_eq(n, 1, "e holds, and its node is not in line");
+    cr_assert_str_neq(v[0], victim, "e must hold with a new node");
+    zkl_strings_free(v, n);
+    waiter_release(&e);
+    unpark(&k);
+    party_close(&p);
+}
+
+/*
  * The line of one process's sessions, as lockbench's contended workload
  * runs it: each releases and asks again at once, and no acquire lists once
  * the line has formed (each finds the node just ahead among this process's

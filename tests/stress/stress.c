@@ -66,20 +66,10 @@ struct shared {
     atomic_int inside, violations, errors, next;
 };
 
-static void *contender(void *arg)
+/* rounds acquires and releases of m, counting overlaps and errors in sh. */
+static void contend_loop(struct shared *sh, zkl_mutex *m)
 {
-    struct shared *sh = arg;
-    zkl_client *c = open_client(10000);
-    zkl_mutex *m = NULL;
     int i;
-    /* the contenders take turns among the look-ahead modes */
-    if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK ||
-        zkl_mutex_set_lookahead(m, (zkl_lookahead)(atomic_fetch_add(&sh->next, 1) % 3)) != ZKL_OK) {
-        atomic_fetch_add(&sh->errors, 1);
-        if (c)
-            zkl_client_close(c);
-        return NULL;
-    }
     for (i = 0; i < rounds; i++) {
         if (zkl_mutex_acquire(m, 60000) != ZKL_OK) {
             atomic_fetch_add(&sh->errors, 1);
@@ -95,6 +85,22 @@ static void *contender(void *arg)
         if (zkl_mutex_release(m) != ZKL_OK)
             atomic_fetch_add(&sh->errors, 1);
     }
+}
+
+static void *contender(void *arg)
+{
+    struct shared *sh = arg;
+    zkl_client *c = open_client(10000);
+    zkl_mutex *m = NULL;
+    /* the contenders take turns among the look-ahead modes */
+    if (!c || zkl_mutex_create(c, sh->path, &m) != ZKL_OK ||
+        zkl_mutex_set_lookahead(m, (zkl_lookahead)(atomic_fetch_add(&sh->next, 1) % 3)) != ZKL_OK) {
+        atomic_fetch_add(&sh->errors, 1);
+        if (c)
+            zkl_client_close(c);
+        return NULL;
+    }
+    contend_loop(sh, m);
     zkl_mutex_destroy(m);
     zkl_client_close(c);
     return NULL;
@@ -111,6 +117,57 @@ static int contention(void)
         pthread_create(&t[i], NULL, contender, &sh);
     for (i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
+    CHECK(atomic_load(&sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+    return 0;
+}
+
+/* One of two threads on a shared client, with a zkl_mutex of its own. */
+struct sharer {
+    struct shared *sh;
+    zkl_client *c;
+    pthread_t t;
+};
+
+static void *sharer_main(void *arg)
+{
+    struct sharer *w = arg;
+    zkl_mutex *m = NULL;
+    if (zkl_mutex_create(w->c, w->sh->path, &m) != ZKL_OK) {
+        atomic_fetch_add(&w->sh->errors, 1);
+        return NULL;
+    }
+    contend_loop(w->sh, m);
+    zkl_mutex_destroy(m);
+    return NULL;
+}
+
+/*
+ * A line of 8 waits from 4 clients, two threads each: the clients have two
+ * waits live, so the waiters deep in the line defer the watch on their own
+ * node and are rung by the grants ahead of them (core/heads.h: another
+ * client's c->mu taken under the bells' mutex); each client closes as soon
+ * as its two threads are done, while the others' grants go on ringing.
+ */
+static int deep_line(void)
+{
+    struct shared sh;
+    struct sharer w[8];
+    zkl_client *c[4];
+    int i;
+    memset(&sh, 0, sizeof sh);
+    path_for(sh.path, sizeof sh.path, "deep");
+    for (i = 0; i < 4; i++)
+        CHECK((c[i] = open_client(10000)) != NULL, "open");
+    for (i = 0; i < 8; i++) {
+        w[i] = (struct sharer){&sh, c[i / 2], 0};
+        pthread_create(&w[i].t, NULL, sharer_main, &w[i]);
+    }
+    for (i = 0; i < 8; i++) {
+        pthread_join(w[i].t, NULL);
+        if (i % 2)
+            zkl_client_close(c[i / 2]);
+    }
     CHECK(atomic_load(&sh.violations) == 0, "two holders at once");
     CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
     return 0;
@@ -591,6 +648,7 @@ int main(int argc, char **argv)
     if (zkt_servers_plain(servers, sizeof servers) != 0)
         return 2;
     run("contention", contention);
+    run("deep_line", deep_line);
     run("timeout_and_faults", timeout_and_faults);
     run("holder_expiry", holder_expiry);
     run("rwlock_mix", rwlock_mix);

@@ -266,6 +266,13 @@ void zkt_fault_bg_delete_lost(zkl_client *c, int n)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_deaf_bells(zkl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.deaf_bells = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
 {
     pthread_mutex_lock(&c->mu);
