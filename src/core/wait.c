@@ -368,9 +368,8 @@ static zkl__step_result arm_self(zkl__acq *op)
  * Only where waits add up: when the client has other operations live (an
  * event loop's thousand waits, or threads sharing a client). The watch sent
  * later goes alone, a round trip and a few thread wake-ups more than in the
- * batch with the watch on the node ahead: in lockbench's contended
- * workload, one wait per session, that was about 5% of the hand-off rate
- * at 16 sessions, for a watch's few hundred bytes beside a session's 38 KiB.
+ * batch with the watch on the node ahead (docs/design/scale.md: measured),
+ * for a watch's few hundred bytes beside a session's 38 KiB.
  */
 static bool self_deferred(zkl__acq *op, const char *prim)
 {
