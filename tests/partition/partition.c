@@ -889,6 +889,19 @@ int main(int argc, char **argv)
     snprintf(workdir, sizeof workdir, "/tmp/zklpart-%d", (int)getpid());
     mkdir(workdir, 0777);
     chmod(workdir, 0777);
+    if (strchr(zklock_bin, '/')) {
+        /* the cli holder runs as another uid (drop_privileges), which may
+         * not reach the build tree (a checkout under a 0700 directory, such
+         * as mktemp -d makes): it runs a copy, here */
+        static char copy[300];
+        snprintf(copy, sizeof copy, "%s/zklock", workdir);
+        if (sh("cp '%s' '%s' && chmod 755 '%s'", zklock_bin, copy, copy) != 0) {
+            fprintf(stderr, "partition: cannot copy %s to %s\n", zklock_bin, copy);
+            sh("rm -rf %s", workdir);
+            return 2;
+        }
+        zklock_bin = copy;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0); /* a round's line shows even if a later one hangs */
     signal(SIGINT, on_fatal);
     signal(SIGTERM, on_fatal);
