@@ -150,6 +150,8 @@ void zkl__acq_ready_locked_fn(void *op);
 void zkl__acq_notify(void *op);
 /* A zkl__bell_fn (heads.h): op of client c (if still live) has its bell rung, and is readied. */
 void zkl__acq_bell(void *c, void *op);
+/* The sequence of node name in op's line (by its driver's markers), -1 if it has none. */
+int32_t zkl__acq_seq(const zkl__acq *op, const char *name);
 /* Whether op is its client's only live operation. */
 bool zkl__acq_alone(zkl__acq *op);
 

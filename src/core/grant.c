@@ -212,12 +212,8 @@ static zkl__step_result commit(zkl__acq *op)
         zkl__revwatch_stop(rev);
         return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
     }
-    if (op->a.driver->facts & ZKL__D_HEAD_HOLDS) { /* for the waiters behind us: heads.h */
-        int32_t seq;
-        if (zkl__seq_of(op->name, op->a.driver->sort_markers, &seq) != ZKL_OK)
-            seq = -1;
-        zkl__heads_note(op->a.path, op->name, seq, zkl__session_id(op->s));
-    }
+    if (op->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: heads.h */
+        zkl__heads_note(op->a.path, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
     op->hold.c = op->c;
     op->hold.node = op->node;
     op->hold.czxid = op->czxid;

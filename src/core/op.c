@@ -62,6 +62,12 @@ void zkl__acq_bell(void *client, void *arg)
     pthread_mutex_unlock(&c->mu);
 }
 
+int32_t zkl__acq_seq(const zkl__acq *op, const char *name)
+{
+    int32_t seq;
+    return zkl__seq_of(name, op->a.driver->sort_markers, &seq) == ZKL_OK ? seq : -1;
+}
+
 bool zkl__acq_alone(zkl__acq *op)
 {
     bool alone;

@@ -293,17 +293,10 @@ static zkl__step_result step_armed(zkl__acq *op)
     return judge(op, rc, ZKL_OK);
 }
 
-/* The sequence of a node of our line, -1 if its name has none. */
-static int32_t seq_of(const zkl__acq *op, const char *name)
-{
-    int32_t seq;
-    return zkl__seq_of(name, op->a.driver->sort_markers, &seq) == ZKL_OK ? seq : -1;
-}
-
 /* The session of this process that made node name (a mutex's: heads.h), 0: none noted. */
 static int64_t made_here(const zkl__acq *op, const char *name)
 {
-    return head_holds(op) ? zkl__heads_made_by(op->a.path, name, seq_of(op, name)) : 0;
+    return head_holds(op) ? zkl__heads_made_by(op->a.path, name, zkl__acq_seq(op, name)) : 0;
 }
 
 /* Whether another session of this process made node name. */
@@ -373,8 +366,8 @@ static zkl__step_result arm_self(zkl__acq *op)
  */
 static bool self_deferred(zkl__acq *op, const char *prim)
 {
-    int32_t seq = seq_of(op, op->name);
-    return seq > 0 && seq_of(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
+    int32_t seq = zkl__acq_seq(op, op->name);
+    return seq > 0 && zkl__acq_seq(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
            zkl__heads_bell(op->a.path, op->name, seq, zkl__acq_bell, op->c, op);
 }
 
@@ -496,13 +489,13 @@ static zkl__step_result step_listing(zkl__acq *op)
 static bool known_predecessor(zkl__acq *op)
 {
     char name[128];
-    int32_t seq = seq_of(op, op->name);
+    int32_t seq = zkl__acq_seq(op, op->name);
     int64_t by;
     zkl__line l;
     if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
         return false;
     by = zkl__heads_made_at(op->a.path, seq - 1, name, sizeof name);
-    if (by == 0 || by == zkl__session_id(op->s) || seq_of(op, name) != seq - 1)
+    if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
         return false;
     memset(&l, 0, sizeof l);
     l.n = l.m = 2; /* the two names known: that node, then ours */
@@ -542,7 +535,8 @@ static zkl__step_result step_round(zkl__acq *op)
 zkl__step_result zkl__step_wait(zkl__acq *op)
 {
     if (head_holds(op))
-        zkl__heads_note_made(op->a.path, op->name, seq_of(op, op->name), zkl__session_id(op->s));
+        zkl__heads_note_made(op->a.path, op->name, zkl__acq_seq(op, op->name),
+                             zkl__session_id(op->s));
     op->attempt = 0;
     op->step = step_round;
     return ZKL__STEP_AGAIN;
