@@ -236,6 +236,22 @@ void bu_mntr_counts(const char *connect, int64_t *packets, int64_t *notification
     free(reply);
 }
 
+int64_t bu_mntr_get(const char *connect, const char *key)
+{
+    char *reply = bu_4lw(connect, "mntr");
+    int64_t v = reply ? mntr_value(reply, key) : -1;
+    free(reply);
+    return v;
+}
+
+bool bu_server_stats_reset(const char *connect)
+{
+    char *reply = bu_4lw(connect, "srst");
+    bool ok = reply && strstr(reply, "reset") != NULL;
+    free(reply);
+    return ok;
+}
+
 int64_t bu_packets_received(const char *connect)
 {
     int64_t packets, notifications;

@@ -43,6 +43,12 @@ long bu_rss_kb(void);
  */
 char *bu_4lw(const char *cs, const char *word);
 
+/* One value of mntr (key: "zk_max_latency", say); -1 if it cannot be had. */
+int64_t bu_mntr_get(const char *connect, const char *key);
+/* srst: the server's statistics from zero (its max latency, its packet
+ * counts); false if the server refused (not in 4lw.commands.whitelist). */
+bool bu_server_stats_reset(const char *connect);
+
 /* zk_packets_received from mntr; -1 if it cannot be had. */
 int64_t bu_packets_received(const char *connect);
 /*

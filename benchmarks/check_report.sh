@@ -90,7 +90,7 @@ remote='"sessions":1,"local_handoff_max_streak":100,"local_handoff_max_ms":50,"l
 {
     srow zklock-0.1.0 contended 16 2000.0 0 200 100 120
     srow zklock-0.1.0 contended 1024 1400.0 0 400 1000 1200
-    srow zklock-0.1.0 threads 16 20000.0 0 20 10 50 "${remote}41000,"
+    srow zklock-0.1.0 threads 16 20000.0 0 20 10 50 "${remote}41000,\"remote_worst_local_holds\":100,\"remote_worst_local_span_us\":4000,\"server_max_latency_ms\":30,"
 } >"$tmp/s1/zklock.jsonl"
 {
     srow curator-5.4.0 contended 16 1000.0 0 1 1 1
@@ -102,7 +102,7 @@ remote='"sessions":1,"local_handoff_max_streak":100,"local_handoff_max_ms":50,"l
 {
     srow zklock-0.1.0 contended 16 2200.0 0 220 100 140
     srow zklock-0.1.0 contended 1024 1100.0 0 550 1000 1400
-    srow zklock-0.1.0 threads 16 22000.0 0 20 10 50 "${remote}52000,"
+    srow zklock-0.1.0 threads 16 22000.0 0 20 10 50 "${remote}52000,\"remote_worst_local_holds\":90,\"remote_worst_local_span_us\":6500,\"server_max_latency_ms\":41,"
 } >"$tmp/s2/zklock.jsonl"
 {
     srow curator-5.4.0 contended 16 1100.0 0 1 1 1
@@ -119,7 +119,14 @@ check "scale: 1024 against 16" "$scale" 'rate 0\.70 0\.50 \(median 0\.60\); clie
 threads=$(threads_table "$tmp/s1" "$tmp/s2")
 check "threads: zklock" "$threads" '^\| zklock +\| +16 \| +21000\.0 \| 20000 22000 \|'
 check "threads: ratio and the other clients" "$threads" \
-    'by round: 20\.0 20\.0 \(median 20\.0\)\. .*100 holds or 50 ms.*2 other clients.*80 holds.*worst wait 52\.0 ms; 1800 holds passed'
+    'by round: 20\.0 20\.0 \(median 20\.0\)\. .*100 holds or 50 ms.*2 other clients.*80 holds.*worst wait 52\.0 ms \(worst request latency at the server in those rows: 41 ms\); .* at most 100, over at most 6\.5 ms \(the bound: one streak\) held; 1800 holds passed'
+mkdir -p "$tmp/s3"
+srow zklock-0.1.0 threads 16 20000.0 0 20 10 50 \
+    "${remote}41000,\"remote_worst_local_holds\":150,\"remote_worst_local_span_us\":4000,\"server_max_latency_ms\":30," \
+    >"$tmp/s3/zklock.jsonl"
+srow go-zookeeper threads 16 1000.0 0 1 1 1 >"$tmp/s3/peer-x.jsonl"
+check "threads: a wait that saw more than one streak" "$(threads_table "$tmp/s3")" \
+    'at most 150, over at most 4\.0 ms \(the bound: one streak\) NOT held'
 
 for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do
     rc=0

@@ -50,6 +50,13 @@ if [[ ! "$threads" =~ $row ]] || ! grep -q '"workload":"threads","clients":4,' <
     echo "check_short: threads: not a valid row with local hand-offs and remote holds" >&2
     fail=1
 fi
+# the bound's share of the other client's waits, and the server's latency
+holds=$(grep -o '"remote_worst_local_holds":[0-9]*' <<<"$threads" | cut -d: -f2)
+if [[ -z "$holds" ]] || ((holds > 100)) || ! grep -q '"server_max_latency_ms":[0-9]' <<<"$threads"; then
+    echo "check_short: threads: no local share of the waits within one streak (${holds:-none})," \
+        "or no server latency (srst refused?)" >&2
+    fail=1
+fi
 n=$((n + 1))
 if ((fail)); then
     echo "check_short: FAILED ($n rows)"

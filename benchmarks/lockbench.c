@@ -91,6 +91,9 @@ struct worker {
     uint64_t raw_requests;
     struct holders *h;
     bu_samples acq, rel;
+    /* threads, counted pairs: when each hold began (a thread of the
+     * process), or when each wait began and ended (another client) */
+    bu_samples held_at, wait_from, wait_to;
     int errors;
     uint64_t rng;
     pthread_t t;
@@ -215,6 +218,12 @@ static void pair(struct worker *w, bool record)
     if (record) {
         bu_samples_add(&w->acq, t1 - t0);
         bu_samples_add(&w->rel, t3 - t2);
+        if (w->b->threads && w->remote) {
+            bu_samples_add(&w->wait_from, t0);
+            bu_samples_add(&w->wait_to, t1);
+        } else if (w->b->threads) {
+            bu_samples_add(&w->held_at, t1);
+        }
     }
 }
 
@@ -353,6 +362,64 @@ static void teardown_worker(struct worker *w)
         bu_raw_close(&w->raw);
     bu_samples_free(&w->acq);
     bu_samples_free(&w->rel);
+    bu_samples_free(&w->held_at);
+    bu_samples_free(&w->wait_from);
+    bu_samples_free(&w->wait_to);
+}
+
+/* The first index of sorted s whose value is >= t. */
+static size_t first_at(const bu_samples *s, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->v[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * threads: the process's share of the other clients' waits. For each wait of
+ * another client, the holds the process's threads began during it, and the
+ * time from the first of them to the last. The local hand-off bound says that
+ * one wait sees at most one streak (plus the end of a streak under way while
+ * the waiter's create was on its way); the rest of a wait is ZooKeeper's own
+ * hand-offs and the other clients' holds.
+ */
+struct local_share {
+    size_t worst_holds;
+    int64_t worst_span_ns;
+};
+
+static struct local_share local_share(const struct worker *ws, int n)
+{
+    struct local_share r = {0, 0};
+    bu_samples held = {0};
+    int i;
+    for (i = 0; i < n; i++)
+        if (!ws[i].remote)
+            bu_samples_append(&held, &ws[i].held_at);
+    bu_samples_sort(&held);
+    for (i = 0; i < n; i++) {
+        size_t j;
+        if (!ws[i].remote)
+            continue;
+        for (j = 0; j < ws[i].wait_from.n; j++) {
+            size_t a = first_at(&held, ws[i].wait_from.v[j]);
+            size_t z = first_at(&held, ws[i].wait_to.v[j]);
+            if (z <= a)
+                continue;
+            if (z - a > r.worst_holds)
+                r.worst_holds = z - a;
+            if (held.v[z - 1] - held.v[a] > r.worst_span_ns)
+                r.worst_span_ns = held.v[z - 1] - held.v[a];
+        }
+    }
+    bu_samples_free(&held);
+    return r;
 }
 
 /* CPU time (user and system) this process has used, in microseconds: every
@@ -378,7 +445,10 @@ static int bench(const char *workload, int clients, enum kind kind)
     uint64_t creq0 = 0, cw0 = 0, creq1 = 0, cw1 = 0;
     int i, n, started = 0, errors = 0, violations = 0;
     uint64_t handoffs = 0;
-    char extra[512] = "";
+    struct local_share share = {0, 0};
+    int64_t server_max_ms = -1;
+    bool reset = false;
+    char extra[768] = "";
     size_t min_ops = SIZE_MAX, max_ops = 0;
     double secs;
     bool ok = true;
@@ -444,6 +514,9 @@ static int bench(const char *workload, int clients, enum kind kind)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
     client_counters(ws, n, &creq0, &cw0);
+    /* threads: the server's worst request latency in the row, beside the
+     * other clients' worst wait (before the first count: srst zeroes it) */
+    reset = b.threads && bu_server_stats_reset(zk_connect);
     before = bu_packets_received(zk_connect);
     cpu0 = cpu_us();
     t0 = bu_now_ns();
@@ -457,6 +530,7 @@ static int bench(const char *workload, int clients, enum kind kind)
     elapsed = bu_now_ns() - t0;
     cpu1 = cpu_us();
     after = bu_packets_received(zk_connect);
+    server_max_ms = reset ? bu_mntr_get(zk_connect, "zk_max_latency") : -1;
     client_counters(ws, n, &creq1, &cw1);
     /* minus the second mntr itself, as the peers count */
     requests = before >= 0 && after >= 0 ? after - before - 1 : -1;
@@ -485,8 +559,10 @@ static int bench(const char *workload, int clients, enum kind kind)
     for (i = 0; i < n; i++)
         if (ws[i].remote)
             errors += ws[i].errors;
-    if (b.threads)
+    if (b.threads) {
         handoffs = zkl_mutex_local_handoffs(ws[0].m);
+        share = local_share(ws, n);
+    }
     for (i = n - 1; i >= 0; i--) /* worker 0 last: the threads share its client */
         teardown_worker(&ws[i]);
     bu_cleanup_path(zk_connect, b.parent);
@@ -499,9 +575,13 @@ static int bench(const char *workload, int clients, enum kind kind)
         snprintf(extra, sizeof extra,
                  "\"sessions\":1,\"local_handoff_max_streak\":%d,\"local_handoff_max_ms\":%d,"
                  "\"local_handoffs\":%llu,\"remote_clients\":%d,\"remote_ops\":%zu,"
-                 "\"remote_acquire_p50_us\":%lld,\"remote_worst_wait_us\":%lld,",
+                 "\"remote_acquire_p50_us\":%lld,\"remote_worst_wait_us\":%lld,"
+                 "\"remote_worst_local_holds\":%zu,\"remote_worst_local_span_us\":%lld,"
+                 "\"server_max_latency_ms\":%lld,",
                  opt_handoff_streak, opt_handoff_ms, (unsigned long long)handoffs, b.remote, racq.n,
-                 (long long)bu_pct_us(&racq, 0.50), (long long)bu_pct_us(&racq, 1.0));
+                 (long long)bu_pct_us(&racq, 0.50), (long long)bu_pct_us(&racq, 1.0),
+                 share.worst_holds, (long long)(share.worst_span_ns / 1000),
+                 (long long)server_max_ms);
     printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
            "\"ops\":%zu,\"ops_per_s\":%.1f,\"acquire_p50_us\":%lld,\"acquire_p99_us\":%lld,"
            "\"release_p50_us\":%lld,\"release_p99_us\":%lld,\"min_client_ops\":%zu,"

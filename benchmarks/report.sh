@@ -266,6 +266,15 @@ threads_table() {
           + "\($z[0].local_handoff_max_ms // "-") ms a streak; \($z[0].remote_clients // 0) other "
           + "clients contended in the same runs: \($z | map(.remote_ops // 0) | add) holds, acquire "
           + "p50 \($z | map(.remote_acquire_p50_us // 0) | med | r(0)) us, worst wait "
-          + "\($z | map(.remote_worst_wait_us // 0) | max / 1000 | r(1)) ms; "
+          + "\($z | map(.remote_worst_wait_us // 0) | max / 1000 | r(1)) ms "
+          + "(worst request latency at the server in those rows: "
+          + "\($z | map(.server_max_latency_ms // -1) | max | if . < 0 then "-" else "\(.) ms" end)); "
+          + "holds of the threads during any one wait of theirs: at most "
+          + "\($z | map(.remote_worst_local_holds // -1) | max | if . < 0 then "-" else . end), over at most "
+          + "\($z | map(.remote_worst_local_span_us // -1) | max | if . < 0 then "-" else "\(. / 1000 | r(1)) ms" end)"
+          + " (the bound: one streak) "
+          + "\(if ($z | all(.remote_worst_local_holds != null and .remote_worst_local_holds <= .local_handoff_max_streak
+                         and .remote_worst_local_span_us <= 1000 * .local_handoff_max_ms))
+               then "held" else "NOT held" end); "
           + "\($z | map(.local_handoffs // 0) | add) holds passed between threads."'
 }
