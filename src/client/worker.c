@@ -3,7 +3,7 @@
  * manner of libuv's uv_run. Each phase belongs to one subsystem, owns its own
  * queue, and answers either "I did something" (0: the loop starts over from
  * the first phase) or the time it next wants to run; the worker sleeps until
- * the earliest of those, or until someone signals c->wcv.
+ * the earliest of those, or until someone wakes it (zkl__worker_kick_locked).
  *
  * DESIGN
  *
@@ -22,7 +22,7 @@
  *
  * Threads: the caller's threads (acquire, release, queries), the ZooKeeper
  * client's I/O and completion threads, and this worker. Completions and
- * watchers only record under c->mu and signal (c->cv for waiters, c->wcv for
+ * watchers only record under c->mu and signal (c->cv for waiters, a kick for
  * the worker); they never make a call or run user code. The worker runs user
  * state callbacks, revocation callbacks, renewals and background deletes.
  *
@@ -41,7 +41,11 @@
  *   6. session    declare a long suspension lost; replace a lost session
  *   7. cleanup    try the next background delete
  */
+#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "base/status.h"
 #include "base/util.h"
@@ -72,11 +76,48 @@ static const phase_fn phases[] = {
 /*
  * The idle wake-up: the loop looks around at least this often (us). Every
  * phase returns when it is next due, and whatever queues work for one
- * signals wcv, so this is only a safety net; it is long because it is not
+ * kicks it, so this is only a safety net; it is long because it is not
  * free: at 1 s, 1024 clients in one process spent 77 ms of CPU a second
  * doing nothing (93 us a second per client idle, 18 with the net at 60 s).
  */
 #define IDLE_US 10000000
+
+/*
+ * Where the worker sleeps: in ppoll on its eventfd, not on a condition
+ * variable. A thread blocked on a futex sits in a chain of the process's
+ * futex hash, and every wake-up walks its chain. Since Linux 6.16 a process
+ * has a private hash sized by its CPUs, not its threads (16 chains on 2
+ * CPUs); at 1024 clients in one process (three blocked threads each: ours,
+ * the ZooKeeper client's completion thread, the caller's) futex_wake was a
+ * fifth of the process's CPU. The worker is idle most of its life, so it
+ * keeps out of those chains: 1024 sessions contended, 3 alternating rounds,
+ * client CPU per hand-off 1034/1390/1392 -> 740/1138/942 us, and 16
+ * sessions no worse (439/486/381 -> 434/367/298). A kick writes the eventfd
+ * only while the worker sleeps, once; wcv is still signalled, for the
+ * wait of a session that cannot be opened (session.c) and for a worker
+ * without an eventfd (none could be made).
+ */
+#ifdef ZKL_FAULTS
+#define on_fd(c) ((c)->wfd >= 0 && !(c)->faults.worker_on_cv)
+#else
+#define on_fd(c) ((c)->wfd >= 0)
+#endif
+
+/* Sleep in ppoll on the worker's eventfd until woken or until wake (a
+ * zkl__now_us() time), and take the wake-up. */
+static void sleep_on_fd(int fd, int64_t wake)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int64_t left = wake - zkl__now_us();
+    struct timespec ts;
+    uint64_t n;
+    if (left < 0)
+        left = 0;
+    ts.tv_sec = left / 1000000;
+    ts.tv_nsec = (left % 1000000) * 1000;
+    if (ppoll(&p, 1, &ts, NULL) > 0 && read(fd, &n, sizeof n) < 0)
+        return; /* EAGAIN: another took it; nothing to do */
+}
 
 static void *worker_main(void *arg)
 {
@@ -97,7 +138,14 @@ static void *worker_main(void *arg)
         /* its own condition: watch events and call ends do not wake it;
          * what queues work due before wake does (worker_wake_us) */
         c->worker_wake_us = wake;
-        zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
+        c->worker_kicked = false;
+        if (on_fd(c)) {
+            pthread_mutex_unlock(&c->mu);
+            sleep_on_fd(c->wfd, wake);
+            pthread_mutex_lock(&c->mu);
+        } else {
+            zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
+        }
         c->worker_wake_us = 0;
     }
     pthread_mutex_unlock(&c->mu);
@@ -106,8 +154,13 @@ static void *worker_main(void *arg)
 
 zkl_status zkl__worker_start(zkl_client *c)
 {
-    if (pthread_create(&c->worker, NULL, worker_main, c) != 0)
+    c->wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (pthread_create(&c->worker, NULL, worker_main, c) != 0) {
+        if (c->wfd >= 0)
+            close(c->wfd);
+        c->wfd = -1;
         return zkl__fail(ZKL_ESYS, "could not start the client thread");
+    }
     c->worker_started = true;
     return ZKL_OK;
 }
@@ -117,7 +170,10 @@ void zkl__worker_stop(zkl_client *c)
     pthread_mutex_lock(&c->mu);
     c->closing = true;
     zkl__changed_locked(c);
-    pthread_cond_signal(&c->wcv);
+    zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->worker, NULL);
+    if (c->wfd >= 0)
+        close(c->wfd);
+    c->wfd = -1;
 }

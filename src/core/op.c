@@ -32,7 +32,7 @@ void zkl__acq_ready_locked(zkl__acq *op)
     else
         e->ready = op;
     e->ready_end = op;
-    pthread_cond_signal(&op->c->wcv);
+    zkl__worker_kick_locked(op->c);
 }
 
 void zkl__acq_ready_locked_fn(void *arg)

@@ -90,7 +90,7 @@ void zkl__bg_delete_locked(zkl_client *c, const char *path, const char *prefix)
     }
     c->cleanup->queued++;
     DL_APPEND(c->cleanup->queue, d);
-    pthread_cond_signal(&c->wcv);
+    zkl__worker_kick_locked(c);
 }
 
 void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
@@ -271,7 +271,7 @@ void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
     s->refs++;
     LL_APPEND(c->cleanup->deferred, d);
     atomic_fetch_add(&c->cleanup->n_deferred, 1);
-    pthread_cond_signal(&c->wcv); /* the worker's timer */
+    zkl__worker_kick_locked(c); /* the worker's timer */
     pthread_mutex_unlock(&c->mu);
 }
 

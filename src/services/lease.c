@@ -129,7 +129,7 @@ void zkl__lease_users(zkl_client *c, int holds, int acquires)
     if (holds < 0 && c->lease->holds > 0 && !c->lease->lapsed && c->lease->end != 0 &&
         zkl__boot_ms() >= c->lease->end) {
         c->lease->lapse_due = true;
-        pthread_cond_signal(&c->wcv);
+        zkl__worker_kick_locked(c);
     }
     c->lease->holds += holds;
     c->lease->acquires += acquires;
@@ -137,7 +137,7 @@ void zkl__lease_users(zkl_client *c, int holds, int acquires)
      * before the next is due anyway (a client that acquires and releases in
      * turn would wake it twice a hold for nothing) */
     if ((holds > 0 || acquires > 0) && zkl__worker_sleeps_past_locked(c, c->lease->renew_at * 1000))
-        pthread_cond_signal(&c->wcv);
+        zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -82,7 +82,7 @@ static void zk_unref_locked(zkl__revwatch *r)
 static void poke_locked(zkl_client *c)
 {
     c->revs->dirty = true;
-    pthread_cond_signal(&c->wcv);
+    zkl__worker_kick_locked(c);
 }
 
 static void rev_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)

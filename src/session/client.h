@@ -85,6 +85,7 @@ typedef struct zkl__faults {
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a contended release's delete back this long */
     bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
+    bool worker_on_cv;     /* the worker sleeps on wcv, as when it has no eventfd */
     /* run once, on the acquiring thread, after the next listing of a wait */
     void (*after_list)(struct zkl_client *c, void *arg);
     void *after_list_arg;
@@ -172,6 +173,8 @@ struct zkl_client {
     /* the zkl__now_us() time the sleeping worker wakes at; 0 while it runs
      * (a phase that lets go of mu starts the loop over when it is back) */
     int64_t worker_wake_us;
+    int wfd;            /* the eventfd the worker sleeps on in ppoll (-1: on wcv) */
+    bool worker_kicked; /* wfd written since the worker went to sleep */
     bool worker_started;
     zkl__hooks hooks;
     struct zkl__cleanup *cleanup;
@@ -237,6 +240,11 @@ int64_t zkl__session_turn(struct zkl_client *c, int64_t now_us);
  * sleeps past then. Caller holds c->mu.
  */
 bool zkl__worker_sleeps_past_locked(const struct zkl_client *c, int64_t at);
+/*
+ * Wake the worker: work is queued for it, or the state changed. Caller holds
+ * c->mu. Cheap while the worker runs (it looks around before it sleeps).
+ */
+void zkl__worker_kick_locked(struct zkl_client *c);
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);

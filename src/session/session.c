@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/status.h"
@@ -72,7 +73,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     }
     c->state_gen++;
     zkl__changed_locked(c);
-    pthread_cond_signal(&c->wcv);
+    zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -221,7 +222,7 @@ void zkl__session_lose_locked(zkl_client *c, zkl_conn_state first)
     zkl__event_push_locked(c, c->sess, ZKL_STATE_LOST);
     c->state_gen++;
     zkl__changed_locked(c);
-    pthread_cond_signal(&c->wcv);
+    zkl__worker_kick_locked(c);
 }
 
 /* Open the next session in place of the lost one. Caller holds c->mu. */
@@ -309,6 +310,17 @@ bool zkl__canceled(zkl_client *c)
     v = c->canceled;
     pthread_mutex_unlock(&c->mu);
     return v;
+}
+
+void zkl__worker_kick_locked(zkl_client *c)
+{
+    pthread_cond_signal(&c->wcv); /* the worker waits on it while a session cannot be opened */
+    if (c->worker_wake_us != 0 && !c->worker_kicked && c->wfd >= 0) {
+        uint64_t one = 1;
+        c->worker_kicked = true;
+        if (write(c->wfd, &one, sizeof one) < 0) /* only EAGAIN: a wake-up is pending */
+            return;
+    }
 }
 
 bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)

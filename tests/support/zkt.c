@@ -273,6 +273,13 @@ void zkt_fault_deaf_bells(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_worker_on_cv(zkl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.worker_on_cv = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
 {
     pthread_mutex_lock(&c->mu);
