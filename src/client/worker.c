@@ -41,14 +41,11 @@
  *   6. session    declare a long suspension lost; replace a lost session
  *   7. cleanup    try the next background delete
  */
-#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "base/status.h"
 #include "base/util.h"
+#include "base/wakefd.h"
 #include "client/worker.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
@@ -83,41 +80,20 @@ static const phase_fn phases[] = {
 #define IDLE_US 10000000
 
 /*
- * Where the worker sleeps: in ppoll on its eventfd, not on a condition
- * variable. A thread blocked on a futex sits in a chain of the process's
- * futex hash, and every wake-up walks its chain. Since Linux 6.16 a process
- * has a private hash sized by its CPUs, not its threads (16 chains on 2
- * CPUs); at 1024 clients in one process (three blocked threads each: ours,
- * the ZooKeeper client's completion thread, the caller's) futex_wake was a
- * fifth of the process's CPU. The worker is idle most of its life, so it
- * keeps out of those chains: 1024 sessions contended, 3 alternating rounds,
- * client CPU per hand-off 1034/1390/1392 -> 740/1138/942 us, and 16
- * sessions no worse (439/486/381 -> 434/367/298). A kick writes the eventfd
- * only while the worker sleeps, once; wcv is still signalled, for the
- * wait of a session that cannot be opened (session.c) and for a worker
- * without an eventfd (none could be made).
+ * Where the worker sleeps: in ppoll on its eventfd (base/wakefd.h), not on a
+ * condition variable, out of the process's futex hash. It is idle most of
+ * its life. lockbench contended, 3 alternating rounds: at 1024 sessions
+ * client CPU per hand-off 1034/1390/1392 -> 740/1138/942 us, at 16 no worse
+ * (439/486/381 -> 434/367/298). A kick writes the eventfd once while the
+ * worker sleeps; wcv is still signalled, for the wait of a session that
+ * cannot be opened (session.c) and for a worker without an eventfd (none
+ * could be made).
  */
 #ifdef ZKL_FAULTS
-#define on_fd(c) ((c)->wfd >= 0 && !(c)->faults.worker_on_cv)
+#define on_fd(c) ((c)->wfd >= 0 && !(c)->faults.sleep_on_cv)
 #else
 #define on_fd(c) ((c)->wfd >= 0)
 #endif
-
-/* Sleep in ppoll on the worker's eventfd until woken or until wake (a
- * zkl__now_us() time), and take the wake-up. */
-static void sleep_on_fd(int fd, int64_t wake)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int64_t left = wake - zkl__now_us();
-    struct timespec ts;
-    uint64_t n;
-    if (left < 0)
-        left = 0;
-    ts.tv_sec = left / 1000000;
-    ts.tv_nsec = (left % 1000000) * 1000;
-    if (ppoll(&p, 1, &ts, NULL) > 0 && read(fd, &n, sizeof n) < 0)
-        return; /* EAGAIN: another took it; nothing to do */
-}
 
 static void *worker_main(void *arg)
 {
@@ -141,7 +117,7 @@ static void *worker_main(void *arg)
         c->worker_kicked = false;
         if (on_fd(c)) {
             pthread_mutex_unlock(&c->mu);
-            sleep_on_fd(c->wfd, wake);
+            zkl__wakefd_sleep_until_us(c->wfd, wake);
             pthread_mutex_lock(&c->mu);
         } else {
             zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
@@ -154,10 +130,9 @@ static void *worker_main(void *arg)
 
 zkl_status zkl__worker_start(zkl_client *c)
 {
-    c->wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    c->wfd = zkl__wakefd_new();
     if (pthread_create(&c->worker, NULL, worker_main, c) != 0) {
-        if (c->wfd >= 0)
-            close(c->wfd);
+        zkl__wakefd_close(c->wfd);
         c->wfd = -1;
         return zkl__fail(ZKL_ESYS, "could not start the client thread");
     }
@@ -173,7 +148,6 @@ void zkl__worker_stop(zkl_client *c)
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->worker, NULL);
-    if (c->wfd >= 0)
-        close(c->wfd);
+    zkl__wakefd_close(c->wfd);
     c->wfd = -1;
 }

@@ -113,6 +113,8 @@ struct zkl__acq {
     bool ready, running, queued, done, cancel_req, granted, blocking;
     bool bell;          /* the bell rang: the lock is two places ahead (wait.c, heads.h) */
     pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
+    int wfd;            /* or on this eventfd, made at its first sleep (-1: none) */
+    bool asleep;        /* the blocking owner sleeps on wfd: wake it there */
     size_t heap_at;     /* 1 + index in the timer heap, 0: not in it */
     zkl__acq_done_fn done_fn;
     void *done_arg;

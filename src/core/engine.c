@@ -36,6 +36,7 @@
 
 #include "base/status.h"
 #include "base/util.h"
+#include "base/wakefd.h"
 #include "core/acq.h"
 #include "core/heads.h"
 #include "requests/calls.h"
@@ -163,6 +164,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
     op->a = *a;
     op->entry = ZKL__E_START;
     op->wake_ms = INT64_MAX;
+    op->wfd = -1;
     /* every request on the way gives up at the deadline, but gets at least
      * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
     op->call_until = a->deadline > floor ? a->deadline : floor;
@@ -229,10 +231,38 @@ static void run_steps(zkl__acq *op)
     }
 }
 
+#ifdef ZKL_FAULTS
+#define may_use_fd(c) (!(c)->faults.sleep_on_cv)
+#else
+#define may_use_fd(c) ((void)(c), true)
+#endif
+
+/*
+ * The blocking owner's sleep until op is ready or op->wake_ms: on an eventfd
+ * made at its first sleep (base/wakefd.h: out of the futex hash; an acquire
+ * that never waits makes none), else on cv. Returns false at wake_ms.
+ * Caller holds c->mu; let go while it sleeps.
+ */
+static bool sleep_blocking_locked(zkl__acq *op, pthread_cond_t *cv, bool *no_fd)
+{
+    zkl_client *c = op->c;
+    if (op->wfd < 0 && !*no_fd && may_use_fd(c))
+        *no_fd = (op->wfd = zkl__wakefd_new()) < 0;
+    if (op->wfd < 0 || !may_use_fd(c))
+        return zkl__cond_wait_until(cv, &c->mu, op->wake_ms) != ETIMEDOUT;
+    op->asleep = true;
+    pthread_mutex_unlock(&c->mu);
+    zkl__wakefd_sleep_until_us(op->wfd, op->wake_ms == INT64_MAX ? INT64_MAX : op->wake_ms * 1000);
+    pthread_mutex_lock(&c->mu);
+    op->asleep = false;
+    return op->ready || zkl__now_ms() < op->wake_ms;
+}
+
 void zkl__acq_run_blocking(zkl__acq *op)
 {
     zkl_client *c = op->c;
     pthread_cond_t cv;
+    bool no_fd = false;
     zkl__cond_init(&cv);
     pthread_mutex_lock(&c->mu);
     /* cleared below, before the function returns */
@@ -248,13 +278,15 @@ void zkl__acq_run_blocking(zkl__acq *op)
             break;
         }
         while (!op->ready)
-            if (zkl__cond_wait_until(&cv, &c->mu, op->wake_ms) == ETIMEDOUT)
+            if (!sleep_blocking_locked(op, &cv, &no_fd))
                 break;
         op->ready = false;
         pthread_mutex_unlock(&c->mu);
     }
-    pthread_mutex_lock(&c->mu); /* done: nothing signals it any more */
+    pthread_mutex_lock(&c->mu); /* done: nothing wakes it any more (asleep is false) */
     op->cv = NULL;
+    zkl__wakefd_close(op->wfd);
+    op->wfd = -1;
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&cv);
     if (op->st != ZKL_OK) /* the step that failed may have run on another thread */

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "base/util.h"
+#include "base/wakefd.h"
 #include "core/acq.h"
 
 void zkl__acq_ready_locked(zkl__acq *op)
@@ -19,8 +20,12 @@ void zkl__acq_ready_locked(zkl__acq *op)
     if (op->done)
         return;
     if (op->blocking) {
-        if (op->cv) /* (not yet running: it looks first anyway) */
+        if (op->asleep) {
+            op->asleep = false; /* one wake-up is enough */
+            zkl__wakefd_wake(op->wfd);
+        } else if (op->cv) { /* (not yet running: it looks first anyway) */
             pthread_cond_signal(op->cv);
+        }
         return;
     }
     if (op->queued || op->running)

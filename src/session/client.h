@@ -85,7 +85,8 @@ typedef struct zkl__faults {
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a contended release's delete back this long */
     bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
-    bool worker_on_cv;     /* the worker sleeps on wcv, as when it has no eventfd */
+    bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
+                            * as when no eventfd can be made (base/wakefd.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */
     void (*after_list)(struct zkl_client *c, void *arg);
     void *after_list_arg;

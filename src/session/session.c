@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tsan.h"
 #include "base/util.h"
+#include "base/wakefd.h"
 #include "session/client.h"
 
 #ifdef ZKL_FAULTS
@@ -316,10 +316,8 @@ void zkl__worker_kick_locked(zkl_client *c)
 {
     pthread_cond_signal(&c->wcv); /* the worker waits on it while a session cannot be opened */
     if (c->worker_wake_us != 0 && !c->worker_kicked && c->wfd >= 0) {
-        uint64_t one = 1;
         c->worker_kicked = true;
-        if (write(c->wfd, &one, sizeof one) < 0) /* only EAGAIN: a wake-up is pending */
-            return;
+        zkl__wakefd_wake(c->wfd);
     }
 }
 

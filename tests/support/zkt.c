@@ -273,10 +273,10 @@ void zkt_fault_deaf_bells(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-void zkt_fault_worker_on_cv(zkl_client *c)
+void zkt_fault_sleep_on_cv(zkl_client *c)
 {
     pthread_mutex_lock(&c->mu);
-    c->faults.worker_on_cv = true;
+    c->faults.sleep_on_cv = true;
     pthread_mutex_unlock(&c->mu);
 }
 

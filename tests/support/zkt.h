@@ -78,8 +78,8 @@ void zkt_fault_bg_delete_lost(zkl_client *c, int n);
 /* c's waits never hear their bells (core/heads.h): a deferred watch on a waiter's own node
  * is never set. */
 void zkt_fault_deaf_bells(zkl_client *c);
-/* c's worker sleeps on its condition variable, as when it could not make its eventfd. */
-void zkt_fault_worker_on_cv(zkl_client *c);
+/* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */
+void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Run fn(c, arg) once, on the acquiring thread, right after the next listing of a wait. */
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Delay c's session watcher by ms before it records a disconnect or expiry (0: none). */
