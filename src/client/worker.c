@@ -137,6 +137,7 @@ zkl_status zkl__worker_start(zkl_client *c)
         return zkl__fail(ZKL_ESYS, "could not start the client thread");
     }
     c->worker_started = true;
+    zkl__clients_count(1);
     return ZKL_OK;
 }
 
@@ -148,6 +149,7 @@ void zkl__worker_stop(zkl_client *c)
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->worker, NULL);
+    zkl__clients_count(-1);
     zkl__wakefd_close(c->wfd);
     c->wfd = -1;
 }

@@ -247,6 +247,20 @@ bool zkl__worker_sleeps_past_locked(const struct zkl_client *c, int64_t at);
  */
 void zkl__worker_kick_locked(struct zkl_client *c);
 
+/*
+ * Clients whose worker runs in this process: counted as workers start and
+ * stop (client/worker.c). With many, zklock's blocking waits sleep on
+ * eventfds, out of the futex hash (base/wakefd.h, core/engine.c); with few,
+ * a condition variable is cheaper.
+ */
+void zkl__clients_count(int delta);
+bool zkl__many_clients(void);
+#define ZKL_MANY_CLIENTS 128
+#ifdef ZKL_FAULTS
+/* Test hook: "many" from this count on (ZKL_MANY_CLIENTS unless a test set it). */
+extern _Atomic int zkl__many_clients_from;
+#endif
+
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
 /* "" while connected, else a note for a timeout's message saying it is not. */

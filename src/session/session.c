@@ -9,6 +9,7 @@
  * CURATOR-495). The worker does everything that may block.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,6 +311,24 @@ bool zkl__canceled(zkl_client *c)
     v = c->canceled;
     pthread_mutex_unlock(&c->mu);
     return v;
+}
+
+static _Atomic int clients_running;
+#ifdef ZKL_FAULTS
+_Atomic int zkl__many_clients_from = ZKL_MANY_CLIENTS;
+#define many_from() atomic_load(&zkl__many_clients_from)
+#else
+#define many_from() ZKL_MANY_CLIENTS
+#endif
+
+void zkl__clients_count(int delta)
+{
+    atomic_fetch_add(&clients_running, delta);
+}
+
+bool zkl__many_clients(void)
+{
+    return atomic_load(&clients_running) >= many_from();
 }
 
 void zkl__worker_kick_locked(zkl_client *c)

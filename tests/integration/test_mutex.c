@@ -668,10 +668,12 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
  * A contended release with no request after it: the client's worker sends
  * the delete when the window ends (300 ms here, to be measurable; 0.1 ms by
  * default), and not before. The release wakes the worker (its eventfd; in
- * the last round its condition variable, as when no eventfd can be made,
- * and so do a's and b's blocking waits): not woken, it would look around
- * only at its next lease renewal or after its idle 10 s, which a 30 s
- * session puts 10 s apart.
+ * the last round its condition variable, as when no eventfd can be made).
+ * a's and b's blocking waits sleep on eventfds in the first round (as in a
+ * process of many clients), on condition variables in the others. Not
+ * woken, the worker would look around only at its next lease renewal or
+ * after its idle 10 s, which a 30 s session puts 10 s apart; a blocking
+ * wait not woken would time out.
  */
 Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
 {
@@ -684,6 +686,7 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
         zkt_defer_window(p.c[1], round != 1 ? 300 * 1000 : 0);
+        zkt_many_clients_from(round == 0 ? 0 : -1);
         if (round == 2) {
             int i;
             for (i = 0; i < p.n; i++)
@@ -705,6 +708,7 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
         waiter_release(&b);
         cr_assert_eq(zkt_children_settle(p.zh, p.path, 0), 0, "znodes left behind");
     }
+    zkt_many_clients_from(-1);
     party_close(&p);
 }
 
