@@ -88,13 +88,39 @@ static void finish(zkl_op *op, zkl_status st, char *msg)
 
 static void acq_done(struct zkl__acq *acq, void *arg);
 
-static bool canceled(zkl_op *op)
+#ifdef ZKL_FAULTS
+/* Test hook: run once, on the worker, right after a handle's outcome is settled. */
+static void after_settle_fault(zkl_client *c)
 {
-    bool v;
+    void (*fn)(zkl_client *, void *);
+    void *arg;
+    pthread_mutex_lock(&c->mu);
+    fn = c->faults.after_settle;
+    arg = c->faults.after_settle_arg;
+    c->faults.after_settle = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (fn)
+        fn(c, arg);
+}
+#else
+#define after_settle_fault(c) ((void)(c))
+#endif
+
+/*
+ * op's outcome is settled: from here on a cancel is too late (ZKL_EBUSY).
+ * True if a cancel came first: it said it won, so the report must say
+ * ZKL_ECANCELED. One critical section: a cancel between a look at
+ * cancel_req and finish() would say it won a handle reported granted.
+ */
+static bool settle(zkl_op *op)
+{
+    bool was;
     pthread_mutex_lock(&op->c->mu);
-    v = op->cancel_req;
+    was = op->cancel_req;
+    op->finished = true;
     pthread_mutex_unlock(&op->c->mu);
-    return v;
+    after_settle_fault(op->c);
+    return was;
 }
 
 /* The engine is there for c (made if need be), and c is not closing. */
@@ -143,6 +169,7 @@ static void acq_done(struct zkl__acq *acq, void *arg)
     zkl__hold got = acq->hold;
     zkl_status st = acq->st, final;
     char *msg = acq->msg;
+    bool more;
     acq->hold.node = NULL;
     acq->msg = NULL;
     zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
@@ -150,14 +177,16 @@ static void acq_done(struct zkl__acq *acq, void *arg)
     op->acq = NULL;
     pthread_mutex_unlock(&op->c->mu);
     zkl__acq_free(acq);
-    if (op->plan->next(op, st, st == ZKL_OK ? &got : NULL, &c, &a, &final)) {
+    more = op->plan->next(op, st, st == ZKL_OK ? &got : NULL, &c, &a, &final);
+    if (more) {
         if (start_next(op, c, &a, &final))
             goto out;
         zkl__op_let_go(op);
-    } else if (final == ZKL_OK && canceled(op)) { /* a cancel came between two acquires */
+    }
+    if (settle(op) && final != ZKL_ECANCELED) { /* a cancel came after the acquire */
         zkl__op_let_go(op);
         final = zkl__fail(ZKL_ECANCELED, "%s: acquiring %s was canceled", op->what, op->path);
-    } else if (final == st) { /* the acquire's own outcome and message */
+    } else if (!more && final == st) { /* the acquire's own outcome and message */
         finish(op, final, final == ZKL_OK ? NULL : msg);
         return;
     }

@@ -90,6 +90,9 @@ typedef struct zkl__faults {
     /* run once, on the acquiring thread, after the next listing of a wait */
     void (*after_list)(struct zkl_client *c, void *arg);
     void *after_list_arg;
+    /* run once, on the worker, right after an async handle's outcome is settled */
+    void (*after_settle)(struct zkl_client *c, void *arg);
+    void *after_settle_arg;
     /* > 0: the session watcher sleeps this long before it records a
      * disconnect or an expiry (a loaded completion thread) */
     _Atomic int session_event_delay_ms;

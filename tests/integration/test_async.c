@@ -243,6 +243,58 @@ Test(async, cancel_races_grant, .timeout = 240)
     free(path);
 }
 
+/*
+ * A cancel that comes right after the outcome is settled (on the worker,
+ * before the report is delivered: zkt_fault_after_settle) is too late: it
+ * says ZKL_EBUSY, and the report says granted. When the outcome was looked
+ * at apart from marking it final, such a cancel said it won while the
+ * report said granted (once in 1000 rounds of cancel_races_grant, CI's ASan
+ * run of 2026-11-26).
+ */
+struct late_cancel {
+    zkl_op *op;
+    _Atomic int st;
+};
+
+static void cancel_now(zkl_client *c, void *arg)
+{
+    struct late_cancel *l = arg;
+    (void)c;
+    atomic_store(&l->st, (int)zkl_op_cancel(l->op));
+}
+
+Test(async, a_cancel_after_the_outcome_is_settled_is_too_late, .timeout = 60)
+{
+    zkl_client *holder = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("async-settled");
+    zkl_mutex *h, *m;
+    struct late_cancel l = {0};
+    seen s = {0};
+    atomic_init(&l.st, -1);
+    ok(zkl_mutex_create(holder, path, &h), "create");
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(h, 5000), "holder");
+    ok(zkl_mutex_acquire_async(m, ZKL_WAIT_FOREVER, record, &s, &l.op), "acquire_async");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    zkt_fault_after_settle(c, cancel_now, &l);
+    ok(zkl_mutex_release(h), "holder release");
+    wait_called(&s);
+    cr_assert_eq(atomic_load(&l.st), ZKL_EBUSY, "the late cancel returned %d, not ZKL_EBUSY",
+                 atomic_load(&l.st));
+    cr_assert_eq(atomic_load(&s.st), ZKL_OK, "report %s (%s)", zkl_strerror(atomic_load(&s.st)),
+                 s.msg);
+    cr_assert(zkl_op_is_held(l.op));
+    ok(zkl_op_release(l.op), "release");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node is left");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(h), "destroy");
+    zookeeper_close(zh);
+    zkl_client_close(c);
+    zkl_client_close(holder);
+    free(path);
+}
+
 Test(async, session_loss_while_waiting_and_holding, .timeout = 90)
 {
     zkl_client *holder = zkt_client(0), *c = zkt_client(4000);

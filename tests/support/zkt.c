@@ -285,6 +285,14 @@ void zkt_many_clients_from(int n)
     atomic_store(&zkl__many_clients_from, n < 0 ? ZKL_MANY_CLIENTS : n);
 }
 
+void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.after_settle = fn;
+    c->faults.after_settle_arg = arg;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
 {
     pthread_mutex_lock(&c->mu);

@@ -83,6 +83,9 @@ void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Blocking waits sleep on eventfds from n clients in the process on (0: always; -1: the
  * library's own threshold, ZKL_MANY_CLIENTS). */
 void zkt_many_clients_from(int n);
+/* Run fn(c, arg) once, on c's worker, right after an async handle's outcome is settled
+ * (before it is delivered). */
+void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Run fn(c, arg) once, on the acquiring thread, right after the next listing of a wait. */
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Delay c's session watcher by ms before it records a disconnect or expiry (0: none). */
