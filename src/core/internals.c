@@ -52,14 +52,13 @@ static int defer_fault(zkl_client *c)
 #define defer_fault(c) ((void)(c), 0)
 #endif
 
-/* How long a release holds its delete back (a test may set the contended window). */
+/* How long a release holds its delete back (a test may set the window). */
 static int defer_window_us(zkl_client *c, bool alone)
 {
-    int us;
-    if (alone)
-        return ZKL_DEFER_ALONE_US;
-    us = defer_fault(c);
-    return us > 0 ? us : ZKL_DEFER_CONTENDED_US;
+    int us = defer_fault(c);
+    if (us > 0)
+        return us;
+    return alone ? ZKL_DEFER_ALONE_US : ZKL_DEFER_CONTENDED_US;
 }
 
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)

@@ -83,7 +83,7 @@ typedef struct zkl__faults {
     char next_uuid[37];    /* use this UUID for the next protected create */
     int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
-    int defer_us;          /* > 0: hold a contended release's delete back this long */
+    int defer_us;          /* > 0: hold a release's delete back this long */
     bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
     bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
                             * as when no eventfd can be made (base/wakefd.h) */

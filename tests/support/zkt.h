@@ -90,7 +90,7 @@ void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), voi
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Delay c's session watcher by ms before it records a disconnect or expiry (0: none). */
 void zkt_fault_session_event_delay(zkl_client *c, int ms);
-/* Hold a contended release's delete back us microseconds (0: the default). */
+/* Hold a release's delete back us microseconds, contended or alone (0: the defaults). */
 void zkt_defer_window(zkl_client *c, int us);
 
 /* Freeze (SIGSTOP) or thaw (SIGCONT) the test server, by the pid its script recorded. */
