@@ -83,6 +83,12 @@ struct zkl__acq {
     /* our create went without the listing: the node just ahead may be known
      * here (heads.h), else the first round lists (wait.c) */
     bool unlisted;
+    /* our create is counted in flight (heads.h: zkl__heads_create_sent) */
+    bool in_flight;
+    /* the note of node await_seq awaited (wait.c), until await_until */
+    bool awaiting;
+    int32_t await_seq;
+    int64_t await_until;
     /* creating */
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;
@@ -112,6 +118,7 @@ struct zkl__acq {
     /* the engine's, under c->mu */
     bool ready, running, queued, done, cancel_req, granted, blocking;
     bool bell;          /* the bell rang: the lock is two places ahead (wait.c, heads.h) */
+    bool noted;         /* the awaited note came, or no create is in flight (heads.h) */
     pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
     int wfd;            /* or on this eventfd, made at its first sleep (-1: none) */
     bool asleep;        /* the blocking owner sleeps on wfd: wake it there */
@@ -152,6 +159,8 @@ void zkl__acq_ready_locked_fn(void *op);
 void zkl__acq_notify(void *op);
 /* A zkl__bell_fn (heads.h): op of client c (if still live) has its bell rung, and is readied. */
 void zkl__acq_bell(void *c, void *op);
+/* The same for a joiner's await (heads.h: zkl__heads_await): sets op->noted. */
+void zkl__acq_noted(void *c, void *op);
 /* The sequence of node name in op's line (by its driver's markers), -1 if it has none. */
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name);
 /* Whether op is its client's only live operation. */
@@ -179,6 +188,10 @@ zkl__step_result zkl__step_start(zkl__acq *op);  /* grant.c: a session, a place 
 zkl__step_result zkl__step_create(zkl__acq *op); /* create.c: our node */
 zkl__step_result zkl__step_wait(zkl__acq *op);   /* wait.c: the line, from the listing */
 zkl__step_result zkl__step_grant(zkl__acq *op);  /* grant.c: the lease, the hold */
+/* create.c: our create no longer counts in flight (heads.h); once, idempotent. */
+void zkl__acq_flight_end(zkl__acq *op);
+/* wait.c: op no longer awaits a note (heads.h); idempotent. */
+void zkl__acq_unawait(zkl__acq *op);
 /* Finish with st: cleanup of our node (if any), then done. */
 zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st);
 /* The place is lost (ZKL__RESTART): start again, or give up. */

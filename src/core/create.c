@@ -350,10 +350,20 @@ static void send_create(zkl__acq *op)
     zkl__acq_track(op, k, rc);
     if (!k || op->fault)
         return;
+    if (!op->in_flight && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
+        mode == ZOO_EPHEMERAL_SEQUENTIAL)
+        op->in_flight = zkl__heads_create_sent(op->a.path);
     if ((op->unlisted = unlisted_join(op, mode)))
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
+}
+
+void zkl__acq_flight_end(zkl__acq *op)
+{
+    if (op->in_flight)
+        zkl__heads_create_done(op->a.path);
+    op->in_flight = false;
 }
 
 zkl__step_result zkl__step_create(zkl__acq *op)

@@ -30,6 +30,8 @@ static zkl__step_result finish(zkl__acq *op, zkl_status st)
 /* Let go of everything of the place in line but the node (the caller's to delete). */
 static void leave_place(zkl__acq *op)
 {
+    zkl__acq_flight_end(op);
+    zkl__acq_unawait(op);
     zkl__acq_untrack(op);
     zkl__armed_clear(&op->prim);
     zkl__armed_clear(&op->ahead);

@@ -11,7 +11,9 @@
  * mutex, so never while one of its bells rings). Fixed size and no heap: a
  * name too long for an entry is not noted (its waiter lists, as before).
  * The grants are kept by name, since a waiter's hand-off rests on them; the
- * nodes made are a hint, checked by name and by the server.
+ * nodes made are a hint, checked by name and by the server. So is the count
+ * of creates in flight per parent, with the joiners awaiting a note: their
+ * functions are called under this mutex too, as a bell's.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -59,10 +61,31 @@ typedef struct last_entry {
     int64_t owner;
 } last_entry;
 
+/*
+ * Per parent (direct-mapped, like last): this process's creates in flight
+ * there (sent, their node not yet noted made), and the joiners awaiting a
+ * note (zkl__heads_await). A parent whose entry another parent holds, while
+ * that one has creates in flight, is not counted: its joiners list.
+ */
+typedef struct flight_entry {
+    uint64_t parent;
+    int creates, waiting;
+} flight_entry;
+
+/* A joiner awaiting the note of node seq under parent (by seq_slot). */
+typedef struct await_entry {
+    uint64_t parent;
+    int32_t seq;
+    zkl__bell_fn fn; /* NULL: empty */
+    void *owner, *waiter;
+} await_entry;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ring held;
 static seq_entry by_seq[MADE];
 static last_entry last[LAST];
+static flight_entry flight[LAST];
+static await_entry awaits[MADE];
 
 static uint64_t fnv_on(uint64_t h, const char *s)
 {
@@ -113,10 +136,107 @@ static size_t seq_slot(uint64_t parent, int32_t seq)
     return (size_t)((parent + (uint32_t)seq) % MADE);
 }
 
+/* The entry noted with sequence seq under parent hash ph, or NULL. Caller holds mu. */
+static seq_entry *noted_locked(uint64_t ph, int32_t seq)
+{
+    seq_entry *e = &by_seq[seq_slot(ph, seq)];
+    return seq >= 0 && e->owner != 0 && e->parent == ph && e->seq == seq ? e : NULL;
+}
+
+/* Slot a let go of (it held a joiner). Caller holds mu. */
+static void await_clear_locked(await_entry *a)
+{
+    flight_entry *f = &flight[a->parent % LAST];
+    a->fn = NULL;
+    if (f->parent == a->parent && f->waiting > 0)
+        f->waiting--;
+}
+
+/* The joiner awaiting slot a, told (once) and let go of. Caller holds mu. */
+static void await_ring_locked(await_entry *a)
+{
+    zkl__bell_fn fn = a->fn;
+    await_clear_locked(a);
+    fn(a->owner, a->waiter);
+}
+
+/* Every joiner awaiting a note under parent ph, told: no create is in flight there. */
+static void await_ring_all_locked(uint64_t ph)
+{
+    size_t i;
+    for (i = 0; i < MADE && flight[ph % LAST].waiting > 0; i++)
+        if (awaits[i].fn && awaits[i].parent == ph)
+            await_ring_locked(&awaits[i]);
+}
+
+bool zkl__heads_create_sent(const char *parent)
+{
+    uint64_t ph = fnv(parent);
+    flight_entry *f = &flight[ph % LAST];
+    bool counted = false;
+    pthread_mutex_lock(&mu);
+    if (f->parent != ph && f->creates == 0 && f->waiting == 0) {
+        f->parent = ph; /* a free entry, taken */
+    }
+    if (f->parent == ph) {
+        f->creates++;
+        counted = true;
+    }
+    pthread_mutex_unlock(&mu);
+    return counted;
+}
+
+void zkl__heads_create_done(const char *parent)
+{
+    uint64_t ph = fnv(parent);
+    flight_entry *f = &flight[ph % LAST];
+    pthread_mutex_lock(&mu);
+    if (f->parent == ph && f->creates > 0 && --f->creates == 0)
+        await_ring_all_locked(ph);
+    pthread_mutex_unlock(&mu);
+}
+
+bool zkl__heads_await(const char *parent, int32_t seq, zkl__bell_fn fn, void *owner, void *waiter)
+{
+    uint64_t ph = fnv(parent);
+    flight_entry *f = &flight[ph % LAST];
+    await_entry *a;
+    bool set = false;
+    if (seq < 0)
+        return false;
+    pthread_mutex_lock(&mu);
+    a = &awaits[seq_slot(ph, seq)];
+    if (f->parent == ph && f->creates > 0 && !noted_locked(ph, seq) && !a->fn) {
+        a->parent = ph;
+        a->seq = seq;
+        a->fn = fn;
+        a->owner = owner;
+        a->waiter = waiter;
+        f->waiting++;
+        set = true;
+    }
+    pthread_mutex_unlock(&mu);
+    return set;
+}
+
+void zkl__heads_unawait(const char *parent, int32_t seq, const void *waiter)
+{
+    uint64_t ph = fnv(parent);
+    await_entry *a;
+    if (seq < 0)
+        return;
+    pthread_mutex_lock(&mu);
+    a = &awaits[seq_slot(ph, seq)];
+    if (a->fn && a->waiter == waiter && a->parent == ph && a->seq == seq)
+        await_clear_locked(a);
+    pthread_mutex_unlock(&mu);
+}
+
 void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int64_t owner)
 {
     uint64_t ph = fnv(parent);
     size_t n = strlen(name);
+    await_entry *a;
     if (owner == 0)
         return;
     pthread_mutex_lock(&mu);
@@ -130,6 +250,9 @@ void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int
         e->granted = false;
         e->bell = NULL;
         memcpy(e->name, name, n + 1);
+        a = &awaits[seq_slot(ph, seq)];
+        if (a->fn && a->parent == ph && a->seq == seq)
+            await_ring_locked(a); /* the node just ahead of that joiner's */
     }
     pthread_mutex_unlock(&mu);
 }
@@ -143,13 +266,6 @@ bool zkl__heads_others_joined(const char *parent, int64_t self)
         last[ph % LAST].parent == ph && last[ph % LAST].owner != 0 && last[ph % LAST].owner != self;
     pthread_mutex_unlock(&mu);
     return others;
-}
-
-/* The entry noted with sequence seq under parent hash ph, or NULL. Caller holds mu. */
-static seq_entry *noted_locked(uint64_t ph, int32_t seq)
-{
-    seq_entry *e = &by_seq[seq_slot(ph, seq)];
-    return seq >= 0 && e->owner != 0 && e->parent == ph && e->seq == seq ? e : NULL;
 }
 
 /* Entry e rings its bell, if it has one (once). Caller holds mu. */
@@ -211,9 +327,12 @@ void zkl__heads_forget(const void *owner)
 {
     size_t i;
     pthread_mutex_lock(&mu);
-    for (i = 0; i < MADE; i++)
+    for (i = 0; i < MADE; i++) {
         if (by_seq[i].bell && by_seq[i].bell_owner == owner)
             by_seq[i].bell = NULL;
+        if (awaits[i].fn && awaits[i].owner == owner)
+            await_clear_locked(&awaits[i]);
+    }
     pthread_mutex_unlock(&mu);
 }
 

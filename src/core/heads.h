@@ -74,6 +74,26 @@ bool zkl__heads_bell(const char *parent, const char *name, int32_t seq, zkl__bel
                      void *owner, void *waiter);
 void zkl__heads_forget(const void *owner);
 
+/*
+ * The joiner's await (wait.c, "the note awaited"). Creates of this process
+ * complete on many threads, in the order they are scheduled, so a joiner
+ * may learn its own node before the node made here just ahead of it is
+ * noted. While a create of this process under parent is in flight, the
+ * joiner whose node s - 1 is not known waits for it instead of listing.
+ * create_sent: a create under parent is sent (true: counted, and the caller
+ * calls create_done once, when its node is noted made or the create ends
+ * without one). await: fn(owner, waiter) is called once, under this file's
+ * mutex, when node seq under parent is noted made or no create of this
+ * process is in flight there; false: not registered (nothing in flight,
+ * seq noted already, or no room): list now. unawait: waiter no longer
+ * awaits node seq (it timed out, or went). forget also lets go of owner's
+ * awaits. Only a hint: a note that never comes costs the wait's time bound.
+ */
+bool zkl__heads_create_sent(const char *parent);
+void zkl__heads_create_done(const char *parent);
+bool zkl__heads_await(const char *parent, int32_t seq, zkl__bell_fn fn, void *owner, void *waiter);
+void zkl__heads_unawait(const char *parent, int32_t seq, const void *waiter);
+
 /* Whether that node was noted (and not yet pushed out of the ring). */
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner);
 

@@ -45,7 +45,8 @@ void zkl__acq_ready_locked_fn(void *arg)
     zkl__acq_ready_locked(arg);
 }
 
-void zkl__acq_bell(void *client, void *arg)
+/* A bell (noted: an await) rang for op arg of client (heads.h): its flag set, op ready. */
+static void rung(void *client, void *arg, bool noted)
 {
     zkl_client *c = client;
     zkl__acq *op;
@@ -57,14 +58,27 @@ void zkl__acq_bell(void *client, void *arg)
     }
 #endif
     /* arg may be gone (freed, even reused): only a live one hears it, and
-     * a bell is only "watch your own node now", which is never wrong */
+     * each says only "look again now", which is never wrong */
     DL_FOREACH(c->engine->live, op)
     if (op == arg) {
-        op->bell = true;
+        if (noted)
+            op->noted = true;
+        else
+            op->bell = true;
         zkl__acq_ready_locked(op);
         break;
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__acq_bell(void *client, void *arg)
+{
+    rung(client, arg, false);
+}
+
+void zkl__acq_noted(void *client, void *arg)
+{
+    rung(client, arg, true);
 }
 
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name)

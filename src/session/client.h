@@ -85,6 +85,8 @@ typedef struct zkl__faults {
     int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
     int defer_us;          /* > 0: hold a release's delete back this long */
     bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
+    int await_ms;          /* > 0: a joiner awaits a note this long at most (wait.c) */
+    int note_delay_ms;     /* > 0: a waiter sleeps this long before its node is noted made */
     bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
                             * as when no eventfd can be made (base/wakefd.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */

@@ -858,6 +858,131 @@ Test(mutex, a_foreign_node_between_is_waited_for, .timeout = 60)
 }
 
 /*
+ * The note awaited (wait.c, await_note): creates of this process complete
+ * on many threads, so a joiner may learn its own node before the node just
+ * ahead, made here too, is noted. Here b's node is noted late (a delay on
+ * its thread, as on a loaded machine), and a's create is answered in
+ * between: a waits for b's note instead of listing, then takes b as the
+ * node ahead with no listing at all. c, which joins behind a and is noted
+ * later still, keeps a create of this process in flight after b's note:
+ * the note itself wakes a. Without the await, a lists once.
+ */
+Test(mutex, a_joiner_awaits_the_note_of_the_node_ahead, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, a = {0}, c = {0};
+    int64_t t0;
+    party_open(&p, 4, "await-note"); /* x, b, a, c */
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    zkt_fault_note_delay(p.c[1], 1000);
+    zkt_fault_note_delay(p.c[3], 6000);
+    zkt_fault_await_ms(p.c[2], 10000); /* (a slow run's note still in time) */
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2); /* b's create is answered */
+    t0 = zkt_now_ms();
+    waiter_start(&a, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
+    waiter_start(&c, p.m[3], 30000);
+    /* b's note rings a: it watches b (and its own node) well before c's note */
+    while (requests_of(p.c[2]) < 2 && zkt_now_ms() - t0 < 3000)
+        zkt_sleep_ms(5);
+    cr_assert_geq(requests_of(p.c[2]), 2, "a was not woken by b's note");
+    zkt_requests_settle(p.c[2]);
+    cr_assert_eq(zkt_list_requests(p.c[2]), 0, "a listed %llu times instead of awaiting b's note",
+                 (unsigned long long)zkt_list_requests(p.c[2]));
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    cr_assert_not(atomic_load(&a.done), "a was granted while b holds");
+    waiter_release(&b);
+    waiter_until_done(&a);
+    ok(a.st, "a acquires after b");
+    cr_assert_not(atomic_load(&c.done), "c was granted while a holds");
+    waiter_release(&a);
+    waiter_until_done(&c);
+    ok(c.st, "c acquires after a");
+    waiter_release(&c);
+    party_close(&p);
+}
+
+/*
+ * The await is bounded: b's note comes far too late (3 s), and a, which
+ * awaits it at most 300 ms here, lists then, long before b's note; it waits
+ * for b in line all the same, as a listing shows it.
+ */
+Test(mutex, a_note_that_comes_too_late_costs_the_bound, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, a = {0};
+    int64_t t0;
+    party_open(&p, 3, "await-bound"); /* x, b, a */
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    zkt_fault_note_delay(p.c[1], 3000);
+    zkt_fault_await_ms(p.c[2], 300);
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    t0 = zkt_now_ms();
+    waiter_start(&a, p.m[2], 30000);
+    while (zkt_list_requests(p.c[2]) == 0 && zkt_now_ms() - t0 < 2500)
+        zkt_sleep_ms(5);
+    cr_assert_eq(zkt_list_requests(p.c[2]), 1, "a did not list within 2.5 s");
+    cr_assert_geq(zkt_now_ms() - t0, 250, "a listed before its bound (%lld ms)",
+                  (long long)(zkt_now_ms() - t0));
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    cr_assert_not(atomic_load(&a.done), "a was granted while b holds");
+    waiter_release(&b);
+    waiter_until_done(&a);
+    ok(a.st, "a acquires after b");
+    waiter_release(&a);
+    party_close(&p);
+}
+
+/*
+ * An await ends when no create of this process is in flight on the path:
+ * then the node just ahead cannot be of this process. Here another
+ * process's node lands between b's and a's while b's note is late (1 s):
+ * a awaits (its bound is 20 s here) until b is noted, then lists, and
+ * waits for that node too.
+ */
+Test(mutex, an_await_ends_when_no_create_of_this_process_is_in_flight, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, a = {0};
+    char *other;
+    int64_t t0;
+    party_open(&p, 3, "await-none"); /* x, b, other, a */
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    zkt_fault_note_delay(p.c[1], 1000);
+    zkt_fault_await_ms(p.c[2], 20000);
+    t0 = zkt_now_ms();
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    other = foreign_node(p.zh, p.path);
+    waiter_start(&a, p.m[2], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4);
+    zkt_sleep_ms(300);
+    if (zkt_now_ms() - t0 < 900) /* (else too slow a run to tell) */
+        cr_assert_eq(zkt_list_requests(p.c[2]), 0, "a listed before b's note");
+    while (zkt_list_requests(p.c[2]) == 0 && zkt_now_ms() - t0 < 5000)
+        zkt_sleep_ms(5);
+    cr_assert_eq(zkt_list_requests(p.c[2]), 1, "a did not list when b's create was noted");
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    waiter_release(&b);
+    zkt_sleep_ms(300);
+    cr_assert_not(atomic_load(&a.done), "a was granted while the other process's node is ahead");
+    cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
+    waiter_until_done(&a);
+    ok(a.st, "a acquires after the other");
+    waiter_release(&a);
+    free(other);
+    party_close(&p);
+}
+
+/*
  * A second wait of e's client, pending on another path that x holds: a
  * waiter defers the watch on its own node only where waits add up, when its
  * client has another live (wait.c, self_deferred).

@@ -273,6 +273,20 @@ void zkt_fault_deaf_bells(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_await_ms(zkl_client *c, int ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.await_ms = ms;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkt_fault_note_delay(zkl_client *c, int ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.note_delay_ms = ms;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_sleep_on_cv(zkl_client *c)
 {
     pthread_mutex_lock(&c->mu);

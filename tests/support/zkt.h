@@ -78,6 +78,10 @@ void zkt_fault_bg_delete_lost(zkl_client *c, int n);
 /* c's waits never hear their bells (core/heads.h): a deferred watch on a waiter's own node
  * is never set. */
 void zkt_fault_deaf_bells(zkl_client *c);
+/* A joiner of c awaits the note of the node ahead (core/wait.c, await_note) at most ms. */
+void zkt_fault_await_ms(zkl_client *c, int ms);
+/* A waiter of c sleeps ms, on its acquiring thread, before its node is noted made (heads.h). */
+void zkt_fault_note_delay(zkl_client *c, int ms);
 /* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */
 void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Blocking waits sleep on eventfds from n clients in the process on (0: always; -1: the
