@@ -87,12 +87,11 @@ struct zkl__acq {
     bool in_flight;
     /* the note of node await_seq awaited (wait.c), until await_until */
     bool awaiting;
-    int32_t await_seq;
-    int64_t await_until;
     /* creating */
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;
     int attempt, parents, restarts, fault;
+    int32_t await_seq;
     bool uncertain;               /* a try may have reached the server: recover by prefix first */
     bool no_carry;                /* the next create goes alone (a multi failed unapplied) */
     char *mk;                     /* mkdirs: the path being made */
@@ -108,6 +107,7 @@ struct zkl__acq {
     uint64_t gen; /* the connection state a listing was taken in */
     /* a backoff or a wait for session news: until when, since which state */
     int64_t until;
+    int64_t await_until;
     uint64_t since_gen;
     const char *doing;
     /* the outcome */
@@ -151,6 +151,10 @@ bool zkl__acq_cancel_locked(zkl__acq *op);
 
 /* ---- op.c: what steps share ---- */
 
+/* Our create no longer counts in flight (heads.h); idempotent. */
+void zkl__acq_flight_end(zkl__acq *op);
+/* op no longer awaits a note (heads.h, wait.c); idempotent. */
+void zkl__acq_unawait(zkl__acq *op);
 /* Readies op (a reply came, a watch fired): c->mu held / not held. */
 void zkl__acq_ready_locked(zkl__acq *op);
 /* For a watch token: it fired (c->mu held); arg is the op. */
@@ -188,10 +192,6 @@ zkl__step_result zkl__step_start(zkl__acq *op);  /* grant.c: a session, a place 
 zkl__step_result zkl__step_create(zkl__acq *op); /* create.c: our node */
 zkl__step_result zkl__step_wait(zkl__acq *op);   /* wait.c: the line, from the listing */
 zkl__step_result zkl__step_grant(zkl__acq *op);  /* grant.c: the lease, the hold */
-/* create.c: our create no longer counts in flight (heads.h); once, idempotent. */
-void zkl__acq_flight_end(zkl__acq *op);
-/* wait.c: op no longer awaits a note (heads.h); idempotent. */
-void zkl__acq_unawait(zkl__acq *op);
 /* Finish with st: cleanup of our node (if any), then done. */
 zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st);
 /* The place is lost (ZKL__RESTART): start again, or give up. */

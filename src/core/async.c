@@ -90,18 +90,7 @@ static void acq_done(struct zkl__acq *acq, void *arg);
 
 #ifdef ZKL_FAULTS
 /* Test hook: run once, on the worker, right after a handle's outcome is settled. */
-static void after_settle_fault(zkl_client *c)
-{
-    void (*fn)(zkl_client *, void *);
-    void *arg;
-    pthread_mutex_lock(&c->mu);
-    fn = c->faults.after_settle;
-    arg = c->faults.after_settle_arg;
-    c->faults.after_settle = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (fn)
-        fn(c, arg);
-}
+#define after_settle_fault(c) zkl__fault_run_once((c), &(c)->faults.after_settle)
 #else
 #define after_settle_fault(c) ((void)(c))
 #endif

@@ -296,14 +296,7 @@ static zkl__step_result step_created(zkl__acq *op)
 
 #ifdef ZKL_FAULTS
 /* Test hook: a test that runs something after the next listing gets one. */
-static bool list_fault_set(zkl_client *c)
-{
-    bool set;
-    pthread_mutex_lock(&c->mu);
-    set = c->faults.after_list != NULL;
-    pthread_mutex_unlock(&c->mu);
-    return set;
-}
+#define list_fault_set(c) zkl__fault_hook_set((c), &(c)->faults.after_list)
 #else
 #define list_fault_set(c) ((void)(c), false)
 #endif
@@ -357,13 +350,6 @@ static void send_create(zkl__acq *op)
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
-}
-
-void zkl__acq_flight_end(zkl__acq *op)
-{
-    if (op->in_flight)
-        zkl__heads_create_done(op->a.path);
-    op->in_flight = false;
 }
 
 zkl__step_result zkl__step_create(zkl__acq *op)

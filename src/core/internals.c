@@ -40,14 +40,7 @@
 
 #ifdef ZKL_FAULTS
 /* Test hook: the contended window a test set, or 0. */
-static int defer_fault(zkl_client *c)
-{
-    int us;
-    pthread_mutex_lock(&c->mu);
-    us = c->faults.defer_us;
-    pthread_mutex_unlock(&c->mu);
-    return us;
-}
+#define defer_fault(c) zkl__fault_value((c), &(c)->faults.defer_us)
 #else
 #define defer_fault(c) ((void)(c), 0)
 #endif

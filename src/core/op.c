@@ -12,6 +12,7 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "core/acq.h"
+#include "core/heads.h"
 
 void zkl__acq_ready_locked(zkl__acq *op)
 {
@@ -79,6 +80,20 @@ void zkl__acq_bell(void *client, void *arg)
 void zkl__acq_noted(void *client, void *arg)
 {
     rung(client, arg, true);
+}
+
+void zkl__acq_flight_end(zkl__acq *op)
+{
+    if (op->in_flight)
+        zkl__heads_create_done(op->a.path);
+    op->in_flight = false;
+}
+
+void zkl__acq_unawait(zkl__acq *op)
+{
+    if (op->awaiting)
+        zkl__heads_unawait(op->a.path, op->await_seq, op);
+    op->awaiting = false;
 }
 
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name)

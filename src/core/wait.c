@@ -19,36 +19,18 @@
 #include "requests/rc.h"
 
 #ifdef ZKL_FAULTS
-/* Test hook: run the after-listing fault once, if a test set one. */
-static void after_list_fault(zkl_client *c)
-{
-    void (*fn)(zkl_client *, void *);
-    void *arg;
-    pthread_mutex_lock(&c->mu);
-    fn = c->faults.after_list;
-    arg = c->faults.after_list_arg;
-    c->faults.after_list = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (fn)
-        fn(c, arg);
-}
-
-/* Test hooks: how long a joiner awaits a note; a delay before our node is noted made. */
+/* Test hooks: a function run after a listing; how long a joiner awaits a
+ * note; a delay before our node is noted made. */
+#define after_list_fault(c) zkl__fault_run_once((c), &(c)->faults.after_list)
 static int64_t await_ms(zkl_client *c, int64_t dflt)
 {
-    int ms;
-    pthread_mutex_lock(&c->mu);
-    ms = c->faults.await_ms;
-    pthread_mutex_unlock(&c->mu);
+    int ms = zkl__fault_value(c, &c->faults.await_ms);
     return ms > 0 ? ms : dflt;
 }
 
 static void note_delay(zkl_client *c)
 {
-    int ms;
-    pthread_mutex_lock(&c->mu);
-    ms = c->faults.note_delay_ms;
-    pthread_mutex_unlock(&c->mu);
+    int ms = zkl__fault_value(c, &c->faults.note_delay_ms);
     if (ms > 0)
         zkl__sleep_ms(ms);
 }
@@ -540,13 +522,6 @@ static zkl__step_result list_now(zkl__acq *op)
     zkl__acq_track(op, k, rc);
     op->step = step_listing;
     return ZKL__STEP_AGAIN;
-}
-
-void zkl__acq_unawait(zkl__acq *op)
-{
-    if (op->awaiting)
-        zkl__heads_unawait(op->a.path, op->await_seq, op);
-    op->awaiting = false;
 }
 
 /* Asleep until the awaited note, the bound, or news: then known, or listed. */

@@ -76,6 +76,12 @@ struct zkl__watch {
 };
 
 #ifdef ZKL_FAULTS
+/* A test's function, run once where the library reaches a point (zkl__fault_run_once). */
+typedef struct zkl__fault_hook {
+    void (*fn)(struct zkl_client *c, void *arg);
+    void *arg;
+} zkl__fault_hook;
+
 /* Test-only faults, set through tests/support; compiled into test builds only. */
 typedef struct zkl__faults {
     int create_reply_lost; /* drop the reply of the next N successful creates */
@@ -90,11 +96,9 @@ typedef struct zkl__faults {
     bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
                             * as when no eventfd can be made (base/wakefd.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */
-    void (*after_list)(struct zkl_client *c, void *arg);
-    void *after_list_arg;
+    zkl__fault_hook after_list;
     /* run once, on the worker, right after an async handle's outcome is settled */
-    void (*after_settle)(struct zkl_client *c, void *arg);
-    void *after_settle_arg;
+    zkl__fault_hook after_settle;
     /* > 0: the session watcher sleeps this long before it records a
      * disconnect or an expiry (a loaded completion thread) */
     _Atomic int session_event_delay_ms;
@@ -264,6 +268,11 @@ bool zkl__many_clients(void);
 #ifdef ZKL_FAULTS
 /* Test hook: "many" from this count on (ZKL_MANY_CLIENTS unless a test set it). */
 extern _Atomic int zkl__many_clients_from;
+/* Test hooks: a fault's value, read under c->mu; hook h run once (taken
+ * under c->mu, run without it) if a test set it; whether one is set. */
+int zkl__fault_value(struct zkl_client *c, const int *field);
+void zkl__fault_run_once(struct zkl_client *c, zkl__fault_hook *h);
+bool zkl__fault_hook_set(struct zkl_client *c, const zkl__fault_hook *h);
 #endif
 
 /* True if epoch is the current session's and it is not lost. */

@@ -28,6 +28,35 @@ static void event_delay_fault(zkl_client *c, int state)
     if (state != ZOO_CONNECTED_STATE && ms > 0)
         zkl__sleep_ms(ms);
 }
+
+int zkl__fault_value(zkl_client *c, const int *field)
+{
+    int v;
+    pthread_mutex_lock(&c->mu);
+    v = *field;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+void zkl__fault_run_once(zkl_client *c, zkl__fault_hook *h)
+{
+    zkl__fault_hook run;
+    pthread_mutex_lock(&c->mu);
+    run = *h;
+    h->fn = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (run.fn)
+        run.fn(c, run.arg);
+}
+
+bool zkl__fault_hook_set(zkl_client *c, const zkl__fault_hook *h)
+{
+    bool set;
+    pthread_mutex_lock(&c->mu);
+    set = h->fn != NULL;
+    pthread_mutex_unlock(&c->mu);
+    return set;
+}
 #else
 #define event_delay_fault(c, state) ((void)(c), (void)(state))
 #endif

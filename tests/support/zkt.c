@@ -302,16 +302,16 @@ void zkt_many_clients_from(int n)
 void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
 {
     pthread_mutex_lock(&c->mu);
-    c->faults.after_settle = fn;
-    c->faults.after_settle_arg = arg;
+    c->faults.after_settle.fn = fn;
+    c->faults.after_settle.arg = arg;
     pthread_mutex_unlock(&c->mu);
 }
 
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
 {
     pthread_mutex_lock(&c->mu);
-    c->faults.after_list = fn;
-    c->faults.after_list_arg = arg;
+    c->faults.after_list.fn = fn;
+    c->faults.after_list.arg = arg;
     pthread_mutex_unlock(&c->mu);
 }
 
