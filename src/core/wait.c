@@ -527,13 +527,12 @@ static zkl__step_result list_now(zkl__acq *op)
 /* Asleep until the awaited note, the bound, or news: then known, or listed. */
 static zkl__step_result step_await(zkl__acq *op)
 {
-    zkl_client *c = op->c;
-    bool go;
-    pthread_mutex_lock(&c->mu);
-    go = op->noted || c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+    bool rung;
+    pthread_mutex_lock(&op->c->mu);
+    rung = op->noted;
     op->noted = false;
-    pthread_mutex_unlock(&c->mu);
-    if (!go && !zkl__acq_sleep(op, op->await_until))
+    pthread_mutex_unlock(&op->c->mu);
+    if (!rung && !zkl__acq_changed(op) && !zkl__acq_sleep(op, op->await_until))
         return ZKL__STEP_YIELD;
     zkl__acq_unawait(op);
     if (known_predecessor(op))
@@ -571,6 +570,7 @@ static bool await_note(zkl__acq *op)
         return false;
     op->awaiting = true;
     op->await_seq = seq - 1;
+    op->since_gen = op->gen; /* zkl__acq_changed: news since the round began */
     op->await_until = until < op->a.deadline ? until : op->a.deadline;
     op->step = step_await;
     return true;
