@@ -588,6 +588,7 @@ static zkl__step_result step_round(zkl__acq *op)
     }
     if (op->unlisted) { /* the first round of a create that went alone */
         op->unlisted = false;
+        /* known now; else awaited; else maybe noted between the two looks */
         if (known_predecessor(op) || await_note(op) || known_predecessor(op))
             return ZKL__STEP_AGAIN;
     }
