@@ -245,7 +245,8 @@ static void run_steps(zkl__acq *op)
  * chain: lockbench contended at 16 sessions, 6 alternating rounds, client
  * CPU per hand-off median 462 us on cv, 500 on eventfds; at 1024 sessions,
  * 3 rounds, 1057/607/650 on cv against 606/558/510 (64 and 256 sessions:
- * level within the noise). So from ZKL_MANY_CLIENTS clients on (128).
+ * level within the noise). So only from zkl__many_clients() on: 3 clients a
+ * chain of the futex hash (48 here; session/client.h).
  * Returns false at wake_ms. Caller holds c->mu; let go while it sleeps.
  */
 static bool sleep_blocking_locked(zkl__acq *op, pthread_cond_t *cv, bool *no_fd)

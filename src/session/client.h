@@ -260,13 +260,20 @@ void zkl__worker_kick_locked(struct zkl_client *c);
  * Clients whose worker runs in this process: counted as workers start and
  * stop (client/worker.c). With many, zklock's blocking waits sleep on
  * eventfds, out of the futex hash (base/wakefd.h, core/engine.c); with few,
- * a condition variable is cheaper.
+ * a condition variable is cheaper. "Many" is where the hash's chains grow
+ * long: each client keeps about two threads blocked on futexes (a blocking
+ * waiter and libzookeeper_mt's completion thread), so from
+ * ZKL_MANY_CLIENTS_PER_SLOT clients a chain of the process's private hash
+ * (Linux 6.16+, read once a worker starts), or ZKL_MANY_CLIENTS without one.
  */
 void zkl__clients_count(int delta);
 bool zkl__many_clients(void);
+/* The count that is "many" now (the test hook's, if a test set one). */
+int zkl__many_clients_threshold(void);
 #define ZKL_MANY_CLIENTS 128
+#define ZKL_MANY_CLIENTS_PER_SLOT 3
 #ifdef ZKL_FAULTS
-/* Test hook: "many" from this count on (ZKL_MANY_CLIENTS unless a test set it). */
+/* Test hook: "many" from this count on (-1: the measured threshold). */
 extern _Atomic int zkl__many_clients_from;
 /* Test hooks: a fault's value, read under c->mu; hook h run once (taken
  * under c->mu, run without it) if a test set it; whether one is set. */

@@ -296,7 +296,12 @@ void zkt_fault_sleep_on_cv(zkl_client *c)
 
 void zkt_many_clients_from(int n)
 {
-    atomic_store(&zkl__many_clients_from, n < 0 ? ZKL_MANY_CLIENTS : n);
+    atomic_store(&zkl__many_clients_from, n < 0 ? -1 : n);
+}
+
+int zkt_many_clients_threshold(void)
+{
+    return zkl__many_clients_threshold();
 }
 
 void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)

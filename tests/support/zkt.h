@@ -85,8 +85,10 @@ void zkt_fault_note_delay(zkl_client *c, int ms);
 /* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */
 void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Blocking waits sleep on eventfds from n clients in the process on (0: always; -1: the
- * library's own threshold, ZKL_MANY_CLIENTS). */
+ * library's own threshold: 3 clients a slot of the futex hash, session/client.h). */
 void zkt_many_clients_from(int n);
+/* The client count from which blocking waits sleep on eventfds now. */
+int zkt_many_clients_threshold(void);
 /* Run fn(c, arg) once, on c's worker, right after an async handle's outcome is settled
  * (before it is delivered). */
 void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
