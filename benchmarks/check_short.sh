@@ -35,6 +35,11 @@ if [[ "$got" != "$want" ]]; then
     echo "check_short: rows were [$got], wanted [$want]" >&2
     fail=1
 fi
+# contended carries the server's worst latency in its window (srst, mntr)
+if ! grep -q '"workload":"contended".*"server_max_latency_ms":[0-9]' <<<"$out"; then
+    echo "check_short: contended: no server latency (srst refused?)" >&2
+    fail=1
+fi
 # uncontended and floor count their pairs exactly
 for w in uncontended floor; do
     if ! grep -q "\"workload\":\"$w\".*\"ops\":200," <<<"$out"; then

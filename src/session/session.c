@@ -357,11 +357,12 @@ _Atomic int zkl__many_clients_from = -1;
 
 /*
  * Where a condition variable stops being the cheaper sleep (client.h).
- * lockbench contended, eventfd sleeps from 32 clients against from 128,
- * alternating, 2026-11-26 (16 slots on 2 CPUs): at 64 sessions 8 rounds,
- * the eventfds ahead in 6 (median rate +4.5%, p99/p50 lower in 7); at 32
- * sessions 4 rounds, behind in 3. Chains of 4 blocked threads favour the
- * futex, of 8 the eventfd: from 3 clients a slot (48 here). A kernel
+ * lockbench contended, eventfd sleeps against condition variables,
+ * alternating, 2026-11-26 (16 slots on 2 CPUs): at 64 sessions 11 rounds,
+ * level (rate 0.98 to 1.15 by round, median 1.01; p99/p50 lower in 7); at
+ * 32 sessions 4 rounds, behind in 3. So chains of 4 blocked threads favour
+ * the futex, and from 8 the eventfd is no worse: from 3 clients a slot (48
+ * here; docs/design/scale.md). A kernel
  * without a private hash (the prctl fails, or reads 0: the global one,
  * sized by the machine) keeps ZKL_MANY_CLIENTS.
  */
