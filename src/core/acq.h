@@ -108,6 +108,9 @@ struct zkl__acq {
     /* a backoff or a wait for session news: until when, since which state */
     int64_t until;
     int64_t await_until;
+    /* a deep joiner's watches, deferred (wait.c): the node just ahead, until when */
+    char *defer_name;
+    int64_t defer_until;
     uint64_t since_gen;
     const char *doing;
     /* the outcome */

@@ -196,6 +196,7 @@ void zkl__acq_free(zkl__acq *op)
     pthread_mutex_unlock(&c->mu);
     free(op->hold.node);
     free(op->msg);
+    free(op->defer_name);
     free(op);
 }
 

@@ -30,6 +30,11 @@ static zkl__step_result finish(zkl__acq *op, zkl_status st)
 /* Let go of everything of the place in line but the node (the caller's to delete). */
 static void leave_place(zkl__acq *op)
 {
+    /* a node of ours leaves the line without holding: heads.h */
+    if (op->node && op->name && (op->a.driver->facts & ZKL__D_HEAD_HOLDS))
+        zkl__heads_left(op->a.path, zkl__acq_seq(op, op->name));
+    free(op->defer_name);
+    op->defer_name = NULL;
     zkl__acq_flight_end(op);
     zkl__acq_unawait(op);
     zkl__acq_untrack(op);

@@ -84,6 +84,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ring held;
 static seq_entry by_seq[MADE];
 static last_entry last[LAST];
+/* Per parent (direct-mapped, like last): the sequence last noted at the head. */
+typedef struct head_entry {
+    uint64_t parent;
+    int32_t seq;
+} head_entry;
+static head_entry head_at[LAST];
 static flight_entry flight[LAST];
 static await_entry awaits[MADE];
 
@@ -288,6 +294,10 @@ void zkl__heads_note(const char *parent, const char *name, int32_t seq, int64_t 
     if (seq < 0 || seq > INT32_MAX - 2)
         return;
     pthread_mutex_lock(&mu);
+    if (head_at[ph % LAST].parent != ph || head_at[ph % LAST].seq < seq) {
+        head_at[ph % LAST].parent = ph;
+        head_at[ph % LAST].seq = seq;
+    }
     if ((e = noted_locked(ph, seq)) && strcmp(e->name, name) == 0)
         e->granted = true;
     ring_locked(noted_locked(ph, seq + 1));
@@ -321,6 +331,29 @@ bool zkl__heads_bell(const char *parent, const char *name, int32_t seq, zkl__bel
     }
     pthread_mutex_unlock(&mu);
     return set;
+}
+
+void zkl__heads_left(const char *parent, int32_t seq)
+{
+    uint64_t ph = fnv(parent);
+    if (seq < 0 || seq > INT32_MAX - 2)
+        return;
+    pthread_mutex_lock(&mu);
+    ring_locked(noted_locked(ph, seq + 1));
+    ring_locked(noted_locked(ph, seq + 2));
+    pthread_mutex_unlock(&mu);
+}
+
+int32_t zkl__heads_behind(const char *parent, int32_t seq)
+{
+    uint64_t ph = fnv(parent);
+    const head_entry *h = &head_at[ph % LAST];
+    int32_t behind = -1;
+    pthread_mutex_lock(&mu);
+    if (h->parent == ph && seq > h->seq)
+        behind = seq - h->seq;
+    pthread_mutex_unlock(&mu);
+    return behind;
 }
 
 void zkl__heads_forget(const void *owner)

@@ -75,6 +75,19 @@ bool zkl__heads_bell(const char *parent, const char *name, int32_t seq, zkl__bel
 void zkl__heads_forget(const void *owner);
 
 /*
+ * Node seq under parent, made here, leaves the line without holding (its
+ * wait timed out, was canceled, or its session went): the bells of the two
+ * nodes made here just behind it are rung, as a grant would ring them, so
+ * that their waiters watch now instead of waiting on a grant that will not
+ * come. behind: how many sequences node seq under parent is behind the last
+ * grant noted here under parent (-1: none noted, or an older seq): the line
+ * ahead of it is at most that long, and at least that long when every node
+ * between is this process's and waits.
+ */
+void zkl__heads_left(const char *parent, int32_t seq);
+int32_t zkl__heads_behind(const char *parent, int32_t seq);
+
+/*
  * The joiner's await (wait.c, "the note awaited"). Creates of this process
  * complete on many threads, in the order they are scheduled, so a joiner
  * may learn its own node before the node made here just ahead of it is

@@ -28,6 +28,18 @@ static int64_t await_ms(zkl_client *c, int64_t dflt)
     return ms > 0 ? ms : dflt;
 }
 
+static int defer_depth(zkl_client *c, int dflt)
+{
+    int depth = zkl__fault_value(c, &c->faults.defer_depth);
+    return depth > 0 ? depth : dflt;
+}
+
+static int64_t defer_ms(zkl_client *c, int64_t dflt)
+{
+    int ms = zkl__fault_value(c, &c->faults.defer_ms);
+    return ms > 0 ? ms : dflt;
+}
+
 static void note_delay(zkl_client *c)
 {
     int ms = zkl__fault_value(c, &c->faults.note_delay_ms);
@@ -37,6 +49,8 @@ static void note_delay(zkl_client *c)
 #else
 #define after_list_fault(c) ((void)(c))
 #define await_ms(c, dflt) ((void)(c), (int64_t)(dflt))
+#define defer_depth(c, dflt) ((void)(c), (int)(dflt))
+#define defer_ms(c, dflt) ((void)(c), (int64_t)(dflt))
 #define note_delay(c) ((void)(c))
 #endif
 
@@ -477,6 +491,88 @@ static zkl__step_result step_listing(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
+/* Watch the node name, just ahead of ours, as a listing would have shown it (and our own). */
+static void arm_behind(zkl__acq *op, const char *name)
+{
+    zkl__line l;
+    memset(&l, 0, sizeof l);
+    l.n = l.m = 2; /* the two names known: that node, then ours */
+    l.rank = 1;
+    l.v[0] = (char *)name;
+    l.v[1] = (char *)op->name;
+    memset(&op->v, 0, sizeof op->v);
+    op->v.watch = 0;
+    op->v.flags = ZKL__V_NO_LOOKAHEAD;
+    arm_nodes(op, &l);
+}
+
+/* Asleep, watching nothing, until the bell, the bound, or news: then watch, or list. */
+static zkl__step_result step_deferred(zkl__acq *op)
+{
+    zkl_client *c = op->c;
+    bool bell, news;
+    char *name;
+    pthread_mutex_lock(&c->mu);
+    bell = op->bell;
+    op->bell = false;
+    news = c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+    pthread_mutex_unlock(&c->mu);
+    if (!bell && !news && !zkl__acq_sleep(op, op->defer_until))
+        return ZKL__STEP_YIELD;
+    name = op->defer_name;
+    op->defer_name = NULL;
+    if (news || zkl__now_ms() >= op->a.deadline) {
+        free(name);
+        return judge(op, ZOK, news ? ZKL_OK : ZKL_ETIMEDOUT);
+    }
+    arm_behind(op, name); /* the bell rang, or the bound is over */
+    free(name);
+    return ZKL__STEP_AGAIN;
+}
+
+/*
+ * The watches of a deep joiner, deferred. When a line of this process's
+ * sessions forms at once (a thousand sessions joining together), every
+ * joiner behind a known predecessor used to watch it (and its own node)
+ * at once: a thousand or two reads, answered behind the burst's creates,
+ * while the head's hand-off waited behind them in the server's queue, and
+ * the first cycle's waits carried that gap (docs/design/scale.md, "the
+ * join burst"). A joiner DEFER_DEPTH sequences or more behind the last grant
+ * noted here (heads.h: behind; in a line of this process's sessions, that
+ * many waiters ahead) watches nothing yet: it rings a bell, as the deferred
+ * watch on our own node does (heads.h), and watches the node ahead and its
+ * own when the lock is granted two places ahead or one, when one of those
+ * two leaves without holding (heads.h: left), or after DEFER_MS, whichever
+ * is first. Lines of up to 64 sessions are not deferred: the bell costs
+ * its waiter one wake-up more. The price: a joiner deferred does not see,
+ * until the bound, a node ahead deleted by someone other than this process
+ * (an operator, or another process's session ending); the bound is then
+ * its extra wait. true: deferred.
+ */
+#define DEFER_DEPTH 100
+#define DEFER_MS 2000
+static bool deferred(zkl__acq *op, int32_t seq, const char *name)
+{
+    int depth = defer_depth(op->c, DEFER_DEPTH);
+    int64_t until;
+    if (op->prim.w || op->self.w || zkl__heads_behind(op->a.path, seq) < depth)
+        return false;
+    if (!(op->defer_name = strdup(name)))
+        return false;
+    pthread_mutex_lock(&op->c->mu);
+    op->bell = false;
+    pthread_mutex_unlock(&op->c->mu);
+    if (!zkl__heads_bell(op->a.path, op->name, seq, zkl__acq_bell, op->c, op)) {
+        free(op->defer_name);
+        op->defer_name = NULL;
+        return false;
+    }
+    until = zkl__now_ms() + defer_ms(op->c, DEFER_MS);
+    op->defer_until = until < op->a.deadline ? until : op->a.deadline;
+    op->step = step_deferred;
+    return true;
+}
+
 /*
  * Known predecessor: our create went without the listing (create.c), and a
  * node made in this process by another session has the sequence just below
@@ -495,21 +591,13 @@ static bool known_predecessor(zkl__acq *op)
     char name[128];
     int32_t seq = zkl__acq_seq(op, op->name);
     int64_t by;
-    zkl__line l;
     if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
         return false;
     by = zkl__heads_made_at(op->a.path, seq - 1, name, sizeof name);
     if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
         return false;
-    memset(&l, 0, sizeof l);
-    l.n = l.m = 2; /* the two names known: that node, then ours */
-    l.rank = 1;
-    l.v[0] = name;
-    l.v[1] = (char *)op->name;
-    memset(&op->v, 0, sizeof op->v);
-    op->v.watch = 0;
-    op->v.flags = ZKL__V_NO_LOOKAHEAD;
-    arm_nodes(op, &l);
+    if (!deferred(op, seq, name))
+        arm_behind(op, name);
     return true;
 }
 

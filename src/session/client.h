@@ -93,6 +93,8 @@ typedef struct zkl__faults {
     bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
     int await_ms;          /* > 0: a joiner awaits a note this long at most (wait.c) */
     int note_delay_ms;     /* > 0: a waiter sleeps this long before its node is noted made */
+    int defer_depth;       /* > 0: a joiner's watches wait for the bell from this deep (wait.c) */
+    int defer_ms;          /* > 0: and for this long at most */
     bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
                             * as when no eventfd can be made (base/wakefd.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */

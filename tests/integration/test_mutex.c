@@ -1125,6 +1125,121 @@ Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
 }
 
 /*
+ * A deep joiner's watches, deferred (wait.c, "deferred"; here from 2 places
+ * instead of 128). x holds; b, d and e, sessions of this process, queue in
+ * that order. e, with b still waiting two places ahead, sends nothing but
+ * its create until the lock is granted two places ahead of it (to b): then
+ * it watches d and its own node, and the hand-offs need no listing.
+ */
+Test(mutex, a_deep_joiner_watches_nothing_until_the_lock_nears, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, d = {0}, e = {0};
+    uint64_t n0, n;
+    party_open(&p, 4, "defer"); /* x, b, d, e */
+    zkt_fault_defer(p.c[3], 2, 30000);
+    n0 = zkt_requests_settle(p.c[3]);
+    line_of_four(&p, &b, &d, &e);
+    zkt_sleep_ms(200);
+    n = zkt_requests_settle(p.c[3]) - n0;
+    cr_assert_eq(n, 1, "e's requests before b holds (its create alone): %llu",
+                 (unsigned long long)n);
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    n = zkt_requests_settle(p.c[3]) - n0;
+    cr_assert_eq(n, 3, "e's requests once b holds (and its watches on d and on its own node): %llu",
+                 (unsigned long long)n);
+    waiter_release(&b);
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after b");
+    zkt_sleep_ms(100);
+    cr_assert_not(atomic_load(&e.done), "e was granted while d holds");
+    waiter_release(&d);
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after d");
+    cr_assert_eq(zkt_list_requests(p.c[3]), 0, "e listed");
+    waiter_release(&e);
+    party_close(&p);
+}
+
+/*
+ * The bound: a deferred joiner whose bell is never heard (zkt_fault_deaf_bells)
+ * watches after the bound (here 300 ms) all the same, and waits its turn.
+ */
+Test(mutex, a_deferred_joiner_never_rung_watches_after_the_bound, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, d = {0}, e = {0};
+    uint64_t n0, n;
+    party_open(&p, 4, "defer-bound"); /* x, b, d, e */
+    zkt_fault_defer(p.c[3], 2, 300);
+    zkt_fault_deaf_bells(p.c[3]);
+    n0 = zkt_requests_settle(p.c[3]);
+    line_of_four(&p, &b, &d, &e);
+    zkt_sleep_ms(800);
+    n = zkt_requests_settle(p.c[3]) - n0;
+    cr_assert_eq(n, 3, "e's requests 800 ms after its join, x holding (create, two watches): %llu",
+                 (unsigned long long)n);
+    cr_assert_not(atomic_load(&e.done), "e was granted while x holds");
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    waiter_release(&b);
+    waiter_until_done(&d);
+    ok(d.st, "d acquires after b");
+    waiter_release(&d);
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after d");
+    waiter_release(&e);
+    party_close(&p);
+}
+
+/*
+ * A node ahead that leaves without holding rings the bells behind it
+ * (heads.h: left): d's wait times out while x holds, and e, deferred behind
+ * d with a bound far off, looks again at once (it lists, finds b just ahead
+ * and watches it); it is granted after b.
+ */
+Test(mutex, a_node_leaving_unheld_rings_the_deferred_behind_it, .timeout = 60)
+{
+    struct party p;
+    struct waiter b = {0}, d = {0}, e = {0};
+    uint64_t n0;
+    int i;
+    party_open(&p, 4, "defer-left"); /* x, b, d, e */
+    zkt_fault_defer(p.c[3], 2, 30000);
+    n0 = zkt_requests_settle(p.c[3]);
+    ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
+    waiter_start(&b, p.m[1], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
+    zkt_requests_settle(p.c[1]);
+    waiter_start(&d, p.m[2], 1500);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
+    zkt_requests_settle(p.c[2]);
+    waiter_start(&e, p.m[3], 30000);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4);
+    cr_assert_eq(zkt_requests_settle(p.c[3]) - n0, 1, "e deferred its watches");
+    waiter_until_done(&d);
+    cr_assert_eq(d.st, ZKL_ETIMEDOUT, "d timed out: %s", zkl_strerror(d.st));
+    for (i = 0; i < 200 && zkt_list_requests(p.c[3]) == 0; i++)
+        zkt_sleep_ms(10);
+    cr_assert_eq(zkt_list_requests(p.c[3]), 1, "e looked again when d left");
+    cr_assert_not(atomic_load(&e.done), "e was granted while x holds");
+    ok(zkl_mutex_release(p.m[0]), "x releases");
+    waiter_until_done(&b);
+    ok(b.st, "b acquires after x");
+    zkt_sleep_ms(100);
+    cr_assert_not(atomic_load(&e.done), "e was granted while b holds");
+    waiter_release(&b);
+    waiter_until_done(&e);
+    ok(e.st, "e acquires after b");
+    waiter_release(&e);
+    waiter_release(&d);
+    party_close(&p);
+}
+
+/*
  * The line of one process's sessions, as lockbench's contended workload
  * runs it: each releases and asks again at once, and no acquire lists once
  * the line has formed (each finds the node just ahead among this process's

@@ -280,6 +280,14 @@ void zkt_fault_await_ms(zkl_client *c, int ms)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_defer(zkl_client *c, int depth, int ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.defer_depth = depth;
+    c->faults.defer_ms = ms;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_note_delay(zkl_client *c, int ms)
 {
     pthread_mutex_lock(&c->mu);

@@ -4,6 +4,7 @@
  * ahead rings.
  */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,4 +102,37 @@ Test(heads, a_forgotten_or_overwritten_bell_does_not_ring)
     made("/h/forget", 44, 44); /* its slot noted anew */
     zkl__heads_note("/h/forget", node(buf, sizeof buf, 42), 42, 1);
     cr_assert_eq(r.n, 0, "a bell outlived its node's note");
+}
+
+Test(heads, a_node_leaving_unheld_rings_the_two_bells_behind_it)
+{
+    const char *parent = "/t/left";
+    char buf[128];
+    struct rung r1 = {0}, r2 = {0};
+    made(parent, 20, 23);
+    cr_assert(zkl__heads_bell(parent, node(buf, sizeof buf, 22), 22, ring, NULL, &r1));
+    cr_assert(zkl__heads_bell(parent, node(buf, sizeof buf, 23), 23, ring, NULL, &r2));
+    zkl__heads_left(parent, 21); /* rings 22 and 23 */
+    cr_assert_eq(r1.n, 1);
+    cr_assert_eq(r2.n, 1);
+    zkl__heads_left(parent, 21); /* once */
+    cr_assert_eq(r1.n + r2.n, 2);
+    zkl__heads_left(parent, -1);
+    zkl__heads_left(parent, INT32_MAX);
+}
+
+Test(heads, behind_counts_from_the_last_grant_noted)
+{
+    const char *parent = "/t/behind";
+    char buf[128];
+    cr_assert_eq(zkl__heads_behind(parent, 50), -1, "no grant noted under the parent");
+    made(parent, 40, 50);
+    zkl__heads_note(parent, node(buf, sizeof buf, 42), 42, 1);
+    cr_assert_eq(zkl__heads_behind(parent, 50), 8);
+    cr_assert_eq(zkl__heads_behind(parent, 42), -1, "the head itself");
+    zkl__heads_note(parent, node(buf, sizeof buf, 41), 41, 2); /* an older grant: kept the newer */
+    cr_assert_eq(zkl__heads_behind(parent, 50), 8);
+    zkl__heads_note(parent, node(buf, sizeof buf, 45), 45, 2);
+    cr_assert_eq(zkl__heads_behind(parent, 50), 5);
+    cr_assert_eq(zkl__heads_behind("/t/other", 50), -1);
 }
