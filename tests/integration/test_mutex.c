@@ -361,6 +361,18 @@ static void waiter_release(struct waiter *w)
     ok(w->release_st, "release on the holder's thread");
 }
 
+/* Waiters w[0..n-1] (named by the letters of names) are granted in that order, each released in
+ * turn. */
+static void in_turn(struct waiter *const *w, const char *names, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        waiter_until_done(w[i]);
+        cr_assert_eq(w[i]->st, ZKL_OK, "%c acquires in turn: %s", names[i], zkl_strerror(w[i]->st));
+        waiter_release(w[i]);
+    }
+}
+
 /* The lock's requests of c: not the lease's renewals, which come every T/3
  * while anything is held or wanted, whatever the lock does. */
 static uint64_t requests_of(zkl_client *c)
@@ -1125,8 +1137,27 @@ Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
 }
 
 /*
+ * x holds; b, d and e (sessions of this process) queue behind in that order;
+ * e defers its watches from 2 places behind the last grant (wait.c,
+ * DEFER_DEPTH, 100 outside tests), for bound_ms at most. Returns e's
+ * request count before it joined.
+ */
+static uint64_t deferring_line(struct party *p, const char *name, int bound_ms, bool deaf,
+                               struct waiter *b, struct waiter *d, struct waiter *e)
+{
+    uint64_t n0;
+    party_open(p, 4, name); /* x, b, d, e */
+    zkt_fault_defer(p->c[3], 2, bound_ms);
+    if (deaf)
+        zkt_fault_deaf_bells(p->c[3]);
+    n0 = zkt_requests_settle(p->c[3]);
+    line_of_four(p, b, d, e);
+    return n0;
+}
+
+/*
  * A deep joiner's watches, deferred (wait.c, "deferred"; here from 2 places
- * instead of 128). x holds; b, d and e, sessions of this process, queue in
+ * instead of 100). x holds; b, d and e, sessions of this process, queue in
  * that order. e, with b still waiting two places ahead, sends nothing but
  * its create until the lock is granted two places ahead of it (to b): then
  * it watches d and its own node, and the hand-offs need no listing.
@@ -1135,11 +1166,7 @@ Test(mutex, a_deep_joiner_watches_nothing_until_the_lock_nears, .timeout = 60)
 {
     struct party p;
     struct waiter b = {0}, d = {0}, e = {0};
-    uint64_t n0, n;
-    party_open(&p, 4, "defer"); /* x, b, d, e */
-    zkt_fault_defer(p.c[3], 2, 30000);
-    n0 = zkt_requests_settle(p.c[3]);
-    line_of_four(&p, &b, &d, &e);
+    uint64_t n0 = deferring_line(&p, "defer", 30000, false, &b, &d, &e), n;
     zkt_sleep_ms(200);
     n = zkt_requests_settle(p.c[3]) - n0;
     cr_assert_eq(n, 1, "e's requests before b holds (its create alone): %llu",
@@ -1171,27 +1198,14 @@ Test(mutex, a_deferred_joiner_never_rung_watches_after_the_bound, .timeout = 60)
 {
     struct party p;
     struct waiter b = {0}, d = {0}, e = {0};
-    uint64_t n0, n;
-    party_open(&p, 4, "defer-bound"); /* x, b, d, e */
-    zkt_fault_defer(p.c[3], 2, 300);
-    zkt_fault_deaf_bells(p.c[3]);
-    n0 = zkt_requests_settle(p.c[3]);
-    line_of_four(&p, &b, &d, &e);
+    uint64_t n0 = deferring_line(&p, "defer-bound", 300, true, &b, &d, &e), n;
     zkt_sleep_ms(800);
     n = zkt_requests_settle(p.c[3]) - n0;
     cr_assert_eq(n, 3, "e's requests 800 ms after its join, x holding (create, two watches): %llu",
                  (unsigned long long)n);
     cr_assert_not(atomic_load(&e.done), "e was granted while x holds");
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
-    ok(b.st, "b acquires after x");
-    waiter_release(&b);
-    waiter_until_done(&d);
-    ok(d.st, "d acquires after b");
-    waiter_release(&d);
-    waiter_until_done(&e);
-    ok(e.st, "e acquires after d");
-    waiter_release(&e);
+    in_turn((struct waiter *[]){&b, &d, &e}, "bde", 3);
     party_close(&p);
 }
 
