@@ -546,8 +546,9 @@ static zkl__step_result step_deferred(zkl__acq *op)
  * is first. Lines of up to 64 sessions are not deferred: the bell costs
  * its waiter one wake-up more. The price: a joiner deferred does not see,
  * until the bound, a node ahead deleted by someone other than this process
- * (an operator, or another process's session ending); the bound is then
- * its extra wait. true: deferred.
+ * (an operator, or another process's session ending), nor a grant whose
+ * bell was lost (our node's note pushed out of the table by a node of
+ * another path, heads.c); the bound is then its extra wait. true: deferred.
  */
 #define DEFER_DEPTH 100
 #define DEFER_MS 2000
