@@ -207,6 +207,13 @@ static bool ahead_was_head(const zkl__acq *op)
            zkl__heads_seen(op->a.path, op->ahead.name, op->ahead.owner);
 }
 
+/* The connection state changed since the round began, or the wait is to end (c->mu held). */
+static bool news_locked(const zkl__acq *op)
+{
+    const zkl_client *c = op->c;
+    return c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+}
+
 /* Whether w fired (c->mu held). */
 static bool fired_locked(const zkl__armed *x)
 {
@@ -225,7 +232,7 @@ static zkl__step_result step_sleeping(zkl__acq *op)
     bell = op->bell && !op->self.w;
     op->bell = false;
     woke = fired_locked(&op->prim) || fired_locked(&op->ahead) || fired_locked(&op->self) ||
-           c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+           news_locked(op);
     pthread_mutex_unlock(&c->mu);
     if (bell && !woke)
         return arm_self(op); /* then asleep again, on both */
@@ -515,7 +522,7 @@ static zkl__step_result step_deferred(zkl__acq *op)
     pthread_mutex_lock(&c->mu);
     bell = op->bell;
     op->bell = false;
-    news = c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+    news = news_locked(op);
     pthread_mutex_unlock(&c->mu);
     if (!bell && !news && !zkl__acq_sleep(op, op->defer_until))
         return ZKL__STEP_YIELD;
