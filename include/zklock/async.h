@@ -89,7 +89,10 @@ zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, 
  * a worker thread: that of the client whose member finished); each member
  * mutex or rwlock side goes into async mode; semaphore mutexes are thread
  * mode only (ZKL_EINVAL). The token and lease read from the handle are the
- * first member's. zkl_multilock_destroy refuses while the handle is out.
+ * first member's. A handle takes each lock once: a lock added twice, or
+ * both sides of one read/write lock, gives ZKL_EINVAL (the thread-mode
+ * acquire re-enters such a member instead). zkl_multilock_destroy refuses
+ * while the handle is out.
  */
 zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op_fn fn,
                                        void *userdata, zkl_op **op);

@@ -39,7 +39,12 @@ zkl_status zkl_multilock_add_semaphore_mutex(zkl_multilock *ml, zkl_semaphore_mu
  */
 zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms);
 
-/* Release every member in reverse order; returns the first error, after trying all. */
+/*
+ * Release every member in reverse order; returns the first error, after
+ * trying all. Only the thread that acquired the set may: from another
+ * thread (or for a set an async acquire took) ZKL_ENOTOWNER, and nothing
+ * changes.
+ */
 zkl_status zkl_multilock_release(zkl_multilock *ml);
 
 /* Free the set (not its members). ZKL_EBUSY while it is acquired. */

@@ -37,7 +37,8 @@ typedef struct zkl_lease zkl_lease;
 zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
                                 zkl_semaphore **out);
 
-/* Free it; ZKL_EBUSY (nothing freed) while leases of it are still out. */
+/* Free it; ZKL_EBUSY (nothing freed) while leases of it are still out, or a
+ * thread is inside a call on it (an acquire waiting). */
 zkl_status zkl_semaphore_destroy(zkl_semaphore *s);
 
 /*
@@ -46,10 +47,19 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s);
  */
 zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **lease);
 
+/* The most leases one acquire may ask for (as a multilock's members). */
+#define ZKL_SEMAPHORE_MANY_MAX 1024
+
 /*
- * Acquire n leases, all or none, with one deadline for all of them. On
- * success leases[0..n-1] are the caller's; on failure every lease taken so far
- * has been returned and leases[] is all NULL.
+ * Acquire n leases (1 to max_leases, at most ZKL_SEMAPHORE_MANY_MAX), all
+ * or none, with one deadline for all of them: each lease is taken in turn
+ * (Curator's order), and once the deadline has passed no further lease is
+ * tried, even one that would need no wait: timeout 0 tries one lease, so
+ * with n > 1 it gives ZKL_ETIMEDOUT (give the round trips a timeout). The
+ * cost grows with n times the leases out (each lease lists them all, as
+ * Curator's does). On success leases[0..n-1] are
+ * the caller's; on failure every lease taken so far has been returned and
+ * leases[] is all NULL.
  */
 zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, zkl_lease **leases);
 

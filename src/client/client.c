@@ -246,6 +246,12 @@ zkl_status zkl_client_close(zkl_client *c)
     int handles;
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_close: client is NULL");
+    /* libuv's rule (uv_loop_close): refuse, never free what the caller runs on */
+    if (zkl__on_worker(c) || zkl__in_callback(c))
+        return zkl__fail(ZKL_EBUSY,
+                         "zkl_client_close: called from inside a callback of this client (its "
+                         "worker thread, or zkl_client_dispatch): close it from another thread "
+                         "once the callback has returned");
     pthread_mutex_lock(&c->mu);
     handles = c->handles;
     pthread_mutex_unlock(&c->mu);
@@ -300,8 +306,12 @@ int zkl_client_session_timeout(zkl_client *c)
 
 zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
 {
+    zkl_status st;
+    zkl__clear_err();
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
+    if (timeout_ms != 0 && (st = zkl__refuse_on_worker(c, "zkl_client_drain")) != ZKL_OK)
+        return st;
     return zkl__cleanup_drain(c, zkl__deadline(timeout_ms), true);
 }
 

@@ -42,7 +42,9 @@
  *   7. cleanup    try the next background delete
  */
 #include <errno.h>
+#include <string.h>
 
+#include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
@@ -143,12 +145,15 @@ zkl_status zkl__worker_start(zkl_client *c)
 
 void zkl__worker_stop(zkl_client *c)
 {
+    int rc;
     pthread_mutex_lock(&c->mu);
     c->closing = true;
     zkl__changed_locked(c);
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
-    pthread_join(c->worker, NULL);
+    /* (never on the worker itself: zkl_client_close refuses there) */
+    if ((rc = pthread_join(c->worker, NULL)) != 0)
+        zkl__log(ZKL_LOG_ERROR, "joining the client's worker: %s", strerror(rc));
     zkl__clients_count(-1);
     zkl__wakefd_close(c->wfd);
     c->wfd = -1;

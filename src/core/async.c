@@ -44,12 +44,15 @@ static void op_free(zkl_op *op)
 static void deliver(zkl_op *op)
 {
     zkl_client *c = op->c;
+    zkl__cb_frame frame;
     bool free_after;
     pthread_mutex_lock(&c->mu);
     op->state = ZKL__OP_DELIVERING;
     op->deliverer = pthread_self();
     pthread_mutex_unlock(&c->mu);
+    zkl__cb_enter(&frame, c); /* zkl_client_close refuses from inside */
     op->fn(op, op->st, op->st == ZKL_OK ? "" : op->msg ? op->msg : "out of memory", op->ud);
+    zkl__cb_leave(&frame);
     pthread_mutex_lock(&c->mu);
     op->state = ZKL__OP_REPORTED;
     free_after = op->free_after;
@@ -87,6 +90,19 @@ static void finish(zkl_op *op, zkl_status st, char *msg)
 }
 
 static void acq_done(struct zkl__acq *acq, void *arg);
+
+#ifdef ZKL_FAULTS
+/* Test hook: zkl_client_dispatch pauses between reading the descriptor and
+ * taking the queue (a preemption the scheduler may make there). */
+static void dispatch_pause_fault(zkl_client *c)
+{
+    int us = zkl__fault_value(c, &c->faults.dispatch_pause_us);
+    if (us > 0)
+        usleep((useconds_t)us);
+}
+#else
+#define dispatch_pause_fault(c) ((void)(c))
+#endif
 
 #ifdef ZKL_FAULTS
 /* Test hook: run once, on the worker, right after a handle's outcome is settled. */
@@ -411,15 +427,22 @@ zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
         return zkl__fail(ZKL_EINVAL, "zkl_client_dispatch: client is NULL");
     pthread_mutex_lock(&c->mu);
     efd = c->engine ? c->engine->efd : -1;
-    list = efd >= 0 ? c->engine->reports : NULL;
-    if (efd >= 0)
-        c->engine->reports = c->engine->reports_end = NULL;
     pthread_mutex_unlock(&c->mu);
     if (efd < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_dispatch: no event descriptor (call "
                                      "zkl_client_event_fd first)");
+    /* The descriptor is read before the queue is taken, never after: a
+     * report queued between the two is taken now, and one queued after the
+     * take writes the descriptor after this read, so it stays readable
+     * whenever a report waits (read after the take, the signal of a report
+     * queued in between was swallowed and the report stranded). */
     if (read(efd, &n, sizeof n) < 0 && errno != EAGAIN)
         zkl__log(ZKL_LOG_ERROR, "event descriptor: %s", strerror(errno));
+    dispatch_pause_fault(c);
+    pthread_mutex_lock(&c->mu);
+    list = c->engine->reports;
+    c->engine->reports = c->engine->reports_end = NULL;
+    pthread_mutex_unlock(&c->mu);
     while ((op = list) != NULL) {
         list = op->qnext;
         deliver(op); /* may release op */

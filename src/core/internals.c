@@ -56,9 +56,11 @@ static int defer_window_us(zkl_client *c, bool alone)
 
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
-    zkl__acq *op = zkl__acq_new(c, a, true, NULL, NULL);
-    zkl_status st;
-    if (!op)
+    zkl__acq *op;
+    zkl_status st = zkl__refuse_on_worker(c, "a blocking acquire");
+    if (st != ZKL_OK)
+        return zkl__fail_prefix(st, "%s: ", a->path);
+    if (!(op = zkl__acq_new(c, a, true, NULL, NULL)))
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
     zkl__acq_run_blocking(op);

@@ -59,6 +59,35 @@ void zkl__lockobj_free(zkl__lockobj *o)
     free(o);
 }
 
+void zkl__lockobj_enter(zkl__lockobj *o)
+{
+    pthread_mutex_lock(&o->c->mu);
+    o->inside++;
+    pthread_mutex_unlock(&o->c->mu);
+}
+
+void zkl__lockobj_leave(zkl__lockobj *o)
+{
+    pthread_mutex_lock(&o->c->mu);
+    o->inside--;
+    pthread_mutex_unlock(&o->c->mu);
+}
+
+zkl_status zkl__lockobj_idle(zkl__lockobj *o, const char *fn)
+{
+    int n;
+    pthread_mutex_lock(&o->c->mu);
+    n = o->inside;
+    pthread_mutex_unlock(&o->c->mu);
+    if (n == 0)
+        return ZKL_OK;
+    return zkl__fail(ZKL_EBUSY,
+                     "%s: %d thread(s) are inside a call on %s (an acquire waiting, or a query "
+                     "of the server): cancel them (zkl_client_cancel) and destroy it once they "
+                     "have returned",
+                     fn, n, o->path);
+}
+
 /* A connection event: told to the callback if the object holds in its session. */
 static void on_event(zkl_conn_state st, uint64_t epoch, void *ctx)
 {

@@ -34,6 +34,7 @@ typedef struct zkl__lockobj {
     int nparts;
     uint64_t (*handoffs)(void *self, int part);
     uint64_t id; /* 1, 2, ...: its number on the client (the metrics' id label) */
+    int inside;  /* threads inside a call on it that may wait (under c->mu) */
     struct zkl__lockobj *prev, *next; /* c->objs (utlist), under c->mu */
 } zkl__lockobj;
 
@@ -56,6 +57,15 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
 void zkl__lockobj_detach(zkl__lockobj *o);
 /* The one destructor: undoes new (and on_state) and frees the object. */
 void zkl__lockobj_free(zkl__lockobj *o);
+/*
+ * A thread is inside a call on o that may wait (an acquire, a query of the
+ * server), from enter to leave: the destroys refuse while any is
+ * (zkl__lockobj_idle), so that no waiter reads a freed object.
+ */
+void zkl__lockobj_enter(zkl__lockobj *o);
+void zkl__lockobj_leave(zkl__lockobj *o);
+/* ZKL_OK if no thread is inside a call on o, else ZKL_EBUSY naming fn and how many. */
+zkl_status zkl__lockobj_idle(zkl__lockobj *o, const char *fn);
 /* Set, replace or (fn NULL) remove the hold-state callback. */
 zkl_status zkl__lockobj_on_state(zkl__lockobj *o, zkl_hold_state_fn fn, void *userdata);
 

@@ -157,6 +157,8 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     zkl_status st;
     int re;
     int64_t t0 = zkl__now_us();
+    if ((st = zkl__refuse_on_worker(sd->c, "a blocking acquire")) != ZKL_OK)
+        return zkl__fail_prefix(st, "%s: ", sd->path);
     st = zkl__side_mode(sd, ZKL__MODE_THREAD, "acquire");
     if (st != ZKL_OK)
         return st;

@@ -209,6 +209,24 @@ static void ml_end(zkl_op *op)
     pthread_mutex_unlock(&ml->mu);
 }
 
+/*
+ * An async set takes each member once: a handle is not reentrant, so a lock
+ * added twice (or both sides of one read/write lock) would queue behind its
+ * own node for ever. ZKL_EINVAL naming the two. Caller holds ml->mu.
+ */
+static zkl_status distinct_locked(const zkl_multilock *ml, const char *what)
+{
+    size_t i, j;
+    for (i = 0; i < ml->n; i++)
+        for (j = i + 1; j < ml->n; j++)
+            if (ml->v[i].lock == ml->v[j].lock)
+                return zkl__fail(ZKL_EINVAL,
+                                 "%s: members %zu and %zu are the same lock; an async acquire "
+                                 "takes each lock once (a thread-mode acquire re-enters it)",
+                                 what, i + 1, j + 1);
+    return ZKL_OK;
+}
+
 /* Put every member in async mode and count the handle on it; undone on failure. */
 static zkl_status ml_begin(zkl_multilock *ml, const char *what)
 {
@@ -251,6 +269,10 @@ zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op
         pthread_mutex_unlock(&ml->mu);
         return zkl__fail(ZKL_EINVAL, "%s: the set is empty (or has over 1024 members)", what);
     }
+    if ((st = distinct_locked(ml, what)) != ZKL_OK) {
+        pthread_mutex_unlock(&ml->mu);
+        return st;
+    }
     ml->acquired++; /* no member added meanwhile: the plan reads ml->v */
     pthread_mutex_unlock(&ml->mu);
     st = ml_begin(ml, what);
@@ -282,6 +304,16 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
         return zkl__fail(ZKL_ENOTOWNER, "zkl_multilock_release: not acquired");
     }
     pthread_mutex_unlock(&ml->mu);
+    /* A refused release changes nothing: the set is the acquiring thread's
+     * (its mutex and rwlock members are held per thread), and a set taken
+     * by an async acquire is its handle's (zkl_op_release). */
+    for (i = 0; i < ml->n; i++)
+        if (ml->v[i].side && !zkl__side_has_entry(ml->v[i].side))
+            return zkl__fail(ZKL_ENOTOWNER,
+                             "zkl_multilock_release: the calling thread does not hold member "
+                             "%zu of %zu (a set is released by the thread that acquired it, "
+                             "or, if an async acquire took it, by zkl_op_release)",
+                             i + 1, ml->n);
     for (i = ml->n; i-- > 0;) {
         zkl_status st = ml->v[i].release(ml->v[i].lock);
         if (st != ZKL_OK && first == ZKL_OK) {

@@ -60,8 +60,12 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 zkl_status zkl_mutex_destroy(zkl_mutex *m)
 {
     unsigned n;
+    zkl_status st;
+    zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_destroy: mutex is NULL");
+    if ((st = zkl__lockobj_idle(&m->obj, "zkl_mutex_destroy")) != ZKL_OK)
+        return st;
     n = zkl__holders_count(&m->side.holders);
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->obj.path,
@@ -85,7 +89,10 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms)
     st = zkl__check_timeout(timeout_ms, "zkl_mutex_acquire");
     if (st != ZKL_OK)
         return st;
-    return zkl__side_acquire(&m->side, timeout_ms, NULL, NULL);
+    zkl__lockobj_enter(&m->obj);
+    st = zkl__side_acquire(&m->side, timeout_ms, NULL, NULL);
+    zkl__lockobj_leave(&m->obj);
+    return st;
 }
 
 zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, void *userdata,
@@ -124,10 +131,14 @@ zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms)
 
 zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!m || !token)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_fencing_token: NULL argument");
-    return zkl__side_token(&m->side, token);
+    zkl__lockobj_enter(&m->obj); /* (the first may ask the server) */
+    st = zkl__side_token(&m->side, token);
+    zkl__lockobj_leave(&m->obj);
+    return st;
 }
 
 zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
@@ -140,10 +151,14 @@ zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
 
 zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!m || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_participants: NULL argument");
-    return zkl__participants(m->obj.c, m->obj.path, zkl__mutex_driver.sort_markers, paths, n);
+    zkl__lockobj_enter(&m->obj);
+    st = zkl__participants(m->obj.c, m->obj.path, zkl__mutex_driver.sort_markers, paths, n);
+    zkl__lockobj_leave(&m->obj);
+    return st;
 }
 
 zkl__side *zkl__mutex_side(zkl_mutex *m)

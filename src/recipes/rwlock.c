@@ -64,8 +64,12 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
 {
     unsigned n;
+    zkl_status st;
+    zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_destroy: lock is NULL");
+    if ((st = zkl__lockobj_idle(&l->obj, "zkl_rwlock_destroy")) != ZKL_OK)
+        return st;
     n = zkl__holders_count(&l->read.holders) + zkl__holders_count(&l->write.holders);
     n += (unsigned)(zkl__side_async_ops(&l->read) + zkl__side_async_ops(&l->write));
     if (n > 0)
@@ -76,6 +80,17 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
     zkl__side_destroy(&l->write);
     zkl__lockobj_free(&l->obj);
     return ZKL_OK;
+}
+
+/* A side's acquire, counted as a thread inside a call on l (zkl_rwlock_destroy). */
+static zkl_status acquire_in(zkl_rwlock *l, zkl__side *sd, int timeout_ms, const void *ctx,
+                             const char *fixed_suffix)
+{
+    zkl_status st;
+    zkl__lockobj_enter(&l->obj);
+    st = zkl__side_acquire(sd, timeout_ms, ctx, fixed_suffix);
+    zkl__lockobj_leave(&l->obj);
+    return st;
 }
 
 zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
@@ -89,19 +104,19 @@ zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
     if (st != ZKL_OK)
         return st;
     if (zkl__side_has_entry(&l->read))
-        return zkl__side_acquire(&l->read, timeout_ms, NULL, NULL);
+        return acquire_in(l, &l->read, timeout_ms, NULL, NULL);
     st = zkl__side_current(&l->write, &w);
     if (st == ZKL_ENOMEM) /* not "no write hold": a plain read would queue behind our own writer */
         return st;
     if (st != ZKL_OK) /* no write hold, or one lost with its session (its node is gone) */
-        return zkl__side_acquire(&l->read, timeout_ms, NULL, NULL);
+        return acquire_in(l, &l->read, timeout_ms, NULL, NULL);
     /* Downgrade path (Curator 5.5, CURATOR-621): a plain ephemeral read node
      * named after our write node's sequence, so it takes the writer's place
      * in line and no queued writer can get in when the write side goes. */
     {
         const char *name = zkl__path_basename(w.node);
         const char *seq = strstr(name, ZKL_WRITE_MARKER);
-        st = seq ? zkl__side_acquire(&l->read, timeout_ms, name, seq + strlen(ZKL_WRITE_MARKER))
+        st = seq ? acquire_in(l, &l->read, timeout_ms, name, seq + strlen(ZKL_WRITE_MARKER))
                  : zkl__fail(ZKL_EZK, "own write node '%s' has no sequence", name);
     }
     free(w.node);
@@ -161,7 +176,7 @@ zkl_status zkl_rwlock_write_acquire(zkl_rwlock *l, int timeout_ms)
                          "%s: this thread holds the read lock; a write acquire would wait for "
                          "itself forever (release the read lock first)",
                          l->obj.path);
-    return zkl__side_acquire(&l->write, timeout_ms, NULL, NULL);
+    return acquire_in(l, &l->write, timeout_ms, NULL, NULL);
 }
 
 zkl_status zkl_rwlock_write_release(zkl_rwlock *l)
@@ -199,26 +214,38 @@ bool zkl_rwlock_write_is_held(zkl_rwlock *l)
 
 zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!l || !token)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_fencing_token: NULL argument");
-    return zkl__side_token(&l->write, token);
+    zkl__lockobj_enter(&l->obj); /* (the first may ask the server) */
+    st = zkl__side_token(&l->write, token);
+    zkl__lockobj_leave(&l->obj);
+    return st;
 }
 
 zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!l || !token)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_fencing_token: NULL argument");
-    return zkl__side_token(&l->read, token);
+    zkl__lockobj_enter(&l->obj); /* (the first may ask the server) */
+    st = zkl__side_token(&l->read, token);
+    zkl__lockobj_leave(&l->obj);
+    return st;
 }
 
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!l || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_participants: NULL argument");
-    return zkl__participants(l->obj.c, l->obj.path, zkl__read_driver.sort_markers, paths, n);
+    zkl__lockobj_enter(&l->obj);
+    st = zkl__participants(l->obj.c, l->obj.path, zkl__read_driver.sort_markers, paths, n);
+    zkl__lockobj_leave(&l->obj);
+    return st;
 }
 
 const char *zkl_rwlock_path(const zkl_rwlock *l)

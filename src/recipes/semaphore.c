@@ -89,8 +89,12 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
 zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
 {
     int out;
+    zkl_status st;
+    zkl__clear_err();
     if (!s)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_destroy: semaphore is NULL");
+    if ((st = zkl__lockobj_idle(&s->obj, "zkl_semaphore_destroy")) != ZKL_OK)
+        return st;
     pthread_mutex_lock(&s->mu);
     out = s->out;
     pthread_mutex_unlock(&s->mu);
@@ -102,6 +106,18 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
     free(s->locks);
     free(s->leases);
     zkl__lockobj_free(&s->obj);
+    return ZKL_OK;
+}
+
+/* n leases asked of s by fn: 1 to max_leases, and at most ZKL_SEMAPHORE_MANY_MAX. */
+static zkl_status check_n(const zkl_semaphore *s, int n, const char *fn)
+{
+    if (n < 1 || n > s->max_leases)
+        return zkl__fail(ZKL_EINVAL, "%s: %d leases asked of a semaphore of %d", fn, n,
+                         s->max_leases);
+    if (n > ZKL_SEMAPHORE_MANY_MAX)
+        return zkl__fail(ZKL_EINVAL, "%s: %d leases asked at once, above %d", fn, n,
+                         ZKL_SEMAPHORE_MANY_MAX);
     return ZKL_OK;
 }
 
@@ -160,17 +176,24 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
     zkl__clear_err();
     if (!s || !leases)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_acquire: NULL argument");
-    if (n < 1 || n > s->max_leases)
-        return zkl__fail(ZKL_EINVAL, "zkl_semaphore_acquire: %d leases asked of a semaphore of %d",
-                         n, s->max_leases);
+    if ((st = check_n(s, n, "zkl_semaphore_acquire")) != ZKL_OK)
+        return st;
     st = zkl__check_timeout(timeout_ms, "zkl_semaphore_acquire");
     if (st != ZKL_OK)
         return st;
     for (i = 0; i < n; i++)
         leases[i] = NULL;
     deadline = zkl__deadline(timeout_ms);
+    zkl__lockobj_enter(&s->obj); /* zkl_semaphore_destroy refuses meanwhile */
     for (i = 0; i < n; i++) {
-        st = acquire_one(s, deadline, &leases[i]);
+        /* one deadline for all: a lease that needs no wait still takes its
+         * round trips, and n of them may outlast the timeout */
+        if (i > 0 && zkl__now_ms() >= deadline)
+            st = zkl__fail(ZKL_ETIMEDOUT,
+                           "timed out acquiring %d leases of %s: %d taken by the deadline", n,
+                           s->obj.path, i);
+        else
+            st = acquire_one(s, deadline, &leases[i]);
         if (st == ZKL_OK)
             zkl__stats_acquired(&s->obj.part[0].stats, zkl__now_us() - t0);
         else
@@ -182,10 +205,11 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
                 leases[i] = NULL;
             }
             zkl__err_unkeep();
-            return st;
+            break;
         }
     }
-    return ZKL_OK;
+    zkl__lockobj_leave(&s->obj);
+    return st;
 }
 
 /* ---- async: the same steps as acquire_one, as a plan of the core's async handles ---- */
@@ -280,9 +304,8 @@ zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, 
         *op = NULL;
     if (!s || !fn || !op)
         return zkl__fail(ZKL_EINVAL, "%s: NULL argument", what);
-    if (n < 1 || n > s->max_leases)
-        return zkl__fail(ZKL_EINVAL, "%s: %d leases asked of a semaphore of %d", what, n,
-                         s->max_leases);
+    if ((st = check_n(s, n, what)) != ZKL_OK)
+        return st;
     if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
         return st;
     pthread_mutex_lock(&s->mu);
@@ -347,10 +370,14 @@ const char *zkl_lease_node(const zkl_lease *l)
 
 zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n)
 {
+    zkl_status st;
     zkl__clear_err();
     if (!s || !paths || !n)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_participants: NULL argument");
-    return zkl__participants(s->obj.c, s->leases, zkl__lease_driver.sort_markers, paths, n);
+    zkl__lockobj_enter(&s->obj);
+    st = zkl__participants(s->obj.c, s->leases, zkl__lease_driver.sort_markers, paths, n);
+    zkl__lockobj_leave(&s->obj);
+    return st;
 }
 
 zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *userdata)

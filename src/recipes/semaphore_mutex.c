@@ -40,6 +40,8 @@ zkl_status zkl_semaphore_mutex_create(zkl_client *c, const char *path, zkl_semap
 zkl_status zkl_semaphore_mutex_destroy(zkl_semaphore_mutex *m)
 {
     bool held;
+    zkl_status st;
+    zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_mutex_destroy: mutex is NULL");
     pthread_mutex_lock(&m->mu);
@@ -47,7 +49,9 @@ zkl_status zkl_semaphore_mutex_destroy(zkl_semaphore_mutex *m)
     pthread_mutex_unlock(&m->mu);
     if (held)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_mutex_destroy: still held");
-    zkl_semaphore_destroy(m->sem);
+    /* refuses while a thread waits in an acquire (its semaphore's): nothing freed */
+    if ((st = zkl_semaphore_destroy(m->sem)) != ZKL_OK)
+        return zkl__fail_prefix(st, "zkl_semaphore_mutex_destroy: ");
     pthread_mutex_destroy(&m->mu);
     free(m);
     return ZKL_OK;

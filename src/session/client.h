@@ -95,6 +95,7 @@ typedef struct zkl__faults {
     int note_delay_ms;     /* > 0: a waiter sleeps this long before its node is noted made */
     int defer_depth;       /* > 0: a joiner's watches wait for the bell from this deep (wait.c) */
     int defer_ms;          /* > 0: and for this long at most */
+    int dispatch_pause_us; /* > 0: zkl_client_dispatch pauses between its two steps */
     bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
                             * as when no eventfd can be made (base/wakefd.h) */
     /* run once, on the acquiring thread, after the next listing of a wait */
@@ -324,6 +325,28 @@ void zkl__events_clear_locked(struct zkl_client *c);
  * INT64_MAX. Caller holds c->mu; released while calling out.
  */
 int64_t zkl__events_turn(struct zkl_client *c);
+
+/*
+ * Callbacks on the calling thread (libuv's and hiredis's rule: a call from
+ * inside a callback works, or refuses at once). A frame is pushed, on the
+ * stack of the thread that runs a user callback of client c, for as long as
+ * the callback runs; zkl__in_callback(c) says whether the calling thread is
+ * inside one. Callbacks run on c's worker are inside one by being there
+ * (zkl__on_worker); the frames are for the others (zkl_client_dispatch's).
+ */
+typedef struct zkl__cb_frame {
+    struct zkl_client *c;
+    struct zkl__cb_frame *up;
+} zkl__cb_frame;
+void zkl__cb_enter(zkl__cb_frame *f, struct zkl_client *c);
+void zkl__cb_leave(zkl__cb_frame *f);
+bool zkl__in_callback(const struct zkl_client *c);
+/*
+ * A call that would wait for c's worker (a blocking acquire, a drain), made
+ * on the worker: ZKL_EDEADLOCK with a message naming fn, at once, instead of
+ * a wait for itself. ZKL_OK elsewhere.
+ */
+zkl_status zkl__refuse_on_worker(struct zkl_client *c, const char *fn);
 
 /* Lost-lock notices: add returns an id (> 0), or 0 on no memory. Remove waits
  * out a running call of the listener, unless called from inside one. */

@@ -1,11 +1,35 @@
 /*
  * events.c - the client's connection events: queued by the session watcher
  * under c->mu, told by the worker to the user's state callback and to the
- * recipes' listeners (their lost-lock notices), oldest first.
+ * recipes' listeners (their lost-lock notices), oldest first; and the
+ * frames that say a thread is inside a user callback.
  */
 #include <stdlib.h>
 
 #include "session/client.h"
+
+static _Thread_local zkl__cb_frame *cb_top; /* the innermost callback this thread runs */
+
+void zkl__cb_enter(zkl__cb_frame *f, zkl_client *c)
+{
+    f->c = c;
+    f->up = cb_top;
+    cb_top = f;
+}
+
+void zkl__cb_leave(zkl__cb_frame *f)
+{
+    cb_top = f->up;
+}
+
+bool zkl__in_callback(const zkl_client *c)
+{
+    const zkl__cb_frame *f;
+    for (f = cb_top; f; f = f->up)
+        if (f->c == c)
+            return true;
+    return false;
+}
 
 void zkl__event_push_locked(zkl_client *c, const zkl__session *s, zkl_conn_state st)
 {

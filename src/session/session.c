@@ -196,6 +196,11 @@ zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
         }
         if (!c->sess->expired)
             break;
+        if (zkl__on_worker(c)) { /* the worker opens the next one: not while it waits here */
+            pthread_mutex_unlock(&c->mu);
+            return zkl__fail(ZKL_EDEADLOCK, "the session is lost and only this thread, the "
+                                            "client's worker, can open the next");
+        }
         /* Lost: the worker is opening the next session. */
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             pthread_mutex_unlock(&c->mu);
@@ -413,6 +418,17 @@ bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)
 bool zkl__on_worker(zkl_client *c)
 {
     return c->worker_started && pthread_equal(pthread_self(), c->worker);
+}
+
+zkl_status zkl__refuse_on_worker(zkl_client *c, const char *fn)
+{
+    if (!zkl__on_worker(c))
+        return ZKL_OK;
+    return zkl__fail(ZKL_EDEADLOCK,
+                     "%s: called on the client's worker thread (from inside a zklock callback), "
+                     "which this call would wait for; use the async acquire, or call it from "
+                     "another thread",
+                     fn);
 }
 
 void zkl__client_ref(zkl_client *c)

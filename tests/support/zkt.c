@@ -295,6 +295,13 @@ void zkt_fault_note_delay(zkl_client *c, int ms)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_fault_dispatch_pause(zkl_client *c, int us)
+{
+    pthread_mutex_lock(&c->mu);
+    c->faults.dispatch_pause_us = us;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void zkt_fault_sleep_on_cv(zkl_client *c)
 {
     pthread_mutex_lock(&c->mu);

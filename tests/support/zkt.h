@@ -84,6 +84,9 @@ void zkt_fault_await_ms(zkl_client *c, int ms);
 void zkt_fault_defer(zkl_client *c, int depth, int ms);
 /* A waiter of c sleeps ms, on its acquiring thread, before its node is noted made (heads.h). */
 void zkt_fault_note_delay(zkl_client *c, int ms);
+/* zkl_client_dispatch on c pauses us microseconds between reading the descriptor and taking
+ * the queue of reports (the window of a lost wake-up). */
+void zkt_fault_dispatch_pause(zkl_client *c, int us);
 /* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */
 void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Blocking waits sleep on eventfds from n clients in the process on (0: always; -1: the

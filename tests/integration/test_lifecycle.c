@@ -1,0 +1,525 @@
+/*
+ * test_lifecycle.c - what a C program may do from where (client.h, "Lifecycle
+ * and callbacks"): closing and waiting from inside callbacks, the event
+ * descriptor's wake-ups, destroying what another thread is inside, releases
+ * that are refused, and fork(). Each case is a way a program really uses the
+ * library that once crashed, hung or left two holders.
+ */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zklock/async.h"
+#include "zkt.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        zkl_status st_ = (expr);                                                                   \
+        cr_assert_eq(st_, ZKL_OK, "%s: %s (%s)", #expr, zkl_strerror(st_), zkl_errmsg());          \
+    } while (0)
+
+/* ---- calls from inside a state callback, on the worker ---- */
+
+typedef struct inside {
+    zkl_client *c;
+    zkl_mutex *m; /* a mutex of c, for the blocking acquire */
+    atomic_int ran;
+    zkl_status close_st, acquire_st, drain_st, drain0_st;
+    char close_msg[256], acquire_msg[256];
+    int64_t acquire_ms;
+} inside;
+
+static void on_lost_try_all(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    inside *in = ud;
+    int64_t t0;
+    if (st != ZKL_STATE_LOST)
+        return;
+    in->close_st = zkl_client_close(c);
+    snprintf(in->close_msg, sizeof in->close_msg, "%s", zkl_errmsg());
+    t0 = zkt_now_ms();
+    in->acquire_st = zkl_mutex_acquire(in->m, ZKL_WAIT_FOREVER); /* "take it again" */
+    in->acquire_ms = zkt_now_ms() - t0;
+    snprintf(in->acquire_msg, sizeof in->acquire_msg, "%s", zkl_errmsg());
+    in->drain_st = zkl_client_drain(c, -1);
+    in->drain0_st = zkl_client_drain(c, 0);
+    atomic_store(&in->ran, 1);
+}
+
+static int ran(void *p)
+{
+    return atomic_load(&((inside *)p)->ran);
+}
+
+Test(lifecycle, state_callback_close_refuses_and_waits_refuse_at_once, .timeout = 60)
+{
+    inside in = {0};
+    char *path = zkt_path("life-state");
+    zkl_client *c = zkt_client_cb(0, on_lost_try_all, &in);
+    in.c = c;
+    OK(zkl_mutex_create(c, path, &in.m));
+    zkt_expire(c);
+    cr_assert(zkt_wait_for(ran, &in, 20000), "the LOST callback never ran, or hung");
+    cr_assert_eq(in.close_st, ZKL_EBUSY, "close inside on_state: %s", zkl_strerror(in.close_st));
+    cr_assert(strstr(in.close_msg, "inside a callback"), "%s", in.close_msg);
+    cr_assert_eq(in.acquire_st, ZKL_EDEADLOCK, "acquire inside on_state: %s (%s)",
+                 zkl_strerror(in.acquire_st), in.acquire_msg);
+    cr_assert_lt(in.acquire_ms, 1000, "refused after %lld ms", (long long)in.acquire_ms);
+    cr_assert(strstr(in.acquire_msg, "worker"), "%s", in.acquire_msg);
+    cr_assert_eq(in.drain_st, ZKL_EDEADLOCK, "drain(-1) inside on_state: %s",
+                 zkl_strerror(in.drain_st));
+    cr_assert_eq(in.drain0_st, ZKL_OK, "drain(0) only looks: %s", zkl_strerror(in.drain0_st));
+    /* the client lives on, and is closed from here */
+    OK(zkl_mutex_acquire(in.m, 10000));
+    OK(zkl_mutex_release(in.m));
+    OK(zkl_mutex_destroy(in.m));
+    OK(zkl_client_close(c));
+    free(path);
+}
+
+/* The lock's own state callback, and a worker-delivered completion. */
+static void lock_state_close(void *lock, zkl_conn_state st, void *ud)
+{
+    inside *in = ud;
+    (void)lock;
+    if (st != ZKL_STATE_LOST)
+        return;
+    in->close_st = zkl_client_close(in->c);
+    atomic_store(&in->ran, 1);
+}
+
+Test(lifecycle, lock_state_callback_close_refuses, .timeout = 60)
+{
+    inside in = {0};
+    char *path = zkt_path("life-lockstate");
+    zkl_client *c = zkt_client(0);
+    in.c = c;
+    OK(zkl_mutex_create(c, path, &in.m));
+    OK(zkl_mutex_on_state(in.m, lock_state_close, &in));
+    OK(zkl_mutex_acquire(in.m, 10000));
+    zkt_expire(c);
+    cr_assert(zkt_wait_for(ran, &in, 20000), "the lock's LOST callback never ran");
+    cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
+    cr_assert_eq(zkl_mutex_release(in.m), ZKL_ELOST);
+    OK(zkl_mutex_destroy(in.m));
+    OK(zkl_client_close(c));
+    free(path);
+}
+
+static void completion_close(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    inside *in = ud;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    in->close_st = zkl_client_close(in->c);
+    snprintf(in->close_msg, sizeof in->close_msg, "%s", zkl_errmsg());
+    in->acquire_st = zkl_op_release(op); /* from inside: freed when this returns */
+    atomic_store(&in->ran, 1);
+}
+
+Test(lifecycle, worker_completion_close_refuses, .timeout = 60)
+{
+    inside in = {0};
+    char *path = zkt_path("life-completion");
+    zkl_client *c = zkt_client(0);
+    zkl_op *op;
+    in.c = c;
+    OK(zkl_mutex_create(c, path, &in.m));
+    OK(zkl_mutex_acquire_async(in.m, 10000, completion_close, &in, &op));
+    cr_assert(zkt_wait_for(ran, &in, 20000), "the completion never ran");
+    cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
+    cr_assert_eq(in.acquire_st, ZKL_OK, "release inside: %s", zkl_strerror(in.acquire_st));
+    zkt_sleep_ms(50); /* the worker is past the callback */
+    OK(zkl_mutex_destroy(in.m));
+    OK(zkl_client_close(c));
+    free(path);
+}
+
+/* A completion run by zkl_client_dispatch, on this thread: the same refusal,
+ * and the client is whole after it (deliver() reads it once the callback
+ * has returned). */
+static void dispatched_close(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    inside *in = ud;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    in->close_st = zkl_client_close(in->c);
+    /* a blocking acquire here is not on the worker: it is the caller's to make */
+    in->acquire_st = zkl_op_release(op);
+    atomic_store(&in->ran, 1);
+}
+
+Test(lifecycle, dispatched_completion_close_refuses, .timeout = 60)
+{
+    inside in = {0};
+    char *path = zkt_path("life-dispatch");
+    zkl_client *c = zkt_client(0);
+    zkl_op *op;
+    struct pollfd p = {0};
+    int fd, n = 0;
+    in.c = c;
+    OK(zkl_client_event_fd(c, &fd));
+    OK(zkl_mutex_create(c, path, &in.m));
+    OK(zkl_mutex_acquire_async(in.m, 10000, dispatched_close, &in, &op));
+    p.fd = fd;
+    p.events = POLLIN;
+    cr_assert_eq(poll(&p, 1, 20000), 1, "the descriptor never became readable");
+    OK(zkl_client_dispatch(c, &n));
+    cr_assert_eq(n, 1);
+    cr_assert(atomic_load(&in.ran));
+    cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
+    cr_assert_eq(in.acquire_st, ZKL_OK);
+    OK(zkl_mutex_destroy(in.m));
+    OK(zkl_client_close(c));
+    free(path);
+}
+
+/* ---- the event descriptor is readable whenever a report waits ---- */
+
+static atomic_int spin_stop;
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&spin_stop))
+        ;
+    return NULL;
+}
+
+static void count_release(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    cr_assert_eq(zkl_op_release(op), ZKL_OK);
+    atomic_fetch_add((atomic_int *)ud, 1);
+}
+
+#define BURSTS 40
+#define BURST 8
+
+Test(lifecycle, event_fd_never_swallows_a_report, .timeout = 240)
+{
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m[BURST];
+    zkl_op *op;
+    pthread_t spinners[2];
+    atomic_int done = 0;
+    int fd, i, b, want = 0;
+    char *paths[BURST];
+    OK(zkl_client_event_fd(c, &fd));
+    zkt_fault_dispatch_pause(c, 2000); /* a preemption between the two steps */
+    for (i = 0; i < BURST; i++) {
+        paths[i] = zkt_path("life-efd");
+        OK(zkl_mutex_create(c, paths[i], &m[i]));
+    }
+    atomic_store(&spin_stop, 0);
+    for (i = 0; i < 2; i++)
+        pthread_create(&spinners[i], NULL, spin, NULL);
+    for (b = 0; b < BURSTS; b++) {
+        for (i = 0; i < BURST; i++)
+            OK(zkl_mutex_acquire_async(m[i], 10000, count_release, &done, &op));
+        want += BURST;
+        while (atomic_load(&done) < want) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 3000) == 0) {
+                atomic_store(&spin_stop, 1);
+                cr_assert_fail("burst %d: %d report(s) waiting behind a descriptor that reads "
+                               "not ready",
+                               b, want - atomic_load(&done));
+            }
+            OK(zkl_client_dispatch(c, NULL));
+        }
+    }
+    atomic_store(&spin_stop, 1);
+    for (i = 0; i < 2; i++)
+        pthread_join(spinners[i], NULL);
+    for (i = 0; i < BURST; i++) {
+        OK(zkl_mutex_destroy(m[i]));
+        free(paths[i]);
+    }
+    OK(zkl_client_close(c));
+}
+
+/* ---- destroy while another thread is inside a call on the object ---- */
+
+typedef struct waiter {
+    zkl_status (*acquire)(void *obj);
+    void *obj;
+    atomic_int started, done;
+    zkl_status st;
+} waiter;
+
+static void *wait_in(void *arg)
+{
+    waiter *w = arg;
+    atomic_store(&w->started, 1);
+    w->st = w->acquire(w->obj);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static zkl_status mutex_wait(void *m)
+{
+    zkl_status st = zkl_mutex_acquire(m, 30000);
+    if (st == ZKL_OK)
+        st = zkl_mutex_release(m);
+    return st;
+}
+
+static zkl_status write_wait(void *l)
+{
+    zkl_status st = zkl_rwlock_write_acquire(l, 30000);
+    if (st == ZKL_OK)
+        st = zkl_rwlock_write_release(l);
+    return st;
+}
+
+static zkl_status sem_wait(void *s)
+{
+    zkl_lease *l;
+    zkl_status st = zkl_semaphore_acquire(s, 30000, &l);
+    if (st == ZKL_OK)
+        st = zkl_lease_return(l);
+    return st;
+}
+
+static zkl_status semmutex_wait(void *m)
+{
+    zkl_status st = zkl_semaphore_mutex_acquire(m, 30000);
+    if (st == ZKL_OK)
+        st = zkl_semaphore_mutex_release(m);
+    return st;
+}
+
+static int waiter_done(void *p)
+{
+    return atomic_load(&((waiter *)p)->done);
+}
+
+/* w waits on path (held by the other client); destroy refuses, naming the
+ * waiter, and nothing is freed: the waiter gets the lock once the holder lets go. */
+static void destroy_refused_while(waiter *w, zkl_status (*destroy)(void *), void (*let_go)(void *),
+                                  void *held)
+{
+    pthread_t t;
+    zkl_status st;
+    pthread_create(&t, NULL, wait_in, w);
+    while (!atomic_load(&w->started))
+        zkt_sleep_ms(1);
+    zkt_sleep_ms(300); /* in its wait */
+    st = destroy(w->obj);
+    cr_assert_eq(st, ZKL_EBUSY, "destroy under a waiter: %s", zkl_strerror(st));
+    cr_assert(strstr(zkl_errmsg(), "inside a call"), "%s", zkl_errmsg());
+    let_go(held);
+    cr_assert(zkt_wait_for(waiter_done, w, 20000), "the waiter never got the lock");
+    pthread_join(t, NULL);
+    cr_assert_eq(w->st, ZKL_OK, "the waiter: %s", zkl_strerror(w->st));
+    OK(destroy(w->obj));
+}
+
+static zkl_status mutex_destroy(void *m)
+{
+    return zkl_mutex_destroy(m);
+}
+static void mutex_let_go(void *m)
+{
+    OK(zkl_mutex_release(m));
+}
+static zkl_status rwlock_destroy(void *l)
+{
+    return zkl_rwlock_destroy(l);
+}
+static void rwlock_let_go(void *l)
+{
+    OK(zkl_rwlock_write_release(l));
+}
+static zkl_status sem_destroy(void *s)
+{
+    return zkl_semaphore_destroy(s);
+}
+static void lease_let_go(void *l)
+{
+    OK(zkl_lease_return(l));
+}
+static zkl_status semmutex_destroy(void *m)
+{
+    return zkl_semaphore_mutex_destroy(m);
+}
+static void semmutex_let_go(void *m)
+{
+    OK(zkl_semaphore_mutex_release(m));
+}
+
+Test(lifecycle, destroy_refuses_while_a_thread_waits_in_it, .timeout = 120)
+{
+    zkl_client *h = zkt_client(0), *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("life-destroy-m"), *p2 = zkt_path("life-destroy-rw"),
+         *p3 = zkt_path("life-destroy-sem"), *p4 = zkt_path("life-destroy-smx");
+    zkl_mutex *hm, *m;
+    zkl_rwlock *hl, *l;
+    zkl_semaphore *hs, *s;
+    zkl_semaphore_mutex *hx, *x;
+    zkl_lease *lease;
+    waiter w1 = {.acquire = mutex_wait}, w2 = {.acquire = write_wait}, w3 = {.acquire = sem_wait},
+           w4 = {.acquire = semmutex_wait};
+
+    OK(zkl_mutex_create(h, p1, &hm));
+    OK(zkl_mutex_create(c, p1, &m));
+    OK(zkl_mutex_acquire(hm, 10000));
+    w1.obj = m;
+    destroy_refused_while(&w1, mutex_destroy, mutex_let_go, hm);
+
+    OK(zkl_rwlock_create(h, p2, &hl));
+    OK(zkl_rwlock_create(c, p2, &l));
+    OK(zkl_rwlock_write_acquire(hl, 10000));
+    w2.obj = l;
+    destroy_refused_while(&w2, rwlock_destroy, rwlock_let_go, hl);
+
+    OK(zkl_semaphore_create(h, p3, 1, &hs));
+    OK(zkl_semaphore_create(c, p3, 1, &s));
+    OK(zkl_semaphore_acquire(hs, 10000, &lease));
+    w3.obj = s;
+    destroy_refused_while(&w3, sem_destroy, lease_let_go, lease);
+
+    /* the semaphore mutex refuses through its semaphore, and stays whole */
+    OK(zkl_semaphore_mutex_create(h, p4, &hx));
+    OK(zkl_semaphore_mutex_create(c, p4, &x));
+    OK(zkl_semaphore_mutex_acquire(hx, 10000));
+    w4.obj = x;
+    destroy_refused_while(&w4, semmutex_destroy, semmutex_let_go, hx);
+
+    OK(zkl_mutex_destroy(hm));
+    OK(zkl_rwlock_destroy(hl));
+    OK(zkl_semaphore_destroy(hs));
+    OK(zkl_semaphore_mutex_destroy(hx));
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0);
+    cr_assert_eq(zkt_children_settle(zh, p2, 0), 0);
+    OK(zkl_client_close(c));
+    OK(zkl_client_close(h));
+    zookeeper_close(zh);
+    free(p1);
+    free(p2);
+    free(p3);
+    free(p4);
+}
+
+/* ---- a refused release changes nothing ---- */
+
+static void *release_set(void *ml)
+{
+    return (void *)(intptr_t)zkl_multilock_release(ml);
+}
+
+Test(lifecycle, multilock_release_by_another_thread_changes_nothing, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("life-ml-a"), *p2 = zkt_path("life-ml-b");
+    zkl_mutex *a, *b;
+    zkl_multilock *ml;
+    pthread_t t;
+    void *ret;
+    OK(zkl_mutex_create(c, p1, &a));
+    OK(zkl_mutex_create(c, p2, &b));
+    OK(zkl_multilock_create(&ml));
+    OK(zkl_multilock_add_mutex(ml, a));
+    OK(zkl_multilock_add_mutex(ml, b));
+    OK(zkl_multilock_acquire(ml, 10000));
+    pthread_create(&t, NULL, release_set, ml);
+    pthread_join(t, &ret);
+    cr_assert_eq((zkl_status)(intptr_t)ret, ZKL_ENOTOWNER);
+    cr_assert(zkl_mutex_is_held(a) && zkl_mutex_is_held(b), "a refused release let go");
+    cr_assert_eq(zkl_multilock_destroy(ml), ZKL_EBUSY, "destroyed under its holder");
+    OK(zkl_multilock_release(ml)); /* the owner's own release still works */
+    cr_assert(!zkl_mutex_is_held(a) && !zkl_mutex_is_held(b));
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0);
+    cr_assert_eq(zkt_children_settle(zh, p2, 0), 0);
+    OK(zkl_multilock_destroy(ml));
+    OK(zkl_mutex_destroy(a));
+    OK(zkl_mutex_destroy(b));
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
+    free(p1);
+    free(p2);
+}
+
+static void never(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)op;
+    (void)ud;
+    cr_assert_fail("a refused acquire called back: %s (%s)", zkl_strerror(st), msg);
+}
+
+Test(lifecycle, async_multilock_refuses_a_lock_added_twice, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    char *p1 = zkt_path("life-ml-twice"), *p2 = zkt_path("life-ml-rw");
+    zkl_mutex *a;
+    zkl_rwlock *rw;
+    zkl_multilock *ml, *ml2;
+    zkl_op *op = (zkl_op *)&op;
+    OK(zkl_mutex_create(c, p1, &a));
+    OK(zkl_rwlock_create(c, p2, &rw));
+    OK(zkl_multilock_create(&ml));
+    OK(zkl_multilock_add_mutex(ml, a));
+    OK(zkl_multilock_add_mutex(ml, a));
+    cr_assert_eq(zkl_multilock_acquire_async(ml, ZKL_WAIT_FOREVER, never, NULL, &op), ZKL_EINVAL);
+    cr_assert_null(op);
+    cr_assert(strstr(zkl_errmsg(), "same lock"), "%s", zkl_errmsg());
+    OK(zkl_multilock_create(&ml2));
+    OK(zkl_multilock_add_read(ml2, rw));
+    OK(zkl_multilock_add_write(ml2, rw));
+    cr_assert_eq(zkl_multilock_acquire_async(ml2, 1000, never, NULL, &op), ZKL_EINVAL);
+    /* thread mode re-enters the mutex */
+    OK(zkl_multilock_acquire(ml, 10000));
+    OK(zkl_multilock_release(ml));
+    OK(zkl_multilock_destroy(ml));
+    OK(zkl_multilock_destroy(ml2));
+    OK(zkl_mutex_destroy(a));
+    OK(zkl_rwlock_destroy(rw));
+    OK(zkl_client_close(c));
+    free(p1);
+    free(p2);
+}
+
+/* ---- acquire_many: one deadline, a cap ---- */
+
+Test(lifecycle, semaphore_acquire_many_keeps_one_deadline, .timeout = 120)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("life-many");
+    zkl_semaphore *s;
+    zkl_lease **v = calloc(2000, sizeof *v);
+    zkl_op *op = (zkl_op *)&op;
+    int64_t t0, took;
+    char leases[512];
+    OK(zkl_semaphore_create(c, path, 100000, &s));
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 200, 0, v), ZKL_ETIMEDOUT);
+    took = zkt_now_ms() - t0;
+    cr_assert_lt(took, 500, "timeout 0 took %lld ms", (long long)took);
+    cr_assert_null(v[0]);
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 1000, 300, v), ZKL_ETIMEDOUT);
+    took = zkt_now_ms() - t0;
+    cr_assert_lt(took, 1500, "a 300 ms timeout took %lld ms", (long long)took);
+    cr_assert(strstr(zkl_errmsg(), "by the deadline"), "%s", zkl_errmsg());
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 2000, 1000, v), ZKL_EINVAL);
+    cr_assert_eq(zkl_semaphore_acquire_async(s, 0x7fffffff, 1000, never, NULL, &op), ZKL_EINVAL);
+    cr_assert_null(op);
+    OK(zkl_semaphore_acquire_many(s, 3, 10000, v));
+    OK(zkl_lease_return(v[0]));
+    OK(zkl_lease_return(v[1]));
+    OK(zkl_lease_return(v[2]));
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "a lease left behind");
+    OK(zkl_semaphore_destroy(s));
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
+    free(v);
+    free(path);
+}
