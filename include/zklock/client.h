@@ -85,8 +85,18 @@ typedef struct zkl_acl {
  * (1 MiB) bounds a whole create request, path and ACL included. */
 #define ZKL_NODE_DATA_MAX (1024 * 1024 - 4096)
 
+/*
+ * The session timeouts zkl_client_open takes (ZKL_EINVAL outside): at 1 ms
+ * libzookeeper_mt 3.8 never connects, and from 2^30 ms on it overflows; a
+ * server grants no less than 2 ticks anyway. The server grants a value
+ * within its own bounds (by default 2 and 20 ticks; see
+ * zkl_client_session_timeout).
+ */
+#define ZKL_SESSION_TIMEOUT_MIN_MS 100
+#define ZKL_SESSION_TIMEOUT_MAX_MS (24 * 3600 * 1000)
+
 typedef struct zkl_client_options {
-    int session_timeout_ms; /* asked of the server; default 10000 */
+    int session_timeout_ms; /* asked of the server, 100 ms to 24 h; default 10000 */
     int connect_timeout_ms; /* zkl_client_open waits this long; default 15000 */
     int retry_base_ms;      /* first backoff after a connection loss; default 50 */
     int retry_max_ms;       /* backoff cap; default 1000 */

@@ -44,6 +44,13 @@ void zkl_client_options_init(zkl_client_options *o)
 
 static zkl_status check_options(const zkl_client_options *opts)
 {
+    if (opts->session_timeout_ms > 0 && (opts->session_timeout_ms < ZKL_SESSION_TIMEOUT_MIN_MS ||
+                                         opts->session_timeout_ms > ZKL_SESSION_TIMEOUT_MAX_MS))
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: session_timeout_ms %d is out of range (%d to %d ms; "
+                         "the server grants a value within its own bounds)",
+                         opts->session_timeout_ms, ZKL_SESSION_TIMEOUT_MIN_MS,
+                         ZKL_SESSION_TIMEOUT_MAX_MS);
     if (opts->session_timeout_ms <= 0 || opts->connect_timeout_ms < 0 || opts->retry_base_ms <= 0 ||
         opts->retry_max_ms < opts->retry_base_ms || opts->retry_max < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: option out of range (timeouts and retry "

@@ -523,3 +523,28 @@ Test(lifecycle, semaphore_acquire_many_keeps_one_deadline, .timeout = 120)
     free(v);
     free(path);
 }
+
+/* ---- options out of range are refused at once ---- */
+
+Test(lifecycle, session_timeout_out_of_range_is_refused, .timeout = 60)
+{
+    static const int bad[] = {1, 99, 24 * 3600 * 1000 + 1, 1 << 30, 0x7fffffff};
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    int64_t t0;
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        zkl_client_options_init(&o);
+        o.session_timeout_ms = bad[i];
+        t0 = zkt_now_ms();
+        cr_assert_eq(zkl_client_open(zkt_servers(), &o, &c), ZKL_EINVAL, "%d accepted", bad[i]);
+        cr_assert_lt(zkt_now_ms() - t0, 1000);
+        cr_assert(strstr(zkl_errmsg(), "session_timeout_ms"), "%s", zkl_errmsg());
+        cr_assert_null(c);
+    }
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = ZKL_SESSION_TIMEOUT_MIN_MS;
+    OK(zkl_client_open(zkt_servers(), &o, &c));
+    cr_assert_gt(zkl_client_session_timeout(c), 0);
+    OK(zkl_client_close(c));
+}
