@@ -12,7 +12,9 @@
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "base/wakefd.h"
 #include "client/acl.h"
+#include "client/fork.h"
 #include "client/worker.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
@@ -243,7 +245,38 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
         client_free(c);
         return st;
     }
+    zkl__fork_register(c);
     *out = c;
+    return ZKL_OK;
+}
+
+/*
+ * Close in a fork()ed child (client/fork.c): zklock's own memory is freed;
+ * no thread is joined (the worker and the ZooKeeper client's run in the
+ * parent only), nothing is sent, and the session's handle is kept, as the
+ * parent's session is the parent's.
+ */
+static zkl_status close_forked(zkl_client *c)
+{
+    zkl__session *s[2];
+    int i;
+    zkl__fork_unregister(c);
+    pthread_mutex_lock(&c->mu);
+    s[0] = c->sess;
+    s[1] = c->pending != c->sess ? c->pending : NULL;
+    for (i = 0; i < 2; i++) {
+        if (!s[i])
+            continue;
+        zkl__fork_keep(s[i]->zh);
+        if (c->hooks.closed_locked)
+            c->hooks.closed_locked(c, s[i]);
+        zkl__watches_free_locked(s[i]);
+    }
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < 2; i++)
+        free(s[i]);
+    zkl__wakefd_close(c->wfd); /* this process's copy; the parent's stays open */
+    client_free(c);
     return ZKL_OK;
 }
 
@@ -264,6 +297,9 @@ zkl_status zkl_client_close(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
     if (handles > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", handles);
+    if (zkl__forked(c))
+        return close_forked(c);
+    zkl__fork_unregister(c);
     /* Let released nodes' deletes land first: zookeeper_close would drop
      * their replies and leak its own record of them (the server deletes the
      * nodes with the session anyway). Also while reconnecting: the reply, or
@@ -317,6 +353,8 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
     zkl__clear_err();
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_drain: client is NULL");
+    if (zkl__forked(c)) /* its deletes are the parent's */
+        return zkl__closed_fail(c, "zkl_client_drain");
     if (timeout_ms != 0 && (st = zkl__refuse_on_worker(c, "zkl_client_drain")) != ZKL_OK)
         return st;
     return zkl__cleanup_drain(c, zkl__deadline(timeout_ms), true);

@@ -136,7 +136,7 @@ static zkl_status client_ready(zkl_client *c, const char *what)
     if (!zkl__engine_locked(c))
         st = zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
     else if (c->closing)
-        st = zkl__fail(ZKL_ECLOSED, "%s: client is closing", what);
+        st = zkl__closed_fail(c, what);
     pthread_mutex_unlock(&c->mu);
     return st;
 }
@@ -320,7 +320,8 @@ zkl_status zkl_op_release(zkl_op *op)
     c = op->c;
     pthread_mutex_lock(&c->mu);
     inside = op->state == ZKL__OP_DELIVERING && pthread_equal(op->deliverer, pthread_self());
-    ready = (op->state == ZKL__OP_REPORTED || inside) && !op->free_after;
+    /* in a fork()ed child no report comes: the handle holds nothing, and goes */
+    ready = (op->state == ZKL__OP_REPORTED || inside || zkl__forked(c)) && !op->free_after;
     if (ready)
         op->free_after = inside;
     pthread_mutex_unlock(&c->mu);
@@ -402,6 +403,8 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
     zkl__clear_err();
     if (!c || !fd)
         return zkl__fail(ZKL_EINVAL, "zkl_client_event_fd: NULL argument");
+    if (zkl__forked(c)) /* the descriptor is the parent's too */
+        return zkl__closed_fail(c, "zkl_client_event_fd");
     pthread_mutex_lock(&c->mu);
     e = zkl__engine_locked(c);
     if (e && e->efd < 0)
@@ -425,6 +428,8 @@ zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
         *ran = 0;
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_dispatch: client is NULL");
+    if (zkl__forked(c)) /* reading the descriptor would take the parent's wake-up */
+        return zkl__closed_fail(c, "zkl_client_dispatch");
     pthread_mutex_lock(&c->mu);
     efd = c->engine ? c->engine->efd : -1;
     pthread_mutex_unlock(&c->mu);

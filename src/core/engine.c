@@ -141,6 +141,7 @@ struct zkl__engine *zkl__engine_locked(zkl_client *c)
 {
     if (c->engine)
         return c->engine;
+    zkl__heads_init();
     c->engine = calloc(1, sizeof *c->engine);
     if (!c->engine)
         return NULL;

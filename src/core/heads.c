@@ -131,6 +131,32 @@ static bool seen(const ring *r, const char *parent, const char *name, int64_t ow
     return found;
 }
 
+/*
+ * In a fork()ed child every note is of the parent's operations (and mu may
+ * be held by a thread that is not here): all of it is forgotten.
+ */
+static void fork_child(void)
+{
+    pthread_mutex_init(&mu, NULL);
+    memset(&held, 0, sizeof held);
+    memset(by_seq, 0, sizeof by_seq);
+    memset(last, 0, sizeof last);
+    memset(head_at, 0, sizeof head_at);
+    memset(flight, 0, sizeof flight);
+    memset(awaits, 0, sizeof awaits);
+}
+
+static void install_fork_child(void)
+{
+    (void)pthread_atfork(NULL, NULL, fork_child);
+}
+
+void zkl__heads_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    (void)pthread_once(&once, install_fork_child);
+}
+
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
 {
     return owner != 0 && seen(&held, parent, name, owner);

@@ -107,6 +107,9 @@ void zkl__heads_create_done(const char *parent);
 bool zkl__heads_await(const char *parent, int32_t seq, zkl__bell_fn fn, void *owner, void *waiter);
 void zkl__heads_unawait(const char *parent, int32_t seq, const void *waiter);
 
+/* Once, before the first use: a fork()ed child forgets every note (they are the parent's). */
+void zkl__heads_init(void);
+
 /* Whether that node was noted (and not yet pushed out of the ring). */
 bool zkl__heads_seen(const char *parent, const char *name, int64_t owner);
 

@@ -58,6 +58,8 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
 {
     zkl__acq *op;
     zkl_status st = zkl__refuse_on_worker(c, "a blocking acquire");
+    if (zkl__forked(c))
+        return zkl__closed_fail(c, a->path);
     if (st != ZKL_OK)
         return zkl__fail_prefix(st, "%s: ", a->path);
     if (!(op = zkl__acq_new(c, a, true, NULL, NULL)))
@@ -74,10 +76,24 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
     return st;
 }
 
+/* A release in a fork()ed child: the hold is the parent's; nothing is sent. */
+static zkl_status release_forked(zkl_client *c, zkl__hold *hold)
+{
+    (void)c;
+    free(hold->node);
+    hold->node = NULL;
+    hold->rev = NULL; /* (the parent's revocation watch) */
+    return zkl__fail(ZKL_ELOST, "the hold is the parent's: this process is a fork() child of "
+                                "the one that holds it, and holds nothing");
+}
+
 zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
 {
-    bool alive = zkl__hold_alive(c, hold->epoch);
+    bool alive;
     zkl__session *s = NULL;
+    if (zkl__forked(c))
+        return release_forked(c, hold);
+    alive = zkl__hold_alive(c, hold->epoch);
     zkl__revwatch_stop(hold->rev);
     hold->rev = NULL;
     if (hold->node) {

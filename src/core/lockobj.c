@@ -41,7 +41,9 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
 
 void zkl__lockobj_detach(zkl__lockobj *o)
 {
-    if (o->listener)
+    /* (in a fork()ed child no worker calls it, and listen_mu may be held by
+     * a thread that is not here) */
+    if (o->listener && !zkl__forked(o->c))
         zkl__listener_remove(o->c, o->listener);
     o->listener = 0;
 }
@@ -76,6 +78,8 @@ void zkl__lockobj_leave(zkl__lockobj *o)
 zkl_status zkl__lockobj_idle(zkl__lockobj *o, const char *fn)
 {
     int n;
+    if (zkl__forked(o->c)) /* those threads are the parent's */
+        return ZKL_OK;
     pthread_mutex_lock(&o->c->mu);
     n = o->inside;
     pthread_mutex_unlock(&o->c->mu);

@@ -157,6 +157,8 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     zkl_status st;
     int re;
     int64_t t0 = zkl__now_us();
+    if (zkl__forked(sd->c))
+        return zkl__closed_fail(sd->c, sd->path);
     if ((st = zkl__refuse_on_worker(sd->c, "a blocking acquire")) != ZKL_OK)
         return zkl__fail_prefix(st, "%s: ", sd->path);
     st = zkl__side_mode(sd, ZKL__MODE_THREAD, "acquire");
@@ -183,10 +185,26 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     return st;
 }
 
+/*
+ * In a fork()ed child a side holds nothing (client/fork.c): its table is the
+ * parent's threads', and its lock may be held by a thread that is not here,
+ * so it is not looked at.
+ */
+static zkl_status forked_lost(const zkl__side *sd)
+{
+    return zkl__fail(ZKL_ELOST,
+                     "%s: the hold is the parent's: this process is a fork() child of the one "
+                     "that holds it, and holds nothing",
+                     sd->path);
+}
+
 zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass)
 {
     zkl__hold last, last_copy;
-    zkl_status st = zkl__holders_leave(&sd->holders, &last);
+    zkl_status st;
+    if (zkl__forked(sd->c))
+        return forked_lost(sd);
+    st = zkl__holders_leave(&sd->holders, &last);
     if (st != ZKL_OK)
         return st;
     if (!last.node) /* still held at a lower level */
@@ -206,18 +224,23 @@ zkl_status zkl__side_release(zkl__side *sd)
 
 bool zkl__side_has_entry(zkl__side *sd)
 {
-    return zkl__holders_has(&sd->holders, NULL);
+    return !zkl__forked(sd->c) && zkl__holders_has(&sd->holders, NULL);
 }
 
 bool zkl__side_is_held(zkl__side *sd)
 {
     uint64_t epoch;
-    return zkl__holders_has(&sd->holders, &epoch) && zkl__hold_alive(sd->c, epoch);
+    return !zkl__forked(sd->c) && zkl__holders_has(&sd->holders, &epoch) &&
+           zkl__hold_alive(sd->c, epoch);
 }
 
 zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h)
 {
-    zkl_status st = zkl__holders_get(&sd->holders, h);
+    zkl_status st;
+    memset(h, 0, sizeof *h);
+    if (zkl__forked(sd->c))
+        return forked_lost(sd);
+    st = zkl__holders_get(&sd->holders, h);
     if (st != ZKL_OK)
         return st;
     if (!zkl__hold_alive(sd->c, h->epoch)) {
@@ -257,6 +280,8 @@ zkl_status zkl__side_node(zkl__side *sd, char **node)
 zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms)
 {
     uint64_t epoch;
+    if (zkl__forked(sd->c))
+        return forked_lost(sd);
     if (!zkl__holders_has(&sd->holders, &epoch))
         return zkl__fail(ZKL_ENOTOWNER, "%s: this thread does not hold it", sd->path);
     return zkl__lease_remaining(sd->c, epoch, sd->path, ms);

@@ -308,7 +308,8 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
      * (its mutex and rwlock members are held per thread), and a set taken
      * by an async acquire is its handle's (zkl_op_release). */
     for (i = 0; i < ml->n; i++)
-        if (ml->v[i].side && !zkl__side_has_entry(ml->v[i].side))
+        if (ml->v[i].side && !zkl__side_has_entry(ml->v[i].side) &&
+            !zkl__forked(ml->v[i].side->c)) /* (a child's release is ELOST, and frees) */
             return zkl__fail(ZKL_ENOTOWNER,
                              "zkl_multilock_release: the calling thread does not hold member "
                              "%zu of %zu (a set is released by the thread that acquired it, "

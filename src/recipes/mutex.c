@@ -66,11 +66,12 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_destroy: mutex is NULL");
     if ((st = zkl__lockobj_idle(&m->obj, "zkl_mutex_destroy")) != ZKL_OK)
         return st;
-    n = zkl__holders_count(&m->side.holders);
+    /* (in a fork()ed child its holds and handles are the parent's: it goes) */
+    n = zkl__forked(m->obj.c) ? 0 : zkl__holders_count(&m->side.holders);
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s is held by %u thread(s)", m->obj.path,
                          n);
-    n = (unsigned)zkl__side_async_ops(&m->side);
+    n = zkl__forked(m->obj.c) ? 0 : (unsigned)zkl__side_async_ops(&m->side);
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_mutex_destroy: %s has %u async handle(s) not released",
                          m->obj.path, n);

@@ -70,8 +70,11 @@ zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_destroy: lock is NULL");
     if ((st = zkl__lockobj_idle(&l->obj, "zkl_rwlock_destroy")) != ZKL_OK)
         return st;
-    n = zkl__holders_count(&l->read.holders) + zkl__holders_count(&l->write.holders);
-    n += (unsigned)(zkl__side_async_ops(&l->read) + zkl__side_async_ops(&l->write));
+    n = 0; /* (in a fork()ed child its holds and handles are the parent's: it goes) */
+    if (!zkl__forked(l->obj.c)) {
+        n = zkl__holders_count(&l->read.holders) + zkl__holders_count(&l->write.holders);
+        n += (unsigned)(zkl__side_async_ops(&l->read) + zkl__side_async_ops(&l->write));
+    }
     if (n > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_rwlock_destroy: %s has %u hold(s) or async handle(s)",
                          l->obj.path, n);

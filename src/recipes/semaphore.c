@@ -95,9 +95,12 @@ zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_destroy: semaphore is NULL");
     if ((st = zkl__lockobj_idle(&s->obj, "zkl_semaphore_destroy")) != ZKL_OK)
         return st;
-    pthread_mutex_lock(&s->mu);
-    out = s->out;
-    pthread_mutex_unlock(&s->mu);
+    out = 0; /* (in a fork()ed child its leases are the parent's: it goes) */
+    if (!zkl__forked(s->obj.c)) {
+        pthread_mutex_lock(&s->mu);
+        out = s->out;
+        pthread_mutex_unlock(&s->mu);
+    }
     if (out > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_destroy: %d lease(s) of %s still out", out,
                          s->obj.path);
@@ -334,6 +337,11 @@ zkl_status zkl_lease_return(zkl_lease *l)
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_lease_return: lease is NULL");
     s = l->sem;
+    if (zkl__forked(s->obj.c)) { /* the parent's lease: nothing sent, s->mu not taken */
+        st = zkl__lock_release(s->obj.c, &l->hold);
+        free(l);
+        return st;
+    }
     hold = l->hold; /* (the release frees its node) */
     st = zkl__lock_release(s->obj.c, &l->hold);
     zkl__stats_released(&s->obj.part[0].stats, s->obj.c, &hold, st);
@@ -347,7 +355,7 @@ zkl_status zkl_lease_return(zkl_lease *l)
 
 bool zkl_lease_is_valid(const zkl_lease *l)
 {
-    return l && zkl__hold_alive(l->sem->obj.c, l->hold.epoch);
+    return l && !zkl__forked(l->sem->obj.c) && zkl__hold_alive(l->sem->obj.c, l->hold.epoch);
 }
 
 zkl_status zkl_lease_remaining(const zkl_lease *l, int64_t *ms)

@@ -11,10 +11,17 @@
 #include "zklock/semaphore.h"
 
 struct zkl_semaphore_mutex {
+    zkl_client *c;
     zkl_semaphore *sem;
     pthread_mutex_t mu;
     zkl_lease *lease;
 };
+
+/* m's client was open in the parent of this fork()ed process (client/fork.c). */
+static bool forked(const zkl_semaphore_mutex *m)
+{
+    return zkl__forked(m->c);
+}
 
 zkl_status zkl_semaphore_mutex_create(zkl_client *c, const char *path, zkl_semaphore_mutex **out)
 {
@@ -33,6 +40,7 @@ zkl_status zkl_semaphore_mutex_create(zkl_client *c, const char *path, zkl_semap
         return st;
     }
     pthread_mutex_init(&m->mu, NULL);
+    m->c = c;
     *out = m;
     return ZKL_OK;
 }
@@ -44,9 +52,12 @@ zkl_status zkl_semaphore_mutex_destroy(zkl_semaphore_mutex *m)
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_mutex_destroy: mutex is NULL");
-    pthread_mutex_lock(&m->mu);
-    held = m->lease != NULL;
-    pthread_mutex_unlock(&m->mu);
+    held = false; /* (in a fork()ed child its lease is the parent's: it goes) */
+    if (!forked(m)) {
+        pthread_mutex_lock(&m->mu);
+        held = m->lease != NULL;
+        pthread_mutex_unlock(&m->mu);
+    }
     if (held)
         return zkl__fail(ZKL_EBUSY, "zkl_semaphore_mutex_destroy: still held");
     /* refuses while a thread waits in an acquire (its semaphore's): nothing freed */
@@ -82,10 +93,15 @@ zkl_status zkl_semaphore_mutex_release(zkl_semaphore_mutex *m)
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_mutex_release: mutex is NULL");
-    pthread_mutex_lock(&m->mu);
-    lease = m->lease;
-    m->lease = NULL;
-    pthread_mutex_unlock(&m->mu);
+    if (forked(m)) { /* one thread here; m->mu may be held by one that is not */
+        lease = m->lease;
+        m->lease = NULL;
+    } else {
+        pthread_mutex_lock(&m->mu);
+        lease = m->lease;
+        m->lease = NULL;
+        pthread_mutex_unlock(&m->mu);
+    }
     if (!lease)
         return zkl__fail(ZKL_ENOTOWNER, "zkl_semaphore_mutex_release: not acquired");
     return zkl_lease_return(lease);
@@ -94,7 +110,7 @@ zkl_status zkl_semaphore_mutex_release(zkl_semaphore_mutex *m)
 bool zkl_semaphore_mutex_is_held(zkl_semaphore_mutex *m)
 {
     bool held;
-    if (!m)
+    if (!m || forked(m)) /* (a fork()ed child holds nothing) */
         return false;
     pthread_mutex_lock(&m->mu);
     held = zkl_lease_is_valid(m->lease);

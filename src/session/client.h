@@ -212,7 +212,23 @@ struct zkl_client {
     bool ever_connected;
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
+    /* this process is a fork() child of the one that opened it (client/fork.c) */
+    bool forked;
+    struct zkl_client *reg_prev, *reg_next; /* the open clients (client/fork.c) */
 };
+
+/*
+ * c was open in the parent of this fork()ed process (client/fork.c): it
+ * holds nothing here and can only be closed. Read without a lock: the fork
+ * handler sets it before the child runs anything else.
+ */
+static inline bool zkl__forked(const struct zkl_client *c)
+{
+    return c->forked;
+}
+/* ZKL_ECLOSED for fn (NULL: no prefix): the client is closing, or is a forked
+ * child's copy (saying so). */
+zkl_status zkl__closed_fail(const struct zkl_client *c, const char *fn);
 
 /* ---- sessions (session.c) ---- */
 

@@ -188,7 +188,7 @@ zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
     for (;;) {
         if (c->closing) {
             pthread_mutex_unlock(&c->mu);
-            return zkl__fail(ZKL_ECLOSED, "client is closing");
+            return zkl__closed_fail(c, NULL);
         }
         if (c->canceled) {
             pthread_mutex_unlock(&c->mu);
@@ -227,7 +227,7 @@ void zkl__session_put(zkl__session *s)
 zkl_status zkl__session_try_get_locked(zkl_client *c, zkl__session **out)
 {
     if (c->closing)
-        return zkl__fail(ZKL_ECLOSED, "client is closing");
+        return zkl__closed_fail(c, NULL);
     if (c->canceled)
         return zkl__fail(ZKL_ECANCELED, "canceled");
     if (c->sess->expired)
@@ -401,8 +401,23 @@ bool zkl__many_clients(void)
     return atomic_load(&clients_running) >= zkl__many_clients_threshold();
 }
 
+zkl_status zkl__closed_fail(const zkl_client *c, const char *fn)
+{
+    const char *sep = fn ? ": " : "";
+    if (!fn)
+        fn = "";
+    if (c->forked)
+        return zkl__fail(ZKL_ECLOSED,
+                         "%s%sthe client was opened by the parent of this fork()ed process: "
+                         "here it holds nothing and can only be closed (open a new client)",
+                         fn, sep);
+    return zkl__fail(ZKL_ECLOSED, "%s%sclient is closing", fn, sep);
+}
+
 void zkl__worker_kick_locked(zkl_client *c)
 {
+    if (c->forked) /* its descriptor is the parent's worker's too */
+        return;
     pthread_cond_signal(&c->wcv); /* the worker waits on it while a session cannot be opened */
     if (c->worker_wake_us != 0 && !c->worker_kicked && c->wfd >= 0) {
         c->worker_kicked = true;
@@ -417,6 +432,7 @@ bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)
 
 bool zkl__on_worker(zkl_client *c)
 {
+    /* (worker_started is false in a forked child: the worker is the parent's) */
     return c->worker_started && pthread_equal(pthread_self(), c->worker);
 }
 

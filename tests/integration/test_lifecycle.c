@@ -548,3 +548,99 @@ Test(lifecycle, session_timeout_out_of_range_is_refused, .timeout = 60)
     cr_assert_gt(zkl_client_session_timeout(c), 0);
     OK(zkl_client_close(c));
 }
+
+/* ---- fork(): the child never believes it holds what the parent holds ---- */
+
+static void granted(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)op;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    atomic_store((atomic_int *)ud, 1);
+}
+
+static int flag_set(void *p)
+{
+    return atomic_load((atomic_int *)p);
+}
+
+/* What the child checks, one exit code per check (0: all held). */
+static int child_checks(zkl_client *c, zkl_mutex *m, zkl_mutex *am, zkl_op *op, zkl_semaphore *s,
+                        zkl_lease *l)
+{
+    int64_t v;
+    int fd;
+    if (zkl_mutex_is_held(m) || zkl_op_is_held(op) || zkl_lease_is_valid(l))
+        return 10; /* a second holder */
+    if (zkl_mutex_fencing_token(m, &v) != ZKL_ELOST ||
+        zkl_mutex_lease_remaining(m, &v) != ZKL_ELOST)
+        return 11;
+    if (zkl_client_lease_end(c, &v) != ZKL_ELOST || zkl_client_session_id(c) != 0)
+        return 12;
+    if (zkl_mutex_acquire(m, 1000) != ZKL_ECLOSED || !strstr(zkl_errmsg(), "fork"))
+        return 13;
+    if (zkl_client_drain(c, 1000) != ZKL_ECLOSED || zkl_client_event_fd(c, &fd) != ZKL_ECLOSED)
+        return 14;
+    if (zkl_mutex_release(m) != ZKL_ELOST || zkl_op_release(op) != ZKL_ELOST ||
+        zkl_lease_return(l) != ZKL_ELOST)
+        return 15; /* a release "OK" that sent nothing */
+    if (zkl_mutex_destroy(m) != ZKL_OK || zkl_mutex_destroy(am) != ZKL_OK ||
+        zkl_semaphore_destroy(s) != ZKL_OK)
+        return 16;
+    if (zkl_client_close(c) != ZKL_OK) /* no thread to join here */
+        return 17;
+    return 0;
+}
+
+Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *p1 = zkt_path("life-fork-m"), *p2 = zkt_path("life-fork-a"),
+         *p3 = zkt_path("life-fork-s"), leases[512];
+    zkl_mutex *m, *am;
+    zkl_semaphore *s;
+    zkl_lease *l;
+    zkl_op *op;
+    atomic_int got = 0;
+    int64_t token, token_after, sid = zkl_client_session_id(c);
+    int status;
+    pid_t pid;
+    OK(zkl_mutex_create(c, p1, &m));
+    OK(zkl_mutex_create(c, p2, &am));
+    OK(zkl_semaphore_create(c, p3, 2, &s));
+    OK(zkl_mutex_acquire(m, 10000));
+    OK(zkl_mutex_fencing_token(m, &token));
+    OK(zkl_mutex_acquire_async(am, 10000, granted, &got, &op));
+    cr_assert(zkt_wait_for(flag_set, &got, 20000));
+    OK(zkl_semaphore_acquire(s, 10000, &l));
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(child_checks(c, m, am, op, s, l));
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child crashed (status %d)", status);
+    cr_assert_eq(WEXITSTATUS(status), 0, "the child's check %d failed", WEXITSTATUS(status));
+    /* the parent is untouched: same session, same holds, their nodes still there */
+    cr_assert_eq(zkl_client_session_id(c), sid);
+    cr_assert(zkl_mutex_is_held(m) && zkl_op_is_held(op) && zkl_lease_is_valid(l));
+    OK(zkl_mutex_fencing_token(m, &token_after));
+    cr_assert_eq(token_after, token);
+    cr_assert_eq(zkt_children(zh, p1), 1);
+    cr_assert_eq(zkt_children(zh, p2), 1);
+    snprintf(leases, sizeof leases, "%s/leases", p3);
+    cr_assert_eq(zkt_children(zh, leases), 1);
+    OK(zkl_mutex_release(m));
+    OK(zkl_op_release(op));
+    OK(zkl_lease_return(l));
+    cr_assert_eq(zkt_children_settle(zh, p1, 0), 0);
+    cr_assert_eq(zkt_children_settle(zh, p2, 0), 0);
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
+    OK(zkl_mutex_destroy(m));
+    OK(zkl_mutex_destroy(am));
+    OK(zkl_semaphore_destroy(s));
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
+    free(p1);
+    free(p2);
+    free(p3);
+}
