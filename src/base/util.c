@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -124,4 +125,77 @@ uint64_t zkl__thread_id(void)
 int64_t zkl__retry_delay_ms(int failures, int max_doublings)
 {
     return 50LL << (failures < max_doublings ? failures : max_doublings);
+}
+
+/* A bounded run: shared by the waiter and the thread, freed by the last. */
+typedef struct bounded {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    void (*fn)(void *arg);
+    void *arg;
+    int refs;
+    bool done;
+} bounded;
+
+static void bounded_unref(bounded *b)
+{
+    bool last;
+    pthread_mutex_lock(&b->mu);
+    last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (last) {
+        pthread_mutex_destroy(&b->mu);
+        pthread_cond_destroy(&b->cv);
+        free(b);
+    }
+}
+
+static void *bounded_main(void *p)
+{
+    bounded *b = p;
+    b->fn(b->arg);
+    pthread_mutex_lock(&b->mu);
+    b->done = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    bounded_unref(b);
+    return NULL;
+}
+
+bool zkl__run_bounded(void (*fn)(void *arg), void *arg, int wait_ms)
+{
+    bounded *b = calloc(1, sizeof *b);
+    pthread_attr_t attr;
+    pthread_t t;
+    int64_t deadline = zkl__now_ms() + wait_ms;
+    bool done;
+    int rc = -1;
+    if (b) {
+        pthread_mutex_init(&b->mu, NULL);
+        zkl__cond_init(&b->cv);
+        b->fn = fn;
+        b->arg = arg;
+        b->refs = 2;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&t, &attr, bounded_main, b);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0) { /* no thread: here, unbounded */
+        if (b) {
+            pthread_mutex_destroy(&b->mu);
+            pthread_cond_destroy(&b->cv);
+            free(b);
+        }
+        fn(arg);
+        return true;
+    }
+    pthread_mutex_lock(&b->mu);
+    while (!b->done && wait_ms > 0)
+        if (zkl__cond_wait_until(&b->cv, &b->mu, deadline) == ETIMEDOUT)
+            break;
+    done = b->done;
+    pthread_mutex_unlock(&b->mu);
+    bounded_unref(b);
+    return done;
 }

@@ -6,6 +6,7 @@
 #define ZKL_UTIL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "zklock/status.h"
@@ -43,6 +44,15 @@ int64_t zkl__retry_delay_ms(int failures, int max_doublings);
 
 /* Initialise a condition variable on CLOCK_MONOTONIC. */
 int zkl__cond_init(pthread_cond_t *cv);
+
+/*
+ * Run fn(arg) on a thread of its own and wait up to wait_ms (0: not at all)
+ * for it to return: true if it did. Past the bound it runs on, detached, and
+ * fn must then free whatever it uses. For work that a faulty peer can keep
+ * from ending (libzookeeper_mt's zookeeper_close joins an I/O thread that
+ * may sit in a blocking recv). If no thread can be started, fn runs here.
+ */
+bool zkl__run_bounded(void (*fn)(void *arg), void *arg, int wait_ms);
 
 /* A process-unique id of the calling thread (never reused, unlike pthread_t). */
 uint64_t zkl__thread_id(void);

@@ -202,6 +202,35 @@ static zkl_status await_connected(zkl_client *c, zkl__session *s, const char *co
                      c->opts.connect_timeout_ms);
 }
 
+/*
+ * How long zkl_client_close waits for the session's handle to close (ms).
+ * libzookeeper_mt's zookeeper_close joins its I/O thread, which a server
+ * that is not ZooKeeper (an HTTP server on the port) can keep in a blocking
+ * recv for long (3.8.0's zookeeper_set_sock_timeout leaves tv_usec unset).
+ * Against ZooKeeper it takes a round trip.
+ */
+#define CLOSE_WAIT_MS 2000
+
+/* The end of an open that failed, or of a close: the handle, then the
+ * client. On a thread of its own (zkl__run_bounded): it may take long. */
+static void finish_open_failed(void *arg)
+{
+    zkl__session *s = arg;
+    zkl_client *c = s->c;
+    zookeeper_close(s->zh);
+    free(s);
+    client_free(c);
+}
+
+static void finish_close(void *arg)
+{
+    zkl__session *s = arg;
+    zkl_client *c = s->c;
+    s->retired = true;
+    zkl__session_put(s); /* the last reference: closes the handle, ephemerals go */
+    client_free(c);
+}
+
 zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, zkl_client **out)
 {
     zkl_client *c;
@@ -240,9 +269,8 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     if (st == ZKL_OK)
         st = zkl__worker_start(c);
     if (st != ZKL_OK) {
-        zookeeper_close(s->zh);
-        free(s);
-        client_free(c);
+        /* not waited for: the open's bound is connect_timeout_ms */
+        (void)zkl__run_bounded(finish_open_failed, s, 0);
         return st;
     }
     zkl__fork_register(c);
@@ -308,9 +336,11 @@ zkl_status zkl_client_close(zkl_client *c)
     zkl__clear_err();
     zkl__worker_stop(c);
     s = c->sess;
-    s->retired = true;
-    zkl__session_put(s); /* the last reference: closes the handle, ephemerals go */
-    client_free(c);
+    if (!zkl__run_bounded(finish_close, s, CLOSE_WAIT_MS))
+        zkl__log(ZKL_LOG_WARN,
+                 "zkl_client_close: the ZooKeeper client did not close its session within %d "
+                 "ms; it goes on closing in the background",
+                 CLOSE_WAIT_MS);
     return ZKL_OK;
 }
 

@@ -11,6 +11,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -643,4 +646,91 @@ Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
     free(p1);
     free(p2);
     free(p3);
+}
+
+/* ---- a server address where something else answers ---- */
+
+/* An HTTP server of a kind: it answers anything with a 400 and keeps the
+ * connection open (as keep-alive servers do). */
+typedef struct http_fake {
+    int lfd, port;
+    int conns[64];
+    atomic_int n;
+    pthread_t t;
+} http_fake;
+
+static void *http_serve(void *arg)
+{
+    static const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n"
+                                "Connection: keep-alive\r\n\r\nBad Request";
+    http_fake *h = arg;
+    for (;;) {
+        char buf[512];
+        int fd = accept(h->lfd, NULL, NULL);
+        if (fd < 0)
+            return NULL; /* closed: the test is over */
+        (void)!read(fd, buf, sizeof buf);
+        (void)!write(fd, reply, sizeof reply - 1);
+        if (atomic_load(&h->n) < 64)
+            h->conns[atomic_fetch_add(&h->n, 1)] = fd;
+        else
+            close(fd);
+    }
+}
+
+static void http_start(http_fake *h)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof a;
+    h->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(h->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(h->lfd, 16), 0);
+    getsockname(h->lfd, (struct sockaddr *)&a, &len);
+    h->port = ntohs(a.sin_port);
+    pthread_create(&h->t, NULL, http_serve, h);
+}
+
+static void http_stop(http_fake *h)
+{
+    int i;
+    shutdown(h->lfd, SHUT_RDWR);
+    close(h->lfd);
+    pthread_join(h->t, NULL);
+    for (i = 0; i < atomic_load(&h->n); i++)
+        close(h->conns[i]);
+}
+
+Test(lifecycle, opens_and_closes_keep_their_bounds_against_a_wrong_server, .timeout = 120)
+{
+    http_fake h = {0};
+    char alone[64], list[256];
+    zkl_client_options o;
+    int i;
+    http_start(&h);
+    snprintf(alone, sizeof alone, "127.0.0.1:%d", h.port);
+    snprintf(list, sizeof list, "127.0.0.1:%d,%s", h.port, zkt_servers());
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 1000;
+    for (i = 0; i < 6; i++) {
+        const char *where = i % 2 ? list : alone;
+        zkl_client *c = NULL;
+        int64_t t0 = zkt_now_ms(), took;
+        zkl_status st = zkl_client_open(where, &o, &c);
+        took = zkt_now_ms() - t0;
+        cr_assert_lt(took, 1800, "open %d on %s took %lld ms (connect timeout 1000)", i, where,
+                     (long long)took);
+        if (where == alone)
+            cr_assert_eq(st, ZKL_ECONNECT, "open %d: %s", i, zkl_strerror(st));
+        else
+            cr_assert(st == ZKL_OK || st == ZKL_ECONNECT, "open %d: %s", i, zkl_strerror(st));
+        if (st != ZKL_OK)
+            continue;
+        t0 = zkt_now_ms();
+        OK(zkl_client_close(c));
+        took = zkt_now_ms() - t0;
+        cr_assert_lt(took, 2800, "close %d took %lld ms", i, (long long)took);
+    }
+    http_stop(&h);
 }
