@@ -62,11 +62,19 @@ static void bg_free(bgdel *d)
 void zkl__cleanup_free(zkl_client *c)
 {
     bgdel *d, *n;
+    zkl__deferred *f, *fn;
     if (!c->cleanup)
         return;
     for (d = c->cleanup->queue; d; d = n) { /* all of it: no unlinking */
         n = d->next;
         bg_free(d);
+    }
+    /* Held-back deletes are flushed before a close; in a fork()ed child they
+     * are the parent's, and only their memory is ours (their sessions go
+     * with the client). */
+    for (f = c->cleanup->deferred; f; f = fn) {
+        fn = f->next;
+        free(f);
     }
     free(c->cleanup);
     c->cleanup = NULL;

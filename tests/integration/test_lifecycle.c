@@ -209,7 +209,7 @@ Test(lifecycle, event_fd_never_swallows_a_report, .timeout = 240)
     zkl_op *op;
     pthread_t spinners[2];
     atomic_int done = 0;
-    int fd, i, b, want = 0;
+    int fd, i, b, want = 0, spinning = getenv("ZKT_VALGRIND") ? 0 : 2;
     char *paths[BURST];
     OK(zkl_client_event_fd(c, &fd));
     zkt_fault_dispatch_pause(c, 2000); /* a preemption between the two steps */
@@ -217,26 +217,36 @@ Test(lifecycle, event_fd_never_swallows_a_report, .timeout = 240)
         paths[i] = zkt_path("life-efd");
         OK(zkl_mutex_create(c, paths[i], &m[i]));
     }
+    /* two busy loops on the cores; not under valgrind, which runs one
+     * thread at a time (they would starve the session) */
     atomic_store(&spin_stop, 0);
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < spinning; i++)
         pthread_create(&spinners[i], NULL, spin, NULL);
     for (b = 0; b < BURSTS; b++) {
+        int64_t t0 = zkt_now_ms();
         for (i = 0; i < BURST; i++)
             OK(zkl_mutex_acquire_async(m[i], 10000, count_release, &done, &op));
         want += BURST;
         while (atomic_load(&done) < want) {
             struct pollfd p = {fd, POLLIN, 0};
-            if (poll(&p, 1, 3000) == 0) {
-                atomic_store(&spin_stop, 1);
-                cr_assert_fail("burst %d: %d report(s) waiting behind a descriptor that reads "
-                               "not ready",
-                               b, want - atomic_load(&done));
+            int ran = 0;
+            cr_assert_lt(zkt_now_ms() - t0, 60000, "burst %d: reports never came", b);
+            if (poll(&p, 1, 1000) == 0) {
+                /* not ready: then nothing may wait in the queue */
+                OK(zkl_client_dispatch(c, &ran));
+                if (ran > 0) {
+                    atomic_store(&spin_stop, 1);
+                    cr_assert_fail("burst %d: %d report(s) waited behind a descriptor that "
+                                   "read not ready",
+                                   b, ran);
+                }
+                continue;
             }
             OK(zkl_client_dispatch(c, NULL));
         }
     }
     atomic_store(&spin_stop, 1);
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < spinning; i++)
         pthread_join(spinners[i], NULL);
     for (i = 0; i < BURST; i++) {
         OK(zkl_mutex_destroy(m[i]));
@@ -594,12 +604,19 @@ static int child_checks(zkl_client *c, zkl_mutex *m, zkl_mutex *am, zkl_op *op, 
     return 0;
 }
 
+/* The test's own allocations, reachable from here in the child, which
+ * exits without freeing them (it cannot close the raw handle: its threads
+ * are the parent's). */
+zhandle_t *zkt_fork_zh; /* (not static: the compiler keeps what others may read) */
+char *zkt_fork_paths[3];
+
 Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
 {
     zkl_client *c = zkt_client(0);
-    zhandle_t *zh = zkt_raw();
-    char *p1 = zkt_path("life-fork-m"), *p2 = zkt_path("life-fork-a"),
-         *p3 = zkt_path("life-fork-s"), leases[512];
+    zhandle_t *zh = zkt_fork_zh = zkt_raw();
+    char *p1 = zkt_fork_paths[0] = zkt_path("life-fork-m"),
+         *p2 = zkt_fork_paths[1] = zkt_path("life-fork-a"),
+         *p3 = zkt_fork_paths[2] = zkt_path("life-fork-s"), leases[512];
     zkl_mutex *m, *am;
     zkl_semaphore *s;
     zkl_lease *l;
@@ -702,12 +719,37 @@ static void http_stop(http_fake *h)
         close(h->conns[i]);
 }
 
+/* How long a failed open takes here where nothing listens (the machine's
+ * own overhead, large under valgrind), with a connect timeout of 1 s. */
+static int64_t refused_open_ms(void)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    char where[64];
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    int64_t t0;
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd); /* nothing listens there now */
+    snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
+    zkl_client_options_init(&o);
+    o.connect_timeout_ms = 1000;
+    t0 = zkt_now_ms();
+    cr_assert_eq(zkl_client_open(where, &o, &c), ZKL_ECONNECT);
+    return zkt_now_ms() - t0;
+}
+
 Test(lifecycle, opens_and_closes_keep_their_bounds_against_a_wrong_server, .timeout = 120)
 {
     http_fake h = {0};
     char alone[64], list[256];
     zkl_client_options o;
     int i;
+    int64_t base = refused_open_ms();
     http_start(&h);
     snprintf(alone, sizeof alone, "127.0.0.1:%d", h.port);
     snprintf(list, sizeof list, "127.0.0.1:%d,%s", h.port, zkt_servers());
@@ -719,8 +761,13 @@ Test(lifecycle, opens_and_closes_keep_their_bounds_against_a_wrong_server, .time
         int64_t t0 = zkt_now_ms(), took;
         zkl_status st = zkl_client_open(where, &o, &c);
         took = zkt_now_ms() - t0;
-        cr_assert_lt(took, 1800, "open %d on %s took %lld ms (connect timeout 1000)", i, where,
-                     (long long)took);
+        /* (the list's open may spend its connect timeout on the wrong host:
+         * libzookeeper_mt reads its HTTP reply as a length of 1 GiB or so, and
+         * under valgrind that allocation alone stalls every thread) */
+        cr_assert_lt(took, base + (where == alone ? 1200 : 2000),
+                     "open %d on %s took %lld ms (connect timeout 1000; %lld where nothing "
+                     "listens)",
+                     i, where, (long long)took, (long long)base);
         if (where == alone)
             cr_assert_eq(st, ZKL_ECONNECT, "open %d: %s", i, zkl_strerror(st));
         else
