@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/acq.h"
+#include "core/async.h"
 #include "session/client.h"
 #include "expire.h"
 #include "zkt.h"
@@ -300,6 +302,17 @@ void zkt_fault_dispatch_pause(zkl_client *c, int us)
     pthread_mutex_lock(&c->mu);
     c->faults.dispatch_pause_us = us;
     pthread_mutex_unlock(&c->mu);
+}
+
+int zkt_reports_queued(zkl_client *c)
+{
+    int n = 0;
+    const zkl_op *op;
+    pthread_mutex_lock(&c->mu);
+    for (op = c->engine ? c->engine->reports : NULL; op; op = op->qnext)
+        n++;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 void zkt_fault_sleep_on_cv(zkl_client *c)

@@ -87,6 +87,8 @@ void zkt_fault_note_delay(zkl_client *c, int ms);
 /* zkl_client_dispatch on c pauses us microseconds between reading the descriptor and taking
  * the queue of reports (the window of a lost wake-up). */
 void zkt_fault_dispatch_pause(zkl_client *c, int us);
+/* Reports queued on c for zkl_client_dispatch (descriptor delivery), not yet taken. */
+int zkt_reports_queued(zkl_client *c);
 /* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */
 void zkt_fault_sleep_on_cv(zkl_client *c);
 /* Blocking waits sleep on eventfds from n clients in the process on (0: always; -1: the
