@@ -186,16 +186,34 @@ static int64_t now_ms(void)
 
 static const char *kind_name(char kind)
 {
-    return kind == 'R' ? "read" : kind == 'W' ? "write" : kind == 'S' ? "lease" : "mutex";
+    return kind == 'R'   ? "read"
+           : kind == 'W' ? "write"
+           : kind == 'S' ? "lease"
+           : kind == 'X' ? "other"
+                         : "mutex";
 }
 
-/* One line per participant: HOLDS|WAITS KIND TOKEN NODE DATA (data escaped). */
+/* Whether v[i] is a child that is not a lock node, in the way of lock nodes
+ * (zkl_participant.holds says so for those). */
+static bool blocks(const zkl_participant *p)
+{
+    return p->kind == 'X' && p->holds;
+}
+
+static const char *status_word(const zkl_participant *p)
+{
+    if (p->kind == 'X')
+        return blocks(p) ? "BLOCKS" : "OTHER";
+    return p->holds ? "HOLDS" : "WAITS";
+}
+
+/* One line per participant: HOLDS|WAITS|BLOCKS|OTHER KIND TOKEN NODE DATA (data escaped). */
 static void list_text(const zkl_participant *v, size_t n)
 {
     size_t i, k;
     for (i = 0; i < n; i++) {
-        printf("%s %s %lld %s ", v[i].holds ? "HOLDS" : "WAITS", kind_name(v[i].kind),
-               (long long)v[i].token, v[i].node);
+        printf("%s %s %lld %s ", status_word(&v[i]), kind_name(v[i].kind), (long long)v[i].token,
+               v[i].node);
         for (k = 0; k < v[i].data_len; k++) { /* data may be binary: print it safely */
             unsigned char ch = (unsigned char)v[i].data[k];
             if (ch >= 0x20 && ch < 0x7f && ch != '\\')
@@ -209,8 +227,9 @@ static void list_text(const zkl_participant *v, size_t n)
 
 /*
  * One JSON document: {"path": P, "participants": [{"node", "kind", "holds",
- * "token", "owner", "data"}, ...]} in queue order. owner is the session id
- * in hex, as a string (64 bits do not fit a JSON number's exact range).
+ * "blocks", "token", "owner", "data"}, ...]} in queue order (kind "other",
+ * blocks true: a child that is not a lock node, in the way of those after it). owner is the session
+ * id in hex, as a string (64 bits do not fit a JSON number's exact range).
  */
 static void list_json(const char *path, const zkl_participant *v, size_t n)
 {
@@ -221,8 +240,10 @@ static void list_json(const char *path, const zkl_participant *v, size_t n)
     for (i = 0; i < n; i++) {
         printf("%s{\"node\":", i ? "," : "");
         zkl_cli_json_string(stdout, v[i].node, strlen(v[i].node));
-        printf(",\"kind\":\"%s\",\"holds\":%s,\"token\":%lld,\"owner\":\"0x%llx\",\"data\":",
-               kind_name(v[i].kind), v[i].holds ? "true" : "false", (long long)v[i].token,
+        printf(",\"kind\":\"%s\",\"holds\":%s,\"blocks\":%s,\"token\":%lld,\"owner\":"
+               "\"0x%llx\",\"data\":",
+               kind_name(v[i].kind), v[i].holds && v[i].kind != 'X' ? "true" : "false",
+               blocks(&v[i]) ? "true" : "false", (long long)v[i].token,
                (unsigned long long)v[i].owner);
         zkl_cli_json_string(stdout, v[i].data ? v[i].data : "", v[i].data_len);
         putchar('}');
@@ -435,10 +456,12 @@ static int take_lock(run *r)
     phase = DONE;
     sig = stop_signal;
     pthread_mutex_unlock(&mu);
-    if (st == ZKL_ETIMEDOUT)
-        fprintf(stderr, "zklock: %s: lock not acquired%s\n", r->a.path,
-                r->a.timeout_ms == 0 ? " (it is held)" : " in time");
-    else if (st != ZKL_ECANCELED)
+    if (st == ZKL_ETIMEDOUT) {
+        /* the library names a child that is not a lock node in the way */
+        const char *why = strstr(zkl_errmsg(), ": the node ahead in line");
+        fprintf(stderr, "zklock: %s: lock not acquired%s%s\n", r->a.path,
+                r->a.timeout_ms == 0 ? " (it is held)" : " in time", why ? why : "");
+    } else if (st != ZKL_ECANCELED)
         fprintf(stderr, "zklock: %s: %s\n", r->a.path, zkl_errmsg());
     zkl_client_drain(client, 5000); /* make sure our node is gone */
     teardown(r, false);

@@ -21,8 +21,14 @@ typedef struct zkl_participant {
     size_t data_len;
     int64_t token; /* its creation zxid: the fencing token of that hold */
     int64_t owner; /* the session that owns it */
-    char kind;     /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease */
-    bool holds;    /* holds the lock now (else waits) */
+    /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease; 'X' a child that
+     * is not a lock node (persistent: no session owns it), listed where it
+     * sorts */
+    char kind;
+    /* holds the lock now (else waits); for 'X', is in the way: it sorts
+     * ahead of a lock node here or of the next one made, which then waits
+     * for it until it is deleted */
+    bool holds;
 } zkl_participant;
 
 /*

@@ -59,6 +59,9 @@ typedef struct zkl__armed {
      * nothing until a listing shows the session alive (issue 17) */
     bool ours;
     int64_t owner; /* the child's ephemeral owner, as its watch's reply said (0: unknown) */
+    /* the watch's reply said the child is persistent (no owner): not a lock
+     * node, and in the way of every acquirer behind it (wait.c names it) */
+    bool persistent;
 } zkl__armed;
 
 /* Reported when an op is done (engine.c's owner: blocking waiter or async handle). */

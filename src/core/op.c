@@ -196,6 +196,7 @@ void zkl__armed_clear(zkl__armed *x)
     x->w = NULL;
     x->name = NULL;
     x->ours = false;
+    x->persistent = false;
     x->owner = 0;
 }
 

@@ -147,6 +147,12 @@ static enum look look_at(const zkl__acq *op, zkl__names *kids, zkl__line *l, zkl
 
 static zkl_status timed_out_waiting(const zkl__acq *op)
 {
+    if (op->prim.name && op->prim.persistent) /* not a lock node: it is never deleted by one */
+        return zkl__fail(ZKL_ETIMEDOUT,
+                         "timed out waiting for %s: the node ahead in line, '%s', is not a lock "
+                         "node (no session owns it); a child that sorts ahead of the lock nodes "
+                         "blocks every acquirer until it is deleted%s",
+                         op->a.path, op->prim.name, zkl__conn_note(op->c));
     return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", op->a.path,
                      zkl__conn_note(op->c));
 }
@@ -306,6 +312,7 @@ static zkl__step_result step_armed(zkl__acq *op)
         else {
             slot[i]->owner = zkl__req_stat(k).ephemeralOwner;
             slot[i]->ours = slot[i]->owner != 0 && slot[i]->owner == self;
+            slot[i]->persistent = slot[i]->owner == 0;
         }
         if (i == 0 || (i == 2 && r == ZNONODE && rc == ZOK))
             rc = r; /* our node gone: the listing says so (judge) */

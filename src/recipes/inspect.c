@@ -3,6 +3,8 @@
  * each recipe's own driver whether a node holds, so the answer is the one the
  * contenders themselves reach.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +35,11 @@ static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *ki
     return rc;
 }
 
-/* Append one node (fetched now); a node gone meanwhile is skipped. */
+/* Append one node (fetched now); a node gone meanwhile is skipped. holds:
+ * the driver's verdict; in_way: the name sorts ahead of a lock node (which
+ * a child that is not one then blocks, and holds says so). */
 static int add(zkl__session *s, const char *parent, const char *name, char kind, bool holds,
-               zkl_participant **v, size_t *n, size_t *cap)
+               bool in_way, zkl_participant **v, size_t *n, size_t *cap)
 {
     struct Stat st;
     char *data = NULL, *node = zkl__path_join(parent, name);
@@ -75,9 +79,38 @@ static int add(zkl__session *s, const char *parent, const char *name, char kind,
     p->data_len = (size_t)len;
     p->token = st.czxid;
     p->owner = st.ephemeralOwner;
-    p->kind = kind;
-    p->holds = holds;
+    p->kind = st.ephemeralOwner ? kind : 'X'; /* persistent: not a lock node */
+    p->holds = p->kind == 'X' ? in_way : holds;
     return p->data ? ZOK : ZSYSTEMERROR;
+}
+
+/*
+ * Where a child that is not a lock node would be in the way, over the sorted
+ * list: ahead of the last lock node in it, or ahead of the next one made
+ * (its sequence one past the highest here; 0 if none).
+ */
+typedef struct lock_bound {
+    size_t last; /* 1 + index of the last lock node (0: none) */
+    char next[ZKL_SEQ_DIGITS + 2];
+} lock_bound;
+
+static void bound_of(char *const *sorted, size_t n, lock_bound *b)
+{
+    int32_t seq, top = -1;
+    size_t j;
+    b->last = 0;
+    for (j = 0; j < n; j++)
+        if (zkl__seq_of(sorted[j], all_markers, &seq) == ZKL_OK) {
+            b->last = j + 1;
+            if (seq > top)
+                top = seq;
+        }
+    snprintf(b->next, sizeof b->next, "%010d", top < INT32_MAX ? top + 1 : top);
+}
+
+static bool in_the_way(const lock_bound *b, char *const *sorted, size_t i)
+{
+    return i + 1 < b->last || strcmp(zkl__sort_key(sorted[i], all_markers), b->next) < 0;
 }
 
 static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_participant **v,
@@ -85,8 +118,10 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
 {
     size_t i;
     int rc = ZOK;
+    lock_bound b;
     if (zkl__sort_names(kids->v, kids->n, all_markers) != ZKL_OK)
         return ZSYSTEMERROR;
+    bound_of(kids->v, kids->n, &b);
     for (i = 0; i < kids->n && rc == ZOK; i++) {
         const char *name = kids->v[i];
         const zkl__driver *d = zkl__driver_of(name);
@@ -95,7 +130,7 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
         zkl__line_at(kids->v, kids->n, i, d->counts, NULL, &l);
         vd = d->decide(d, &l, NULL);
         char kind = d == &zkl__read_driver ? 'R' : d == &zkl__write_driver ? 'W' : 'M';
-        rc = add(s, path, name, kind, vd.holds, v, n, cap);
+        rc = add(s, path, name, kind, vd.holds, in_the_way(&b, kids->v, i), v, n, cap);
     }
     return rc;
 }
@@ -135,7 +170,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
         if (rc == ZOK && zkl__sort_names(kids.v, kids.n, zkl__lease_driver.sort_markers) != ZKL_OK)
             rc = ZSYSTEMERROR;
         for (i = 0; rc == ZOK && i < kids.n; i++)
-            rc = add(s, leases, kids.v[i], 'S', true, &v, &cnt, &cap);
+            rc = add(s, leases, kids.v[i], 'S', true, true, &v, &cnt, &cap);
         zkl__names_free(&kids);
         if (rc == ZOK)
             rc = list(c, s, locks, &kids);

@@ -213,5 +213,22 @@ if [[ -n $PEER ]]; then
   wait
 fi
 
+# --- 11. a child that is not a lock node, sorting ahead of the lock nodes ---
+if [[ -n ${ZKL_MKNODE:-} ]]; then
+  p=$(uniq_path notlock)
+  "$ZKL_MKNODE" "$ZKLOCK_SERVERS" "$p/0"
+  err=$("$ZKLOCK" -w 1 "$p" -- true 2>&1); rc=$?
+  check "an acquire behind a persistent '0' times out naming it (rc $rc: $err)" \
+    grep -q "'0', is not a lock node" <<<"$err"
+  list=$("$ZKLOCK" --list "$p")
+  check "--list shows it in the way: BLOCKS other ($list)" grep -q "^BLOCKS other [0-9]* $p/0 " <<<"$list"
+  json=$("$ZKLOCK" --list --json "$p")
+  check "--list --json: kind other, blocks true" \
+    quiet jq -e '.participants[0].kind == "other" and .participants[0].blocks == true' <<<"$json"
+  "$ZKL_MKNODE" "$ZKLOCK_SERVERS" "$p/zzz"
+  list=$("$ZKLOCK" --list "$p")
+  check "a child that sorts after them all: OTHER" grep -q "^OTHER other [0-9]* $p/zzz " <<<"$list"
+fi
+
 echo "cli: $pass passed, $fail failed"
 ((fail == 0))

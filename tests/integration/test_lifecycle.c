@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "zklock/async.h"
+#include "zklock/inspect.h"
 #include "zkt.h"
 
 #define OK(expr)                                                                                   \
@@ -776,4 +777,36 @@ Test(lifecycle, opens_and_closes_keep_their_bounds_against_a_wrong_server, .time
         cr_assert_lt(took, 2800, "close %d took %lld ms", i, (long long)took);
     }
     http_stop(&h);
+}
+
+/* ---- a child that is not a lock node, in the way, is named ---- */
+
+Test(lifecycle, a_child_in_the_way_is_named, .timeout = 60)
+{
+    static const char *const in_way[] = {"0", "lock-", "x-lock-0000000000"};
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    size_t i, n;
+    for (i = 0; i < sizeof in_way / sizeof in_way[0]; i++) {
+        char *path = zkt_path("life-inway"), child[512], quoted[64];
+        zkl_mutex *m;
+        zkl_participant *v;
+        cr_assert_eq(zkt_make_path(zh, path, 0), ZOK);
+        snprintf(child, sizeof child, "%s/%s", path, in_way[i]);
+        cr_assert_eq(zoo_create(zh, child, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+        OK(zkl_mutex_create(c, path, &m));
+        cr_assert_eq(zkl_mutex_acquire(m, 500), ZKL_ETIMEDOUT);
+        snprintf(quoted, sizeof quoted, "'%s', is not a lock node", in_way[i]);
+        cr_assert(strstr(zkl_errmsg(), quoted), "%s", zkl_errmsg());
+        OK(zkl_inspect(c, path, &v, &n));
+        cr_assert_eq(n, 1, "our node is gone, the child stays");
+        cr_assert_eq(v[0].kind, 'X');
+        cr_assert(v[0].holds, "%s is in the way of the next lock node", in_way[i]);
+        zkl_participants_free(v, n);
+        OK(zkl_mutex_destroy(m));
+        zoo_delete(zh, child, -1);
+        free(path);
+    }
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
 }

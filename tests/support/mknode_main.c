@@ -1,0 +1,39 @@
+/*
+ * mknode_main.c - `mknode CONNECT PATH`: create PATH as a persistent node
+ * (its parents too), for the command's tests that need a child that is not
+ * a lock node. Exit 0 when it exists afterwards.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+int main(int argc, char **argv)
+{
+    zhandle_t *zh;
+    char buf[1024];
+    size_t i;
+    int rc = ZOK;
+    if (argc != 3 || strlen(argv[2]) >= sizeof buf || argv[2][0] != '/') {
+        fprintf(stderr, "usage: mknode CONNECT /PATH\n");
+        return 2;
+    }
+    zoo_set_debug_level(0);
+    zh = zookeeper_init(argv[1], NULL, 10000, NULL, NULL, 0);
+    if (!zh) {
+        perror("mknode: zookeeper_init");
+        return 1;
+    }
+    for (i = 1; argv[2][i - 1] && rc != -1; i++) { /* every prefix that ends a component */
+        if (argv[2][i] != '/' && argv[2][i] != '\0')
+            continue;
+        memcpy(buf, argv[2], i);
+        buf[i] = '\0';
+        rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        if (rc != ZOK && rc != ZNODEEXISTS) {
+            fprintf(stderr, "mknode: %s: %s\n", buf, zerror(rc));
+            rc = -1;
+        }
+    }
+    zookeeper_close(zh);
+    return rc == -1 ? 1 : 0;
+}
