@@ -10,6 +10,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "base/log.h"
+#include "base/status.h"
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static zkl_log_fn log_fn;
@@ -45,6 +46,21 @@ void zkl_log_stderr(zkl_log_level level, const char *message, void *userdata)
     fprintf(stderr, "zklock %s: %s\n", (level >= 1 && level <= 4) ? names[level] : "?", message);
 }
 
+static _Thread_local int in_log; /* this thread runs the log callback */
+
+bool zkl__in_log(void)
+{
+    return in_log > 0;
+}
+
+zkl_status zkl__log_refuse(const char *fn)
+{
+    return zkl__fail(ZKL_EBUSY,
+                     "%s: called from inside the log callback, which may run where zklock holds "
+                     "its own locks; act on the message from another thread",
+                     fn);
+}
+
 static void emit(zkl_log_level level, const char *msg)
 {
     zkl_log_fn fn;
@@ -53,8 +69,11 @@ static void emit(zkl_log_level level, const char *msg)
     fn = level <= log_level ? log_fn : NULL;
     ud = log_ud;
     pthread_mutex_unlock(&log_mu);
-    if (fn)
+    if (fn) {
+        in_log++;
         fn(level, msg, ud);
+        in_log--;
+    }
 }
 
 void zkl__log(zkl_log_level level, const char *fmt, ...)

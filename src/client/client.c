@@ -233,6 +233,7 @@ static void finish_close(void *arg)
 
 zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, zkl_client **out)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_client *c;
     zkl_client_options defaults;
     zkl__session *s;
@@ -310,6 +311,7 @@ static zkl_status close_forked(zkl_client *c)
 
 zkl_status zkl_client_close(zkl_client *c)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__session *s;
     int handles;
     if (!c)
@@ -346,6 +348,7 @@ zkl_status zkl_client_close(zkl_client *c)
 
 zkl_conn_state zkl_client_state(zkl_client *c)
 {
+    ZKL__REFUSE_IN_LOG_AS(ZKL_STATE_LOST);
     zkl_conn_state st;
     if (!c)
         return ZKL_STATE_LOST;
@@ -357,6 +360,7 @@ zkl_conn_state zkl_client_state(zkl_client *c)
 
 int64_t zkl_client_session_id(zkl_client *c)
 {
+    ZKL__REFUSE_IN_LOG_AS(0);
     int64_t id;
     if (!c)
         return 0;
@@ -368,6 +372,7 @@ int64_t zkl_client_session_id(zkl_client *c)
 
 int zkl_client_session_timeout(zkl_client *c)
 {
+    ZKL__REFUSE_IN_LOG_AS(0);
     int t;
     if (!c)
         return 0;
@@ -379,6 +384,7 @@ int zkl_client_session_timeout(zkl_client *c)
 
 zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!c)
@@ -392,6 +398,7 @@ zkl_status zkl_client_drain(zkl_client *c, int timeout_ms)
 
 zkl_status zkl_client_lease_end(zkl_client *c, int64_t *boot_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     int64_t end;
     zkl__clear_err();
     if (!c || !boot_ms)
@@ -405,6 +412,7 @@ zkl_status zkl_client_lease_end(zkl_client *c, int64_t *boot_ms)
 
 zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)
 {
+    ZKL__REFUSE_IN_LOG();
     if (!c || !out)
         return zkl__fail(ZKL_EINVAL, "zkl_client_stats_get: NULL argument");
     pthread_mutex_lock(&c->mu);
@@ -418,6 +426,7 @@ zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)
 
 zkl_status zkl_client_cancel(zkl_client *c)
 {
+    ZKL__REFUSE_IN_LOG();
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_cancel: client is NULL");
     pthread_mutex_lock(&c->mu);

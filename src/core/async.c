@@ -289,6 +289,7 @@ static int cancel_locked(zkl_op *op)
 
 zkl_status zkl_op_cancel(zkl_op *op)
 {
+    ZKL__REFUSE_IN_LOG();
     int won;
     zkl__clear_err();
     if (!op)
@@ -311,6 +312,7 @@ zkl_status zkl_op_cancel(zkl_op *op)
 
 zkl_status zkl_op_release(zkl_op *op)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_client *c;
     zkl_status st;
     bool inside, ready;
@@ -344,6 +346,7 @@ zkl_status zkl_op_release(zkl_op *op)
 
 bool zkl_op_is_held(zkl_op *op)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     int i;
     if (!op || op->nholds == 0)
         return false;
@@ -369,6 +372,7 @@ static zkl_status first_hold(zkl_op *op, const char *fn, zkl__hold **h)
 
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__hold *h = NULL;
     zkl_status st;
     zkl__clear_err();
@@ -384,6 +388,7 @@ zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
 
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__hold *h = NULL;
     zkl_status st;
     zkl__clear_err();
@@ -399,6 +404,7 @@ zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)
 
 zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
 {
+    ZKL__REFUSE_IN_LOG();
     struct zkl__engine *e;
     zkl__clear_err();
     if (!c || !fd)
@@ -420,6 +426,7 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
 
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_op *list, *op;
     uint64_t n;
     int count = 0, efd;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "core/driver.h"
 #include "core/internals.h"
 #include "base/path.h"
@@ -137,6 +138,7 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
 
 zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, size_t *n)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__session *s;
     zkl__names kids = {0};
     zkl_participant *v = NULL;

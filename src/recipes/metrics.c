@@ -1,12 +1,14 @@
 /*
  * metrics.c - zkl_client_metrics (zklock/metrics.h), on core/metrics.c.
  */
+#include "base/log.h"
 #include "base/status.h"
 #include "core/metrics.h"
 #include "zklock/metrics.h"
 
 zkl_status zkl_client_metrics(zkl_client *c, char *buf, size_t len, size_t *needed)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!c || !buf)
         return zkl__fail(ZKL_EINVAL, "zkl_client_metrics: %s is NULL", c ? "buf" : "client");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "core/async.h"
@@ -108,26 +109,31 @@ static zkl_status add(zkl_multilock *ml, void *lock, zkl_status (*acq)(void *, i
 
 zkl_status zkl_multilock_add_mutex(zkl_multilock *ml, zkl_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     return add(ml, m, mutex_acq, mutex_rel, m ? zkl__mutex_side(m) : NULL);
 }
 
 zkl_status zkl_multilock_add_read(zkl_multilock *ml, zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG();
     return add(ml, l, read_acq, read_rel, l ? zkl__rwlock_side(l, false) : NULL);
 }
 
 zkl_status zkl_multilock_add_write(zkl_multilock *ml, zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG();
     return add(ml, l, write_acq, write_rel, l ? zkl__rwlock_side(l, true) : NULL);
 }
 
 zkl_status zkl_multilock_add_semaphore_mutex(zkl_multilock *ml, zkl_semaphore_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     return add(ml, m, sem_acq, sem_rel, NULL);
 }
 
 zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     int64_t deadline;
     size_t i, n;
     zkl__clear_err();
@@ -252,6 +258,7 @@ static zkl_status ml_begin(zkl_multilock *ml, const char *what)
 zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op_fn fn,
                                        void *userdata, zkl_op **op)
 {
+    ZKL__REFUSE_IN_LOG();
     static const zkl__plan plan = {ml_next, ml_end};
     static const char *const what = "zkl_multilock_acquire_async";
     zkl__side *first;
@@ -293,6 +300,7 @@ zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op
 
 zkl_status zkl_multilock_release(zkl_multilock *ml)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status first = ZKL_OK;
     size_t i;
     zkl__clear_err();
@@ -332,6 +340,7 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
 
 zkl_status zkl_multilock_destroy(zkl_multilock *ml)
 {
+    ZKL__REFUSE_IN_LOG();
     if (!ml)
         return zkl__fail(ZKL_EINVAL, "zkl_multilock_destroy: NULL set");
     pthread_mutex_lock(&ml->mu);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/path.h"
 #include "core/async.h"
 #include "core/lockobj.h"
@@ -37,6 +38,7 @@ static uint64_t local_handoffs(void *self, int part)
 
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_mutex *m;
     zkl__lockobj *obj;
     zkl_status st;
@@ -59,6 +61,7 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 
 zkl_status zkl_mutex_destroy(zkl_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     unsigned n;
     zkl_status st;
     zkl__clear_err();
@@ -83,6 +86,7 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m)
 
 zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!m)
@@ -99,6 +103,7 @@ zkl_status zkl_mutex_acquire(zkl_mutex *m, int timeout_ms)
 zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, void *userdata,
                                    zkl_op **op)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m) {
         if (op)
@@ -111,6 +116,7 @@ zkl_status zkl_mutex_acquire_async(zkl_mutex *m, int timeout_ms, zkl_op_fn fn, v
 
 zkl_status zkl_mutex_release(zkl_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_release: mutex is NULL");
@@ -119,11 +125,13 @@ zkl_status zkl_mutex_release(zkl_mutex *m)
 
 bool zkl_mutex_is_held(zkl_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     return m && zkl__side_is_held(&m->side);
 }
 
 zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_lease_remaining: NULL argument");
@@ -132,6 +140,7 @@ zkl_status zkl_mutex_lease_remaining(zkl_mutex *m, int64_t *ms)
 
 zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!m || !token)
@@ -144,6 +153,7 @@ zkl_status zkl_mutex_fencing_token(zkl_mutex *m, int64_t *token)
 
 zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m || !node)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_node: NULL argument");
@@ -152,6 +162,7 @@ zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
 
 zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!m || !paths || !n)
@@ -183,6 +194,7 @@ static void on_revoke(void *ctx)
 
 zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userdata)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_make_revocable: mutex is NULL");
@@ -197,6 +209,7 @@ zkl_status zkl_mutex_make_revocable(zkl_mutex *m, zkl_revoke_fn fn, void *userda
 
 zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_lookahead: mutex is NULL");
@@ -211,6 +224,7 @@ zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode)
 
 zkl_status zkl_mutex_set_local_handoff(zkl_mutex *m, int max_streak, int max_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_set_local_handoff: mutex is NULL");
@@ -219,11 +233,13 @@ zkl_status zkl_mutex_set_local_handoff(zkl_mutex *m, int max_streak, int max_ms)
 
 uint64_t zkl_mutex_local_handoffs(zkl_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG_AS(0);
     return m ? zkl__side_local_handoffs(&m->side) : 0;
 }
 
 zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!m)
         return zkl__fail(ZKL_EINVAL, "zkl_mutex_on_state: mutex is NULL");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/path.h"
 #include "core/async.h"
 #include "core/lockobj.h"
@@ -35,6 +36,7 @@ static uint64_t local_handoffs(void *self, int part)
 
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_rwlock *l;
     zkl__lockobj *obj;
     zkl_status st;
@@ -63,6 +65,7 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 
 zkl_status zkl_rwlock_destroy(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG();
     unsigned n;
     zkl_status st;
     zkl__clear_err();
@@ -98,6 +101,7 @@ static zkl_status acquire_in(zkl_rwlock *l, zkl__side *sd, int timeout_ms, const
 
 zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__hold w;
     zkl_status st;
     zkl__clear_err();
@@ -129,6 +133,7 @@ zkl_status zkl_rwlock_read_acquire(zkl_rwlock *l, int timeout_ms)
 zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_fn fn,
                                          void *userdata, zkl_op **op)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l) {
         if (op)
@@ -142,6 +147,7 @@ zkl_status zkl_rwlock_read_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_f
 zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *l, int timeout_ms, zkl_op_fn fn,
                                           void *userdata, zkl_op **op)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l) {
         if (op)
@@ -159,6 +165,7 @@ zkl__side *zkl__rwlock_side(zkl_rwlock *l, bool write)
 
 zkl_status zkl_rwlock_read_release(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_release: lock is NULL");
@@ -167,6 +174,7 @@ zkl_status zkl_rwlock_read_release(zkl_rwlock *l)
 
 zkl_status zkl_rwlock_write_acquire(zkl_rwlock *l, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!l)
@@ -184,6 +192,7 @@ zkl_status zkl_rwlock_write_acquire(zkl_rwlock *l, int timeout_ms)
 
 zkl_status zkl_rwlock_write_release(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_release: lock is NULL");
@@ -193,6 +202,7 @@ zkl_status zkl_rwlock_write_release(zkl_rwlock *l)
 
 zkl_status zkl_rwlock_set_write_local_handoff(zkl_rwlock *l, int max_streak, int max_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_set_write_local_handoff: lock is NULL");
@@ -202,21 +212,25 @@ zkl_status zkl_rwlock_set_write_local_handoff(zkl_rwlock *l, int max_streak, int
 
 uint64_t zkl_rwlock_write_local_handoffs(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG_AS(0);
     return l ? zkl__side_local_handoffs(&l->write) : 0;
 }
 
 bool zkl_rwlock_read_is_held(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     return l && zkl__side_is_held(&l->read);
 }
 
 bool zkl_rwlock_write_is_held(zkl_rwlock *l)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     return l && zkl__side_is_held(&l->write);
 }
 
 zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!l || !token)
@@ -229,6 +243,7 @@ zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token)
 
 zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!l || !token)
@@ -241,6 +256,7 @@ zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
 
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!l || !paths || !n)
@@ -258,6 +274,7 @@ const char *zkl_rwlock_path(const zkl_rwlock *l)
 
 zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userdata)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_on_state: lock is NULL");
@@ -266,6 +283,7 @@ zkl_status zkl_rwlock_on_state(zkl_rwlock *l, zkl_hold_state_fn fn, void *userda
 
 zkl_status zkl_rwlock_write_lease_remaining(zkl_rwlock *l, int64_t *ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_write_lease_remaining: NULL argument");
@@ -274,6 +292,7 @@ zkl_status zkl_rwlock_write_lease_remaining(zkl_rwlock *l, int64_t *ms)
 
 zkl_status zkl_rwlock_read_lease_remaining(zkl_rwlock *l, int64_t *ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_rwlock_read_lease_remaining: NULL argument");

@@ -16,6 +16,7 @@
 
 #include <utlist.h>
 
+#include "base/log.h"
 #include "core/async.h"
 #include "core/internals.h"
 #include "core/lockobj.h"
@@ -57,6 +58,7 @@ static bool leases_in(void *self, uint64_t epoch)
 zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
                                 zkl_semaphore **out)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_semaphore *s;
     zkl__lockobj *obj;
     zkl_status st;
@@ -88,6 +90,7 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
 
 zkl_status zkl_semaphore_destroy(zkl_semaphore *s)
 {
+    ZKL__REFUSE_IN_LOG();
     int out;
     zkl_status st;
     zkl__clear_err();
@@ -173,6 +176,7 @@ static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **ou
 
 zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, zkl_lease **leases)
 {
+    ZKL__REFUSE_IN_LOG();
     int64_t deadline, t0 = zkl__now_us();
     int i;
     zkl_status st;
@@ -299,6 +303,7 @@ static void sem_end(zkl_op *op)
 zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, zkl_op_fn fn,
                                        void *userdata, zkl_op **op)
 {
+    ZKL__REFUSE_IN_LOG();
     static const zkl__plan plan = {sem_next, sem_end};
     static const char *const what = "zkl_semaphore_acquire_async";
     zkl_status st;
@@ -325,11 +330,13 @@ zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, 
 
 zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **lease)
 {
+    ZKL__REFUSE_IN_LOG();
     return zkl_semaphore_acquire_many(s, 1, timeout_ms, lease);
 }
 
 zkl_status zkl_lease_return(zkl_lease *l)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_semaphore *s;
     zkl__hold hold;
     zkl_status st;
@@ -355,11 +362,13 @@ zkl_status zkl_lease_return(zkl_lease *l)
 
 bool zkl_lease_is_valid(const zkl_lease *l)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     return l && !zkl__forked(l->sem->obj.c) && zkl__hold_alive(l->sem->obj.c, l->hold.epoch);
 }
 
 zkl_status zkl_lease_remaining(const zkl_lease *l, int64_t *ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!l || !ms)
         return zkl__fail(ZKL_EINVAL, "zkl_lease_remaining: NULL argument");
@@ -378,6 +387,7 @@ const char *zkl_lease_node(const zkl_lease *l)
 
 zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     zkl__clear_err();
     if (!s || !paths || !n)
@@ -390,6 +400,7 @@ zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n
 
 zkl_status zkl_semaphore_on_state(zkl_semaphore *s, zkl_hold_state_fn fn, void *userdata)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl__clear_err();
     if (!s)
         return zkl__fail(ZKL_EINVAL, "zkl_semaphore_on_state: semaphore is NULL");

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "session/client.h"
 #include "base/status.h"
 #include "zklock/semaphore.h"
@@ -25,6 +26,7 @@ static bool forked(const zkl_semaphore_mutex *m)
 
 zkl_status zkl_semaphore_mutex_create(zkl_client *c, const char *path, zkl_semaphore_mutex **out)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_semaphore_mutex *m;
     zkl_status st;
     zkl__clear_err();
@@ -47,6 +49,7 @@ zkl_status zkl_semaphore_mutex_create(zkl_client *c, const char *path, zkl_semap
 
 zkl_status zkl_semaphore_mutex_destroy(zkl_semaphore_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     bool held;
     zkl_status st;
     zkl__clear_err();
@@ -70,6 +73,7 @@ zkl_status zkl_semaphore_mutex_destroy(zkl_semaphore_mutex *m)
 
 zkl_status zkl_semaphore_mutex_acquire(zkl_semaphore_mutex *m, int timeout_ms)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_lease *lease, *stale;
     zkl_status st;
     zkl__clear_err();
@@ -89,6 +93,7 @@ zkl_status zkl_semaphore_mutex_acquire(zkl_semaphore_mutex *m, int timeout_ms)
 
 zkl_status zkl_semaphore_mutex_release(zkl_semaphore_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_lease *lease;
     zkl__clear_err();
     if (!m)
@@ -109,6 +114,7 @@ zkl_status zkl_semaphore_mutex_release(zkl_semaphore_mutex *m)
 
 bool zkl_semaphore_mutex_is_held(zkl_semaphore_mutex *m)
 {
+    ZKL__REFUSE_IN_LOG_AS(false);
     bool held;
     if (!m || forked(m)) /* (a fork()ed child holds nothing) */
         return false;

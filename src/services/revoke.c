@@ -257,6 +257,7 @@ static int set_marker(zkl__session *s, void *node)
 
 zkl_status zkl_revoke(zkl_client *c, const char *node)
 {
+    ZKL__REFUSE_IN_LOG();
     zkl_status st;
     int rc;
     zkl__clear_err();

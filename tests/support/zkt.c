@@ -304,6 +304,14 @@ void zkt_fault_dispatch_pause(zkl_client *c, int us)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkt_state_event(zkl_client *c, zkl_conn_state st)
+{
+    pthread_mutex_lock(&c->mu);
+    zkl__event_push_locked(c, c->sess, st);
+    zkl__worker_kick_locked(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
 int zkt_reports_queued(zkl_client *c)
 {
     int n = 0;

@@ -87,6 +87,9 @@ void zkt_fault_note_delay(zkl_client *c, int ms);
 /* zkl_client_dispatch on c pauses us microseconds between reading the descriptor and taking
  * the queue of reports (the window of a lost wake-up). */
 void zkt_fault_dispatch_pause(zkl_client *c, int us);
+/* Tell c's callbacks a connection event st of its current session, as if the session watcher
+ * had seen it (the session itself is untouched): the worker runs on_state and the listeners. */
+void zkt_state_event(zkl_client *c, zkl_conn_state st);
 /* Reports queued on c for zkl_client_dispatch (descriptor delivery), not yet taken. */
 int zkt_reports_queued(zkl_client *c);
 /* c's worker and blocking acquires sleep on condition variables, as when no eventfd can be made. */

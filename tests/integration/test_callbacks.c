@@ -1,0 +1,309 @@
+/*
+ * test_callbacks.c - the callback x call matrix of client.h ("Lifecycle and
+ * callbacks"): from inside each kind of callback the library runs, each of
+ * close, destroy, blocking acquire, drain, dispatch, release and cancel
+ * either works or refuses at once with its documented status. Run under
+ * ASan and valgrind with the other integration tests: no call frees memory
+ * in use or waits for itself.
+ */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zklock/async.h"
+#include "zklock/revoke.h"
+#include "zkt.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        zkl_status st_ = (expr);                                                                   \
+        cr_assert_eq(st_, ZKL_OK, "%s: %s (%s)", #expr, zkl_strerror(st_), zkl_errmsg());          \
+    } while (0)
+
+enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, RELEASE, CANCEL, NCALLS };
+static const char *const call_name[NCALLS] = {
+    "close", "destroy", "blocking acquire", "drain", "dispatch", "release", "cancel"};
+
+/* The documented outcome of each call, by the callback it is made from. */
+typedef struct kind {
+    const char *name;
+    zkl_status want[NCALLS];
+} kind;
+
+/* On the client's worker: what would wait for the worker refuses. */
+#define ON_WORKER                                                                                  \
+    {                                                                                              \
+        ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK                \
+    }
+static const kind worker_completion = {"a completion on the worker", ON_WORKER};
+static const kind client_state = {"the client's on_state", ON_WORKER};
+static const kind lock_state = {"a lock's on_state", ON_WORKER};
+static const kind revocation = {"a revocation callback", ON_WORKER};
+/* On the loop's own thread (zkl_client_dispatch): only close refuses. */
+static const kind dispatched = {"a completion run by zkl_client_dispatch",
+                                {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
+/* The log callback may run under zklock's own locks: every call refuses. */
+static const kind logging = {
+    "the log callback",
+    {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
+
+/* One client c whose callback makes the calls, on objects of c. */
+typedef struct fixture {
+    zkl_client *c, *h;     /* h holds the path the pending acquire waits on */
+    zkl_mutex *idle;       /* destroy */
+    zkl_mutex *free_m;     /* blocking acquire (nobody holds it) */
+    zkl_semaphore *sem;    /* release: a lease of it */
+    zkl_lease *lease;      /* (taken by the test's thread) */
+    zkl_mutex *hm, *wm;    /* cancel: wm's acquire waits behind hm */
+    zkl_op *pending;       /* that acquire */
+    atomic_int pend_calls; /* its callback ran */
+    zkl_status got[NCALLS];
+    char msg[NCALLS][256];
+    atomic_int started, ran;
+    int fd; /* descriptor delivery, or -1 */
+    char *paths[4];
+} fixture;
+
+static void pend_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    fixture *f = ud;
+    (void)op;
+    cr_assert_eq(st, ZKL_ECANCELED, "the pending acquire: %s (%s)", zkl_strerror(st), msg);
+    atomic_store(&f->pend_calls, 1);
+}
+
+static void note(fixture *f, int i, zkl_status st)
+{
+    f->got[i] = st;
+    snprintf(f->msg[i], sizeof f->msg[i], "%s", st == ZKL_OK ? "" : zkl_errmsg());
+}
+
+/* The seven calls, once, from inside whatever callback runs this. */
+static void run_calls(fixture *f)
+{
+    zkl_status st;
+    if (atomic_exchange(&f->started, 1))
+        return;
+    note(f, CLOSE, zkl_client_close(f->c));
+    note(f, DESTROY, st = zkl_mutex_destroy(f->idle));
+    if (st == ZKL_OK)
+        f->idle = NULL;
+    note(f, ACQUIRE, st = zkl_mutex_acquire(f->free_m, 5000));
+    if (st == ZKL_OK)
+        cr_assert_eq(zkl_mutex_release(f->free_m), ZKL_OK);
+    note(f, DRAIN, zkl_client_drain(f->c, 1000));
+    note(f, DISPATCH, zkl_client_dispatch(f->c, NULL));
+    note(f, RELEASE, st = zkl_lease_return(f->lease));
+    if (st == ZKL_OK)
+        f->lease = NULL;
+    note(f, CANCEL, zkl_op_cancel(f->pending));
+    atomic_store(&f->ran, 1);
+}
+
+static int has_run(void *p)
+{
+    return atomic_load(&((fixture *)p)->ran);
+}
+
+static int pend_reported(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return atomic_load(&f->pend_calls);
+}
+
+static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
+{
+    zhandle_t *zh = zkt_raw();
+    int i;
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->c = zkt_client_cb(0, on_state, f);
+    f->h = zkt_client(0);
+    if (descriptor)
+        OK(zkl_client_event_fd(f->c, &f->fd));
+    for (i = 0; i < 4; i++)
+        f->paths[i] = zkt_path("matrix");
+    OK(zkl_mutex_create(f->c, f->paths[0], &f->idle));
+    OK(zkl_mutex_create(f->c, f->paths[1], &f->free_m));
+    OK(zkl_semaphore_create(f->c, f->paths[2], 1, &f->sem));
+    OK(zkl_semaphore_acquire(f->sem, 10000, &f->lease));
+    OK(zkl_mutex_create(f->h, f->paths[3], &f->hm));
+    OK(zkl_mutex_create(f->c, f->paths[3], &f->wm));
+    OK(zkl_mutex_acquire(f->hm, 10000));
+    OK(zkl_mutex_acquire_async(f->wm, ZKL_WAIT_FOREVER, pend_cb, f, &f->pending));
+    cr_assert_eq(zkt_children_settle(zh, f->paths[3], 2), 2, "the pending acquire is in line");
+    zookeeper_close(zh);
+}
+
+/* Check the outcomes against k, then end everything the calls left. */
+static void check_and_teardown(fixture *f, const kind *k)
+{
+    int i;
+    cr_assert(zkt_wait_for(has_run, f, 30000), "%s: the callback never ran, or a call hung",
+              k->name);
+    for (i = 0; i < NCALLS; i++)
+        cr_expect_eq(f->got[i], k->want[i], "%s, %s: %s (%s), documented: %s", k->name,
+                     call_name[i], zkl_strerror(f->got[i]), f->msg[i], zkl_strerror(k->want[i]));
+    if (f->got[CANCEL] != ZKL_OK)
+        OK(zkl_op_cancel(f->pending));
+    cr_assert(zkt_wait_for(pend_reported, f, 20000), "the canceled acquire never reported");
+    OK(zkl_op_release(f->pending));
+    OK(zkl_mutex_release(f->hm));
+    if (f->idle)
+        OK(zkl_mutex_destroy(f->idle));
+    if (f->lease)
+        OK(zkl_lease_return(f->lease));
+    OK(zkl_mutex_destroy(f->free_m));
+    OK(zkl_semaphore_destroy(f->sem));
+    OK(zkl_mutex_destroy(f->wm));
+    OK(zkl_mutex_destroy(f->hm));
+    OK(zkl_client_close(f->h));
+    OK(zkl_client_close(f->c)); /* still whole after all of it */
+    for (i = 0; i < 4; i++)
+        free(f->paths[i]);
+}
+
+/* ---- the kinds ---- */
+
+static void trigger_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    run_calls(ud);
+    cr_assert_eq(zkl_op_release(op), ZKL_OK); /* from inside: freed on return */
+}
+
+/* An async acquire of a free path on c, whose completion makes the calls. */
+static zkl_mutex *trigger(fixture *f, char **path)
+{
+    zkl_mutex *t;
+    zkl_op *op;
+    *path = zkt_path("matrix-trigger");
+    OK(zkl_mutex_create(f->c, *path, &t));
+    OK(zkl_mutex_acquire_async(t, 10000, trigger_cb, f, &op));
+    return t;
+}
+
+Test(callbacks, worker_completion, .timeout = 120)
+{
+    fixture f;
+    char *path;
+    zkl_mutex *t;
+    setup(&f, NULL, false);
+    t = trigger(&f, &path);
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    zkt_sleep_ms(50); /* the worker is past the callback */
+    OK(zkl_mutex_destroy(t));
+    check_and_teardown(&f, &worker_completion);
+    free(path);
+}
+
+Test(callbacks, dispatched_completion, .timeout = 120)
+{
+    fixture f;
+    char *path;
+    zkl_mutex *t;
+    int64_t t0 = zkt_now_ms();
+    setup(&f, NULL, true);
+    t = trigger(&f, &path);
+    while (!atomic_load(&f.ran) && zkt_now_ms() - t0 < 30000) {
+        struct pollfd p = {f.fd, POLLIN, 0};
+        if (poll(&p, 1, 1000) > 0)
+            OK(zkl_client_dispatch(f.c, NULL));
+    }
+    OK(zkl_mutex_destroy(t));
+    check_and_teardown(&f, &dispatched);
+    free(path);
+}
+
+static void state_cb(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    (void)c;
+    if (st == ZKL_STATE_SUSPENDED)
+        run_calls(ud);
+}
+
+Test(callbacks, client_state, .timeout = 120)
+{
+    fixture f;
+    setup(&f, state_cb, false);
+    zkt_state_event(f.c, ZKL_STATE_SUSPENDED);
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    zkt_state_event(f.c, ZKL_STATE_RECONNECTED);
+    check_and_teardown(&f, &client_state);
+}
+
+static void lock_state_cb(void *lock, zkl_conn_state st, void *ud)
+{
+    (void)lock;
+    if (st == ZKL_STATE_SUSPENDED)
+        run_calls(ud);
+}
+
+Test(callbacks, lock_state, .timeout = 120)
+{
+    fixture f;
+    zkl_mutex *m;
+    char *path = zkt_path("matrix-held");
+    setup(&f, NULL, false);
+    OK(zkl_mutex_create(f.c, path, &m));
+    OK(zkl_mutex_on_state(m, lock_state_cb, &f));
+    OK(zkl_mutex_acquire(m, 10000)); /* told only while it holds */
+    zkt_state_event(f.c, ZKL_STATE_SUSPENDED);
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    zkt_state_event(f.c, ZKL_STATE_RECONNECTED);
+    OK(zkl_mutex_release(m));
+    OK(zkl_mutex_destroy(m));
+    check_and_teardown(&f, &lock_state);
+    free(path);
+}
+
+static void revoke_cb(void *lock, void *ud)
+{
+    (void)lock;
+    run_calls(ud);
+}
+
+Test(callbacks, revocation, .timeout = 120)
+{
+    fixture f;
+    zkl_mutex *m;
+    char *path = zkt_path("matrix-revocable"), *node;
+    setup(&f, NULL, false);
+    OK(zkl_mutex_create(f.c, path, &m));
+    OK(zkl_mutex_make_revocable(m, revoke_cb, &f));
+    OK(zkl_mutex_acquire(m, 10000));
+    OK(zkl_mutex_node(m, &node));
+    OK(zkl_revoke(f.h, node));
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    OK(zkl_mutex_release(m));
+    OK(zkl_mutex_destroy(m));
+    check_and_teardown(&f, &revocation);
+    free(node);
+    free(path);
+}
+
+static void log_cb(zkl_log_level level, const char *message, void *ud)
+{
+    (void)level;
+    (void)message;
+    run_calls(ud);
+}
+
+Test(callbacks, log, .timeout = 120)
+{
+    fixture f;
+    char **v;
+    size_t n;
+    setup(&f, NULL, false);
+    zkl_log_set(log_cb, ZKL_LOG_DEBUG, &f);
+    OK(zkl_mutex_participants(f.idle, &v, &n)); /* a request: the ZooKeeper client logs it */
+    cr_assert(zkt_wait_for(has_run, &f, 30000), "nothing was logged");
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    zkl_strings_free(v, n);
+    check_and_teardown(&f, &logging);
+}
