@@ -17,6 +17,58 @@
  * the process's futex hash, which on Linux 6.16 and later is sized by CPUs,
  * not threads (docs/design/scale.md). If no eventfd can be had they sleep on
  * condition variables instead: nothing fails for want of one.
+ *
+ * LIFECYCLE AND CALLBACKS
+ *
+ * Who frees what, and from where:
+ *  - a client: zkl_client_open makes it, zkl_client_close frees it, once,
+ *    after every lock object made on it was destroyed (else ZKL_EBUSY), from
+ *    a thread that is not inside one of its callbacks (else ZKL_EBUSY: close
+ *    it from another thread once the callback has returned). No other
+ *    thread may be inside a call on it then. The close waits at most 2 s
+ *    for the ZooKeeper client to close the session, then lets that finish
+ *    in the background (a server that is not ZooKeeper can keep it waiting).
+ *  - a lock object (mutex, read/write lock, semaphore, semaphore mutex):
+ *    *_create makes it, *_destroy frees it, from any thread, callbacks on
+ *    the worker included. Destroy refuses (ZKL_EBUSY, nothing freed, the
+ *    message says who) while a thread holds it, a lease or async handle of
+ *    it is out, or a thread is inside a call on it (an acquire waiting, a
+ *    query of the server). A call begun after destroy is the caller's bug.
+ *  - an async handle (zklock/async.h): freed by zkl_op_release once its
+ *    callback ran, from inside the callback too; a lease: zkl_lease_return,
+ *    any thread; a multilock: zkl_multilock_destroy, and only the thread
+ *    that acquired a set releases it (else ZKL_ENOTOWNER, nothing changed).
+ *
+ * Where callbacks run: the client's worker thread runs on_state, the lock
+ * objects' state callbacks, revocation callbacks and async completions in
+ * the default delivery; zkl_client_dispatch runs completions on its
+ * caller's thread; the log callback (status.h) runs on any thread. None
+ * runs with a lock of zklock held, but the log callback. A call made from
+ * inside a callback works, or refuses at once; none frees memory in use or
+ * waits for itself:
+ *  - on the worker: zkl_client_close gives ZKL_EBUSY; a blocking acquire,
+ *    or a drain with a timeout other than 0, gives ZKL_EDEADLOCK; the rest
+ *    works (destroys, releases, cancels, queries, async acquires, dispatch);
+ *  - in a completion run by zkl_client_dispatch: zkl_client_close gives
+ *    ZKL_EBUSY; the rest works;
+ *  - in the log callback: every call refuses, ZKL_EBUSY (false or 0 where
+ *    a call returns no status), but the pure ones that status.h names.
+ *
+ * A blocking call on the worker would wait for the worker itself (only it
+ * opens the next session after LOST), hence ZKL_EDEADLOCK: use the async
+ * acquire there, or hand the work to another thread. Callbacks should not
+ * block: every hold's lease is renewed on the worker.
+ *
+ * fork(): a client belongs to the process that opened it. In a child
+ * forked while it was open, every hold of it reads as not held (is_held
+ * false, tokens and leases ZKL_ELOST), releases return ZKL_ELOST and send
+ * nothing, acquires, drain, zkl_client_event_fd and zkl_client_dispatch
+ * give ZKL_ECLOSED, destroys free the objects whatever the parent held,
+ * and zkl_client_close frees zklock's memory without joining threads that
+ * are not there; the ZooKeeper client's handle and socket stay allocated
+ * in the child, as libzookeeper_mt frees a handle only by joining its
+ * threads. The parent is not touched. A child that needs locks opens its
+ * own client (after exec, or not).
  */
 #ifndef ZKLOCK_CLIENT_H
 #define ZKLOCK_CLIENT_H
@@ -56,8 +108,9 @@ const char *zkl_conn_state_name(zkl_conn_state st);
 
 /*
  * Called on the client's own worker thread (never the ZooKeeper I/O thread),
- * once per transition, in order. It may call zklock functions that do not
- * wait for the worker (is-held queries, releases); it should not block long.
+ * once per transition, in order. What it may call: "Lifecycle and
+ * callbacks" above (zkl_client_close refuses there, and so does any call
+ * that would wait for the worker); it should not block long.
  */
 typedef void (*zkl_state_fn)(zkl_client *c, zkl_conn_state st, void *userdata);
 
@@ -154,8 +207,10 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
 /*
  * Close the session (the server deletes its lock nodes at once) and free the
  * client. Every lock object made on it must have been destroyed first:
- * otherwise ZKL_EBUSY and nothing is closed. No other thread may be inside a
- * call on this client. NULL gives ZKL_EINVAL.
+ * otherwise ZKL_EBUSY and nothing is closed; so too from inside a callback
+ * of this client. No other thread may be inside a call on this client.
+ * NULL gives ZKL_EINVAL. Waits at most 2 s for the ZooKeeper client's own
+ * close (see "Lifecycle and callbacks").
  */
 zkl_status zkl_client_close(zkl_client *c);
 
@@ -172,7 +227,8 @@ int zkl_client_session_timeout(zkl_client *c);
  * Wait until every lock node delete this client started is done: releases
  * (which return before the server confirms) and deletes queued for
  * background retry; or timeout_ms passes (ZKL_ETIMEDOUT). For tests, tools
- * and orderly shutdown.
+ * and orderly shutdown. On the client's worker (inside a callback) a
+ * timeout other than 0 gives ZKL_EDEADLOCK: the worker does those deletes.
  */
 zkl_status zkl_client_drain(zkl_client *c, int timeout_ms);
 

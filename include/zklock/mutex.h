@@ -37,12 +37,15 @@ typedef struct zkl_mutex zkl_mutex;
  * Make a mutex object for the absolute lock path `path` on client c (no
  * ZooKeeper call yet). The path is copied. *out is owned by the caller
  * (zkl_mutex_destroy). Errors: ZKL_EINVAL, ZKL_EBADPATH, ZKL_ENOMEM.
- * Nothing else may live under a lock path: every child is a contender.
+ * Nothing else may live under a lock path: a child that is not a lock node
+ * and sorts ahead of them blocks every acquirer until it is deleted.
  */
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out);
 
 /*
- * Free the object. ZKL_EBUSY (and nothing freed) while any thread holds it.
+ * Free the object. ZKL_EBUSY (and nothing freed) while any thread holds it,
+ * an async handle of it is not released, or a thread is inside a call on
+ * it (an acquire waiting): client.h, "Lifecycle and callbacks".
  */
 zkl_status zkl_mutex_destroy(zkl_mutex *m);
 
@@ -52,10 +55,12 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m);
  * returns after max(timeout_ms, 1000) ms rather than hang on the link. Reentrant: if this thread
  * holds it already the count goes up and nothing is sent. On any failure no node of this attempt is
  * left behind (its delete is retried in the background if need be).
- * Errors: ZKL_ETIMEDOUT, ZKL_ELOST (this thread's existing hold was lost),
- * ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL, ZKL_ENOMEM (also when a
- * revocable hold's watch could not be set up: no hold is handed out that
- * cannot be revoked as asked).
+ * Errors: ZKL_ETIMEDOUT (its message names a child in the way that is not
+ * a lock node, if one is just ahead), ZKL_ELOST (this thread's existing
+ * hold was lost), ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL,
+ * ZKL_EDEADLOCK (called on the client's worker, inside a callback),
+ * ZKL_ENOMEM (also when a revocable hold's watch could not be set up: no
+ * hold is handed out that cannot be revoked as asked).
  * If the session is lost while waiting, the wait goes on in the new session
  * with a new node (the place in line is lost, as with Curator).
  */
@@ -169,7 +174,8 @@ zkl_status zkl_mutex_set_lookahead(zkl_mutex *m, zkl_lookahead mode);
  * Lost-lock notice: fn(m, state, userdata) runs on the client's worker thread
  * when the session that a hold of m belongs to is SUSPENDED, RECONNECTED or
  * LOST (Curator leaves this to a connection listener; here it is on the
- * lock). fn NULL removes it. It must not destroy m.
+ * lock). fn NULL removes it. What it may call: client.h, "Lifecycle and
+ * callbacks".
  */
 zkl_status zkl_mutex_on_state(zkl_mutex *m, zkl_hold_state_fn fn, void *userdata);
 

@@ -38,7 +38,8 @@ typedef struct zkl_rwlock zkl_rwlock;
 /* Make a read/write lock object on an absolute path (copied). Owned by the caller. */
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out);
 
-/* Free it; ZKL_EBUSY (nothing freed) while any thread holds either side. */
+/* Free it; ZKL_EBUSY (nothing freed) while any thread holds either side, an
+ * async handle is out, or a thread is inside a call on it (an acquire). */
 zkl_status zkl_rwlock_destroy(zkl_rwlock *l);
 
 /*

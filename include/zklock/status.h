@@ -24,9 +24,11 @@ typedef enum zkl_status {
     ZKL_ECONNLOSS = -6,  /* the connection was lost and retries ran out */
     ZKL_ELOST = -7,      /* the session a hold belonged to is gone: the lock is lost */
     ZKL_ENOTOWNER = -8,  /* the calling thread does not hold this lock */
-    ZKL_EDEADLOCK = -9,  /* the request could never be granted (e.g. read-to-write upgrade) */
-    ZKL_ECLOSED = -10,   /* the client is closing or closed */
-    ZKL_EBUSY = -11,     /* the object is still in use (held locks, open handles) */
+    ZKL_EDEADLOCK = -9,  /* could never be granted (a read-to-write upgrade), or would wait for
+                          * the calling thread itself (a blocking call on the client's worker) */
+    ZKL_ECLOSED = -10,   /* the client is closing or closed, or its process is a fork() child */
+    ZKL_EBUSY = -11,     /* the object is still in use (held locks, open handles, threads inside
+                          * a call), or the call cannot be made from inside this callback */
     ZKL_ENOAUTH = -12,   /* the server refused: not authorised by the node's ACL */
     ZKL_EAUTH = -13,     /* authentication with the server failed */
     ZKL_EZK = -14,       /* another ZooKeeper error; zkl_errmsg() names it */
@@ -58,8 +60,11 @@ typedef void (*zkl_log_fn)(zkl_log_level level, const char *message, void *userd
  * Route zklock's own diagnostics and the ZooKeeper C client's log to fn, for
  * messages at or above level. Process-wide, because the ZooKeeper client's
  * log level is. Default: nothing is logged anywhere. fn may be called from any
- * thread, including the ZooKeeper I/O thread, so it must not block or call
- * back into zklock. Pass fn = NULL to go quiet again. Set it before opening
+ * thread, including the ZooKeeper I/O thread, and where zklock holds its own
+ * locks, so it must not block; a zklock call from inside it refuses at once
+ * (ZKL_EBUSY, or false/0 where a call returns no status), but for
+ * zkl_strerror, zkl_errmsg, zkl_log_set, the path getters and the frees.
+ * Pass fn = NULL to go quiet again. Set it before opening
  * clients: handles opened earlier keep their callback but follow the level.
  */
 void zkl_log_set(zkl_log_fn fn, zkl_log_level level, void *userdata);
