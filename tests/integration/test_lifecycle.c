@@ -27,13 +27,18 @@
         cr_assert_eq(st_, ZKL_OK, "%s: %s (%s)", #expr, zkl_strerror(st_), zkl_errmsg());          \
     } while (0)
 
-/* ---- calls from inside a state callback, on the worker ---- */
+/* ---- calls from inside callbacks, on the worker and in dispatch ----
+ *
+ * "On LOST, shut down": each callback frees what it holds and destroys its
+ * lock objects, then closes the client. The close refuses (ZKL_EBUSY); it
+ * returned OK and the worker, or deliver(), then read the freed client. */
 
 typedef struct inside {
     zkl_client *c;
-    zkl_mutex *m; /* a mutex of c, for the blocking acquire */
+    zkl_mutex *m; /* a mutex of c, for the blocking acquire and the destroy */
+    zkl_op *op;   /* an async hold of m, where the test has one */
     atomic_int ran;
-    zkl_status close_st, acquire_st, drain_st, drain0_st;
+    zkl_status close_st, acquire_st, drain_st, drain0_st, destroy_st, release_st;
     char close_msg[256], acquire_msg[256];
     int64_t acquire_ms;
 } inside;
@@ -44,14 +49,15 @@ static void on_lost_try_all(zkl_client *c, zkl_conn_state st, void *ud)
     int64_t t0;
     if (st != ZKL_STATE_LOST)
         return;
-    in->close_st = zkl_client_close(c);
-    snprintf(in->close_msg, sizeof in->close_msg, "%s", zkl_errmsg());
     t0 = zkt_now_ms();
     in->acquire_st = zkl_mutex_acquire(in->m, ZKL_WAIT_FOREVER); /* "take it again" */
     in->acquire_ms = zkt_now_ms() - t0;
     snprintf(in->acquire_msg, sizeof in->acquire_msg, "%s", zkl_errmsg());
     in->drain_st = zkl_client_drain(c, -1);
     in->drain0_st = zkl_client_drain(c, 0);
+    in->destroy_st = zkl_mutex_destroy(in->m);
+    in->close_st = zkl_client_close(c);
+    snprintf(in->close_msg, sizeof in->close_msg, "%s", zkl_errmsg());
     atomic_store(&in->ran, 1);
 }
 
@@ -65,12 +71,11 @@ Test(lifecycle, state_callback_close_refuses_and_waits_refuse_at_once, .timeout 
     inside in = {0};
     char *path = zkt_path("life-state");
     zkl_client *c = zkt_client_cb(0, on_lost_try_all, &in);
+    zkl_mutex *m;
     in.c = c;
     OK(zkl_mutex_create(c, path, &in.m));
     zkt_expire(c);
     cr_assert(zkt_wait_for(ran, &in, 20000), "the LOST callback never ran, or hung");
-    cr_assert_eq(in.close_st, ZKL_EBUSY, "close inside on_state: %s", zkl_strerror(in.close_st));
-    cr_assert(strstr(in.close_msg, "inside a callback"), "%s", in.close_msg);
     cr_assert_eq(in.acquire_st, ZKL_EDEADLOCK, "acquire inside on_state: %s (%s)",
                  zkl_strerror(in.acquire_st), in.acquire_msg);
     cr_assert_lt(in.acquire_ms, 1000, "refused after %lld ms", (long long)in.acquire_ms);
@@ -78,23 +83,41 @@ Test(lifecycle, state_callback_close_refuses_and_waits_refuse_at_once, .timeout 
     cr_assert_eq(in.drain_st, ZKL_EDEADLOCK, "drain(-1) inside on_state: %s",
                  zkl_strerror(in.drain_st));
     cr_assert_eq(in.drain0_st, ZKL_OK, "drain(0) only looks: %s", zkl_strerror(in.drain0_st));
+    cr_assert_eq(in.destroy_st, ZKL_OK, "destroy inside on_state: %s", zkl_strerror(in.destroy_st));
+    cr_assert_eq(in.close_st, ZKL_EBUSY, "close inside on_state: %s", zkl_strerror(in.close_st));
+    cr_assert(strstr(in.close_msg, "inside a callback"), "%s", in.close_msg);
     /* the client lives on, and is closed from here */
-    OK(zkl_mutex_acquire(in.m, 10000));
-    OK(zkl_mutex_release(in.m));
-    OK(zkl_mutex_destroy(in.m));
+    OK(zkl_mutex_create(c, path, &m));
+    OK(zkl_mutex_acquire(m, 10000));
+    OK(zkl_mutex_release(m));
+    OK(zkl_mutex_destroy(m));
     OK(zkl_client_close(c));
     free(path);
 }
 
-/* The lock's own state callback, and a worker-delivered completion. */
+/* A lock's own state callback (its hold is an async one: any thread may let it go). */
 static void lock_state_close(void *lock, zkl_conn_state st, void *ud)
 {
     inside *in = ud;
     (void)lock;
     if (st != ZKL_STATE_LOST)
         return;
+    in->release_st = zkl_op_release(in->op);
+    in->destroy_st = zkl_mutex_destroy(in->m); /* from inside its own callback */
     in->close_st = zkl_client_close(in->c);
     atomic_store(&in->ran, 1);
+}
+
+static void granted_flag(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)op;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    atomic_store((atomic_int *)ud, 1);
+}
+
+static int flag_set(void *p)
+{
+    return atomic_load((atomic_int *)p);
 }
 
 Test(lifecycle, lock_state_callback_close_refuses, .timeout = 60)
@@ -102,15 +125,18 @@ Test(lifecycle, lock_state_callback_close_refuses, .timeout = 60)
     inside in = {0};
     char *path = zkt_path("life-lockstate");
     zkl_client *c = zkt_client(0);
+    atomic_int got = 0;
     in.c = c;
     OK(zkl_mutex_create(c, path, &in.m));
     OK(zkl_mutex_on_state(in.m, lock_state_close, &in));
-    OK(zkl_mutex_acquire(in.m, 10000));
+    OK(zkl_mutex_acquire_async(in.m, 10000, granted_flag, &got, &in.op));
+    cr_assert(zkt_wait_for(flag_set, &got, 20000));
     zkt_expire(c);
     cr_assert(zkt_wait_for(ran, &in, 20000), "the lock's LOST callback never ran");
+    cr_assert_eq(in.release_st, ZKL_ELOST, "%s", zkl_strerror(in.release_st));
+    cr_assert_eq(in.destroy_st, ZKL_OK, "%s", zkl_strerror(in.destroy_st));
     cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
-    cr_assert_eq(zkl_mutex_release(in.m), ZKL_ELOST);
-    OK(zkl_mutex_destroy(in.m));
+    zkt_sleep_ms(50); /* the worker is past the callback */
     OK(zkl_client_close(c));
     free(path);
 }
@@ -119,9 +145,10 @@ static void completion_close(zkl_op *op, zkl_status st, const char *msg, void *u
 {
     inside *in = ud;
     cr_assert_eq(st, ZKL_OK, "%s", msg);
+    in->release_st = zkl_op_release(op); /* from inside: freed when this returns */
+    in->destroy_st = zkl_mutex_destroy(in->m);
     in->close_st = zkl_client_close(in->c);
     snprintf(in->close_msg, sizeof in->close_msg, "%s", zkl_errmsg());
-    in->acquire_st = zkl_op_release(op); /* from inside: freed when this returns */
     atomic_store(&in->ran, 1);
 }
 
@@ -135,10 +162,10 @@ Test(lifecycle, worker_completion_close_refuses, .timeout = 60)
     OK(zkl_mutex_create(c, path, &in.m));
     OK(zkl_mutex_acquire_async(in.m, 10000, completion_close, &in, &op));
     cr_assert(zkt_wait_for(ran, &in, 20000), "the completion never ran");
+    cr_assert_eq(in.release_st, ZKL_OK, "release inside: %s", zkl_strerror(in.release_st));
+    cr_assert_eq(in.destroy_st, ZKL_OK, "destroy inside: %s", zkl_strerror(in.destroy_st));
     cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
-    cr_assert_eq(in.acquire_st, ZKL_OK, "release inside: %s", zkl_strerror(in.acquire_st));
     zkt_sleep_ms(50); /* the worker is past the callback */
-    OK(zkl_mutex_destroy(in.m));
     OK(zkl_client_close(c));
     free(path);
 }
@@ -146,16 +173,6 @@ Test(lifecycle, worker_completion_close_refuses, .timeout = 60)
 /* A completion run by zkl_client_dispatch, on this thread: the same refusal,
  * and the client is whole after it (deliver() reads it once the callback
  * has returned). */
-static void dispatched_close(zkl_op *op, zkl_status st, const char *msg, void *ud)
-{
-    inside *in = ud;
-    cr_assert_eq(st, ZKL_OK, "%s", msg);
-    in->close_st = zkl_client_close(in->c);
-    /* a blocking acquire here is not on the worker: it is the caller's to make */
-    in->acquire_st = zkl_op_release(op);
-    atomic_store(&in->ran, 1);
-}
-
 Test(lifecycle, dispatched_completion_close_refuses, .timeout = 60)
 {
     inside in = {0};
@@ -167,16 +184,15 @@ Test(lifecycle, dispatched_completion_close_refuses, .timeout = 60)
     in.c = c;
     OK(zkl_client_event_fd(c, &fd));
     OK(zkl_mutex_create(c, path, &in.m));
-    OK(zkl_mutex_acquire_async(in.m, 10000, dispatched_close, &in, &op));
+    OK(zkl_mutex_acquire_async(in.m, 10000, completion_close, &in, &op));
     p.fd = fd;
     p.events = POLLIN;
     cr_assert_eq(poll(&p, 1, 20000), 1, "the descriptor never became readable");
     OK(zkl_client_dispatch(c, &n));
     cr_assert_eq(n, 1);
     cr_assert(atomic_load(&in.ran));
+    cr_assert_eq(in.destroy_st, ZKL_OK, "destroy inside: %s", zkl_strerror(in.destroy_st));
     cr_assert_eq(in.close_st, ZKL_EBUSY, "%s", zkl_strerror(in.close_st));
-    cr_assert_eq(in.acquire_st, ZKL_OK);
-    OK(zkl_mutex_destroy(in.m));
     OK(zkl_client_close(c));
     free(path);
 }
@@ -561,18 +577,6 @@ Test(lifecycle, session_timeout_out_of_range_is_refused, .timeout = 60)
 
 /* ---- fork(): the child never believes it holds what the parent holds ---- */
 
-static void granted(zkl_op *op, zkl_status st, const char *msg, void *ud)
-{
-    (void)op;
-    cr_assert_eq(st, ZKL_OK, "%s", msg);
-    atomic_store((atomic_int *)ud, 1);
-}
-
-static int flag_set(void *p)
-{
-    return atomic_load((atomic_int *)p);
-}
-
 /* What the child checks, one exit code per check (0: all held). */
 static int child_checks(zkl_client *c, zkl_mutex *m, zkl_mutex *am, zkl_op *op, zkl_semaphore *s,
                         zkl_lease *l)
@@ -627,7 +631,7 @@ Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
     OK(zkl_semaphore_create(c, p3, 2, &s));
     OK(zkl_mutex_acquire(m, 10000));
     OK(zkl_mutex_fencing_token(m, &token));
-    OK(zkl_mutex_acquire_async(am, 10000, granted, &got, &op));
+    OK(zkl_mutex_acquire_async(am, 10000, granted_flag, &got, &op));
     cr_assert(zkt_wait_for(flag_set, &got, 20000));
     OK(zkl_semaphore_acquire(s, 10000, &l));
     pid = fork();
