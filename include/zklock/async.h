@@ -75,7 +75,9 @@ zkl_status zkl_rwlock_write_acquire_async(zkl_rwlock *rw, int timeout_ms, zkl_op
  * token and lease are the first lease's; zkl_op_release returns them all.
  * zkl_semaphore_destroy refuses while the handle is not released. Blocking
  * and async acquires may share a semaphore (its leases are never per
- * thread). Errors as zkl_mutex_acquire_async, and ZKL_EINVAL for n.
+ * thread). Errors as zkl_mutex_acquire_async, and ZKL_EINVAL for n (above
+ * max_leases or ZKL_SEMAPHORE_MANY_MAX). Unlike the blocking form, it lists
+ * the leases once for each lease it takes (Curator's order).
  */
 zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, zkl_op_fn fn,
                                        void *userdata, zkl_op **op);

@@ -56,8 +56,10 @@ zkl_status zkl_semaphore_acquire(zkl_semaphore *s, int timeout_ms, zkl_lease **l
  * (Curator's order), and once the deadline has passed no further lease is
  * tried, even one that would need no wait: timeout 0 tries one lease, so
  * with n > 1 it gives ZKL_ETIMEDOUT (give the round trips a timeout). The
- * cost grows with n times the leases out (each lease lists them all, as
- * Curator's does). On success leases[0..n-1] are
+ * cost is linear in n: under the internal lock, the first lease lists the
+ * leases (and waits if the count is full), the count is read once, and the
+ * leases it leaves room for are made with no listing (the count can only
+ * fall meanwhile: leases are made under that lock). On success leases[0..n-1] are
  * the caller's; on failure every lease taken so far has been returned and
  * leases[] is all NULL.
  */

@@ -346,7 +346,7 @@ static void send_create(zkl__acq *op)
     if (!op->in_flight && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
         mode == ZOO_EPHEMERAL_SEQUENTIAL)
         op->in_flight = zkl__heads_create_sent(op->a.path);
-    if ((op->unlisted = unlisted_join(op, mode)))
+    if (op->a.known_granted || (op->unlisted = unlisted_join(op, mode)))
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
@@ -375,7 +375,7 @@ static zkl__step_result after_create(zkl__acq *op, int rc)
     case ZKL__RC_OK:
         free(op->want); /* a pending wait keeps only what it needs */
         op->want = NULL;
-        op->entry = ZKL__E_WAIT;
+        op->entry = op->a.known_granted ? ZKL__E_GRANT : ZKL__E_WAIT;
         return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
         op->uncertain = true;

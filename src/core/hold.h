@@ -61,6 +61,14 @@ typedef struct zkl__acquire_args {
      * which saved the request that the look-ahead spends.
      */
     zkl__lookahead lookahead;
+    /*
+     * The caller knows the driver grants our node once it is made (the
+     * semaphore's leases while it holds the internal lock and has counted
+     * them: the count can only fall): the create goes without its listing,
+     * and the grant follows it with no wait. O(1) where a listing is
+     * O(nodes).
+     */
+    bool known_granted;
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;

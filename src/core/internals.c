@@ -170,6 +170,25 @@ zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
     return ZKL_OK;
 }
 
+zkl_status zkl__child_count(zkl_client *c, const char *path, int *n)
+{
+    struct Stat stat;
+    exists_arg arg = {path, &stat};
+    int rc;
+    zkl_status st =
+        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_op, &arg, &rc);
+    if (st != ZKL_OK)
+        return st;
+    if (rc == ZNONODE) {
+        *n = 0;
+        return ZKL_OK;
+    }
+    if (rc != ZOK)
+        return zkl__from_zk(rc, "exists", path);
+    *n = stat.numChildren;
+    return ZKL_OK;
+}
+
 /* kids' names as full paths under path, each its own string (zkl_strings_free). */
 static zkl_status full_paths(const char *path, const zkl__names *kids, char ***out)
 {

@@ -25,6 +25,8 @@
  * while waiting, starts again with a new node in the next session.
  */
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold);
+/* The number of children of path (its stat's, one request of O(1) size; 0 if it is gone). */
+zkl_status zkl__child_count(zkl_client *c, const char *path, int *n);
 
 /*
  * Delete the node of a hold, guaranteed: in the foreground once, then in the

@@ -127,58 +127,108 @@ static zkl_status check_n(const zkl_semaphore *s, int n, const char *fn)
     return ZKL_OK;
 }
 
-/* One lease: internal mutex, lease, internal mutex released on every path. */
-static zkl_status acquire_one(zkl_semaphore *s, int64_t deadline, zkl_lease **out)
+/* The internal mutex's arguments. */
+static void inner_args(const zkl_semaphore *s, int64_t deadline, zkl__acquire_args *a)
 {
-    for (;;) {
-        zkl__acquire_args a;
-        zkl__hold inner = {0}, lease = {0};
-        zkl_status st;
-        memset(&a, 0, sizeof a);
-        a.path = s->locks;
-        a.driver = &zkl__mutex_driver;
-        a.deadline = deadline;
-        a.token_lazy = true; /* nobody asks for the internal lock's token */
-        /* Its hand-offs are the semaphore's critical path; the look-ahead's
-         * request still leaves a lease below Curator's nine. */
-        a.lookahead = ZKL__LOOKAHEAD_ON;
-        st = zkl__lock_acquire(s->obj.c, &a, &inner);
-        if (st != ZKL_OK)
-            return st;
-        memset(&a, 0, sizeof a);
-        a.path = s->leases;
-        a.driver = &zkl__lease_driver;
-        a.ctx = &s->max_leases;
-        a.deadline = deadline;
-        a.no_restart = true;
-        st = zkl__lock_acquire(s->obj.c, &a, &lease);
-        zkl__lock_release(s->obj.c, &inner);
-        if (st == ZKL_OK) {
-            zkl_lease *l = calloc(1, sizeof *l);
-            if (!l) {
-                zkl__lock_release(s->obj.c, &lease);
-                return zkl__fail(ZKL_ENOMEM, "out of memory");
-            }
-            l->sem = s;
-            l->hold = lease;
-            pthread_mutex_lock(&s->mu);
-            s->out++;
-            DL_PREPEND(s->out_list, l);
-            pthread_mutex_unlock(&s->mu);
-            *out = l;
-            return ZKL_OK;
-        }
-        if (st != ZKL_ELOST || zkl__now_ms() >= deadline)
-            return st;
-        /* Session lost while counting: queue again for the internal lock. */
+    memset(a, 0, sizeof *a);
+    a->path = s->locks;
+    a->driver = &zkl__mutex_driver;
+    a->deadline = deadline;
+    a->token_lazy = true; /* nobody asks for the internal lock's token */
+    /* Its hand-offs are the semaphore's critical path; the look-ahead's
+     * request still leaves a lease below Curator's nine. */
+    a->lookahead = ZKL__LOOKAHEAD_ON;
+}
+
+/* A lease's; known: the count leaves room for it (no listing, no wait). */
+static void lease_args(zkl_semaphore *s, int64_t deadline, bool known, zkl__acquire_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->path = s->leases;
+    a->driver = &zkl__lease_driver;
+    a->ctx = &s->max_leases;
+    a->deadline = deadline;
+    a->no_restart = true;
+    a->known_granted = known;
+}
+
+/* hold, a lease of s, is out: counted and listed, the caller's as *out. */
+static zkl_status keep_lease(zkl_semaphore *s, zkl__hold *hold, zkl_lease **out)
+{
+    zkl_lease *l = calloc(1, sizeof *l);
+    if (!l) {
+        zkl__lock_release(s->obj.c, hold);
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
+    l->sem = s;
+    l->hold = *hold;
+    pthread_mutex_lock(&s->mu);
+    s->out++;
+    DL_PREPEND(s->out_list, l);
+    pthread_mutex_unlock(&s->mu);
+    *out = l;
+    return ZKL_OK;
+}
+
+/*
+ * One round under the internal mutex, released on every path: a lease as
+ * Curator takes one (listing the leases, waiting for the count to drop if
+ * need be), then, while the count leaves room, more leases with no listing
+ * and no wait. The count is read once (the parent's stat, O(1)) and can
+ * only fall while we hold the internal mutex, since every lease is made
+ * under it (Curator's rule too). So n leases cost two listings, not n
+ * listings of up to n names. Up to want leases go to out[]; *got counts
+ * them, on failure too.
+ */
+static zkl_status lease_round(zkl_semaphore *s, int want, int64_t deadline, zkl_lease **out,
+                              int *got)
+{
+    zkl_client *c = s->obj.c;
+    zkl__acquire_args a;
+    zkl__hold inner = {0}, lease = {0};
+    int count = 0;
+    zkl_status st;
+    *got = 0;
+    inner_args(s, deadline, &a);
+    if ((st = zkl__lock_acquire(c, &a, &inner)) != ZKL_OK)
+        return st;
+    lease_args(s, deadline, false, &a);
+    if ((st = zkl__lock_acquire(c, &a, &lease)) == ZKL_OK &&
+        (st = keep_lease(s, &lease, &out[0])) == ZKL_OK)
+        (*got)++;
+    if (st == ZKL_OK && want > 1)
+        st = zkl__child_count(c, s->leases, &count);
+    lease_args(s, deadline, true, &a);
+    while (st == ZKL_OK && *got < want && count < s->max_leases && zkl__now_ms() < deadline) {
+        memset(&lease, 0, sizeof lease);
+        if ((st = zkl__lock_acquire(c, &a, &lease)) == ZKL_OK &&
+            (st = keep_lease(s, &lease, &out[*got])) == ZKL_OK) {
+            (*got)++;
+            count++;
+        }
+    }
+    zkl__err_keep(); /* a failure's message, not the release's */
+    zkl__lock_release(c, &inner);
+    zkl__err_unkeep();
+    return st;
+}
+
+/* Return the leases v[0..n-1] and clear them, keeping the failure's message. */
+static void return_all(zkl_lease **v, int n)
+{
+    zkl__err_keep();
+    while (n-- > 0) {
+        zkl_lease_return(v[n]);
+        v[n] = NULL;
+    }
+    zkl__err_unkeep();
 }
 
 zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, zkl_lease **leases)
 {
     ZKL__REFUSE_IN_LOG();
     int64_t deadline, t0 = zkl__now_us();
-    int i;
+    int i, k, got;
     zkl_status st;
     zkl__clear_err();
     if (!s || !leases)
@@ -192,34 +242,34 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
         leases[i] = NULL;
     deadline = zkl__deadline(timeout_ms);
     zkl__lockobj_enter(&s->obj); /* zkl_semaphore_destroy refuses meanwhile */
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n && st == ZKL_OK; i += got) {
         /* one deadline for all: a lease that needs no wait still takes its
          * round trips, and n of them may outlast the timeout */
+        got = 0;
         if (i > 0 && zkl__now_ms() >= deadline)
             st = zkl__fail(ZKL_ETIMEDOUT,
                            "timed out acquiring %d leases of %s: %d taken by the deadline", n,
                            s->obj.path, i);
         else
-            st = acquire_one(s, deadline, &leases[i]);
-        if (st == ZKL_OK)
+            st = lease_round(s, n - i, deadline, &leases[i], &got);
+        for (k = 0; k < got; k++)
             zkl__stats_acquired(&s->obj.part[0].stats, zkl__now_us() - t0);
-        else
-            zkl__stats_failed(&s->obj.part[0].stats, st);
-        if (st != ZKL_OK) {
-            zkl__err_keep(); /* the failure's message, not the cleanup's */
-            while (i-- > 0) {
-                zkl_lease_return(leases[i]);
-                leases[i] = NULL;
-            }
-            zkl__err_unkeep();
-            break;
+        if (st == ZKL_ELOST && zkl__now_ms() < deadline) {
+            return_all(&leases[i], got); /* lost while counting: queue again */
+            got = 0;
+            st = ZKL_OK;
         }
+    }
+    if (st != ZKL_OK) {
+        zkl__stats_failed(&s->obj.part[0].stats, st);
+        return_all(leases, i);
     }
     zkl__lockobj_leave(&s->obj);
     return st;
 }
 
-/* ---- async: the same steps as acquire_one, as a plan of the core's async handles ---- */
+/* ---- async: the steps of a lease round one lease at a time, as a plan of the core's async handles
+ * ---- */
 
 enum { SEM_START, SEM_INNER, SEM_LEASE };
 

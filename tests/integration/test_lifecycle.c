@@ -550,6 +550,56 @@ Test(lifecycle, semaphore_acquire_many_keeps_one_deadline, .timeout = 120)
     free(path);
 }
 
+/* n leases cost linear work: two listings a round, not one of up to n names
+ * per lease (n = 5000 took 91 s). And the count is kept: a round never takes
+ * more than the semaphore has. */
+Test(lifecycle, semaphore_acquire_many_is_linear_in_n, .timeout = 240)
+{
+    zkl_client *c = zkt_client(0), *o = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("life-many-linear"), leases[512];
+    zkl_semaphore *s, *so;
+    zkl_lease **v = calloc(ZKL_SEMAPHORE_MANY_MAX, sizeof *v), *other[5];
+    uint64_t lists;
+    int64_t t0, took;
+    int i;
+    OK(zkl_semaphore_create(c, path, 100000, &s));
+    lists = zkt_list_requests(c);
+    t0 = zkt_now_ms();
+    OK(zkl_semaphore_acquire_many(s, ZKL_SEMAPHORE_MANY_MAX, 120000, v));
+    took = zkt_now_ms() - t0;
+    cr_assert_leq(zkt_list_requests(c) - lists, 4, "%llu listings for %d leases",
+                  (unsigned long long)(zkt_list_requests(c) - lists), ZKL_SEMAPHORE_MANY_MAX);
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    cr_assert_eq(zkt_children(zh, leases), ZKL_SEMAPHORE_MANY_MAX);
+    cr_log_info("%d leases in %lld ms", ZKL_SEMAPHORE_MANY_MAX, (long long)took);
+    for (i = 0; i < ZKL_SEMAPHORE_MANY_MAX; i++)
+        OK(zkl_lease_return(v[i]));
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0, "a lease left behind");
+    OK(zkl_semaphore_destroy(s));
+    /* another process's leases count: 5 of 8 out, 3 more fit, 4 wait */
+    OK(zkl_semaphore_create(c, path, 8, &s));
+    OK(zkl_semaphore_create(o, path, 8, &so));
+    OK(zkl_semaphore_acquire_many(so, 5, 10000, other));
+    OK(zkl_semaphore_acquire_many(s, 3, 10000, v));
+    cr_assert_eq(zkt_children(zh, leases), 8);
+    cr_assert_eq(zkl_semaphore_acquire_many(s, 4, 500, v + 3), ZKL_ETIMEDOUT);
+    cr_assert_eq(zkt_children_settle(zh, leases, 8), 8, "the refused leases went");
+    for (i = 0; i < 5; i++)
+        OK(zkl_lease_return(other[i]));
+    OK(zkl_semaphore_acquire_many(s, 4, 10000, v + 3)); /* now they fit */
+    for (i = 0; i < 7; i++)
+        OK(zkl_lease_return(v[i]));
+    cr_assert_eq(zkt_children_settle(zh, leases, 0), 0);
+    OK(zkl_semaphore_destroy(so));
+    OK(zkl_semaphore_destroy(s));
+    OK(zkl_client_close(o));
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
+    free(v);
+    free(path);
+}
+
 /* ---- options out of range are refused at once ---- */
 
 Test(lifecycle, session_timeout_out_of_range_is_refused, .timeout = 60)
