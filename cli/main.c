@@ -227,7 +227,7 @@ static void list_text(const zkl_participant *v, size_t n)
 
 /*
  * One JSON document: {"path": P, "participants": [{"node", "kind", "holds",
- * "blocks", "token", "owner", "data"}, ...]} in queue order (kind "other",
+ * "blocks", "token", "owner", "data", "data_encoding"}, ...]} in queue order (kind "other",
  * blocks true: a child that is not a lock node, in the way of those after it). owner is the session
  * id in hex, as a string (64 bits do not fit a JSON number's exact range).
  */
@@ -241,11 +241,11 @@ static void list_json(const char *path, const zkl_participant *v, size_t n)
         printf("%s{\"node\":", i ? "," : "");
         zkl_cli_json_string(stdout, v[i].node, strlen(v[i].node));
         printf(",\"kind\":\"%s\",\"holds\":%s,\"blocks\":%s,\"token\":%lld,\"owner\":"
-               "\"0x%llx\",\"data\":",
+               "\"0x%llx\",",
                kind_name(v[i].kind), v[i].holds && v[i].kind != 'X' ? "true" : "false",
                blocks(&v[i]) ? "true" : "false", (long long)v[i].token,
                (unsigned long long)v[i].owner);
-        zkl_cli_json_string(stdout, v[i].data ? v[i].data : "", v[i].data_len);
+        zkl_cli_json_data(stdout, v[i].data ? v[i].data : "", v[i].data ? v[i].data_len : 0);
         putchar('}');
     }
     fputs("]}\n", stdout);

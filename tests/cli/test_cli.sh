@@ -230,5 +230,20 @@ if [[ -n ${ZKL_MKNODE:-} ]]; then
   check "a child that sorts after them all: OTHER" grep -q "^OTHER other [0-9]* $p/zzz " <<<"$list"
 fi
 
+# --- 12. --list --json keeps UTF-8 text, and node data's bytes ---
+p=/zklcli/js$'\xc3\xb6'n-$$-$RANDOM
+"$ZKLOCK" "$p" -- sh -c '"$1" --list --json "$2" >"$3"' _ "$ZKLOCK" "$p" "$work/utf8.json"
+check "--json: the non-ASCII path reads back as it is" \
+  quiet jq -e --arg p "$p" '.path == $p and (.participants[0].node | startswith($p + "/"))
+    and .participants[0].data_encoding == "utf-8"' "$work/utf8.json"
+if [[ -n ${ZKL_MKNODE:-} ]]; then
+  "$ZKL_MKNODE" "$ZKLOCK_SERVERS" "$p/0" $'\xff\xfe-bin'
+  json=$("$ZKLOCK" --list --json "$p")
+  check "--json: data that is not UTF-8 is base64, every byte kept ($json)" \
+    test "$(jq -r '.participants[0] | .data_encoding + " " + .data' <<<"$json" |
+      { read -r enc b64; printf '%s ' "$enc"; base64 -d <<<"$b64" | od -An -tx1 | tr -d ' \n'; })" \
+      = "base64 fffe2d62696e"
+fi
+
 echo "cli: $pass passed, $fail failed"
 ((fail == 0))

@@ -1,7 +1,7 @@
 /*
- * mknode_main.c - `mknode CONNECT PATH`: create PATH as a persistent node
- * (its parents too), for the command's tests that need a child that is not
- * a lock node. Exit 0 when it exists afterwards.
+ * mknode_main.c - `mknode CONNECT PATH [DATA]`: create PATH as a persistent
+ * node (its parents too) holding DATA's bytes, for the command's tests that
+ * need a child that is not a lock node. Exit 0 when it exists afterwards.
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,8 +13,9 @@ int main(int argc, char **argv)
     char buf[1024];
     size_t i;
     int rc = ZOK;
-    if (argc != 3 || strlen(argv[2]) >= sizeof buf || argv[2][0] != '/') {
-        fprintf(stderr, "usage: mknode CONNECT /PATH\n");
+    const char *data = argc == 4 ? argv[3] : "";
+    if (argc < 3 || argc > 4 || strlen(argv[2]) >= sizeof buf || argv[2][0] != '/') {
+        fprintf(stderr, "usage: mknode CONNECT /PATH [DATA]\n");
         return 2;
     }
     zoo_set_debug_level(0);
@@ -28,7 +29,9 @@ int main(int argc, char **argv)
             continue;
         memcpy(buf, argv[2], i);
         buf[i] = '\0';
-        rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        rc = argv[2][i]
+                 ? zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0)
+                 : zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
         if (rc != ZOK && rc != ZNODEEXISTS) {
             fprintf(stderr, "mknode: %s: %s\n", buf, zerror(rc));
             rc = -1;
