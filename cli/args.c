@@ -16,7 +16,8 @@
 const char zkl_cli_usage[] =
     "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE] [-s | -x | --semaphore N]\n"
     "              [--session-timeout MS] [--grace MS] [--kill-after MS]\n"
-    "              [--lease-margin MS] [--ensemble-lag MS] PATH -- COMMAND [ARG...]\n"
+    "              [--lease-margin MS] [--ensemble-lag MS] [--verbose]\n"
+    "              PATH -- COMMAND [ARG...] | PATH -c 'SHELL COMMAND'\n"
     "       zklock --list [--json] [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
@@ -37,6 +38,8 @@ const char zkl_cli_usage[] =
     "      --lease-margin MS lease ends this long before the server could expire\n"
     "                        the session (default timeout/10 + 200, at most /4)\n"
     "      --ensemble-lag MS for an ensemble: syncLimit x tickTime + tickTime/2\n"
+    "  -c, --command STRING  run STRING with $SHELL -c (else /bin/sh), as flock(1)\n"
+    "      --verbose         say on stderr when the lock is got and how long it took\n"
     "      --list            print the participants of PATH, holders first\n"
     "      --json            with --list: one JSON document, for scripts\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
@@ -193,11 +196,14 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
         return PARSE_STOP;
     }
     if (is(name, NULL, "--list") || is(name, NULL, "--json") || is(name, "-n", "--nonblock") ||
-        is(name, "-s", "--shared") || is(name, "-x", "--exclusive")) {
+        is(name, "-s", "--shared") || is(name, "-x", "--exclusive") ||
+        is(name, NULL, "--verbose")) {
         if (eq)
             return fail(p->err, p->errlen, "option '%.40s' takes no value", name);
         if (is(name, NULL, "--list")) {
             a->list = 1;
+        } else if (is(name, NULL, "--verbose")) {
+            a->verbose = 1;
         } else if (is(name, NULL, "--json")) {
             a->json = 1;
         } else if (is(name, "-n", "--nonblock")) {
@@ -217,6 +223,26 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
         is(name, NULL, "--session-timeout"))
         return ms_option(p, a, name, eq);
     return fail(p->err, p->errlen, "unknown option '%.40s'", arg);
+}
+
+/* PATH -c STRING: one string for the shell, and nothing after it (flock(1)). */
+static int shell_command(parsing *p, zkl_cli_args *a, int i)
+{
+    if (i + 1 >= p->argc)
+        return fail(p->err, p->errlen, "-c needs a shell command (zklock PATH -c 'COMMAND')");
+    if (i + 2 < p->argc)
+        return fail(p->err, p->errlen,
+                    "-c takes one string: quote the whole shell command (got '%.40s' after it)",
+                    p->argv[i + 2]);
+    if (p->argv[i + 1][0] == '\0')
+        return fail(p->err, p->errlen, "COMMAND is empty");
+    a->shell_string = p->argv[i + 1];
+    a->shell_argv[0] = (char *)"/bin/sh";
+    a->shell_argv[1] = (char *)"-c";
+    a->shell_argv[2] = p->argv[i + 1];
+    a->shell_argv[3] = NULL;
+    a->command = a->shell_argv;
+    return 0;
 }
 
 /* After the options: their combination, PATH, and COMMAND. */
@@ -240,6 +266,8 @@ static int parse_rest(parsing *p, zkl_cli_args *a)
     a->path = argv[i++];
     if (zkl__path_validate(a->path) != ZKL_OK)
         return fail(p->err, p->errlen, "%s", zkl_errmsg());
+    if (i < argc && !a->list && (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--command")))
+        return shell_command(p, a, i);
     if (i < argc && strcmp(argv[i], "--") == 0)
         i++;
     if (a->list)

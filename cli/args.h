@@ -32,8 +32,13 @@ typedef struct zkl_cli_args {
     int grace_ms;        /* COMMAND gets SIGTERM this long before the lease ends */
     int kill_after_ms;   /* ... and SIGKILL this long after SIGTERM */
     const char *path;
-    char **command;                /* NULL-terminated, points into argv */
+    char **command; /* NULL-terminated: into argv, or shell_argv */
+    /* -c STRING (flock(1)'s): run by the shell, "/bin/sh -c STRING" here;
+     * the command puts $SHELL in shell_argv[0] if it is set */
+    const char *shell_string;
+    char *shell_argv[4];
     int list, json, help, version; /* json: --list --json */
+    int verbose;                   /* --verbose: say on stderr when the lock is got */
 } zkl_cli_args;
 
 /*

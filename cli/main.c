@@ -443,15 +443,21 @@ static int open_client(run *r)
 static int take_lock(run *r)
 {
     int timeout = r->a.timeout_ms, sig;
+    int64_t t0;
     zkl_status st;
     set_phase(WAITING);
     if (timeout > 0) {
         int64_t left = r->a.timeout_ms - (now_ms() - r->start);
         timeout = left > 0 ? (int)left : 0;
     }
+    t0 = now_ms();
     st = lock_acquire(&r->l, timeout, &r->token);
-    if (st == ZKL_OK)
+    if (st == ZKL_OK) {
+        if (r->a.verbose) /* as util-linux's flock --verbose */
+            fprintf(stderr, "zklock: getting lock took %.6f seconds\n",
+                    (double)(now_ms() - t0) / 1000.0);
         return GO_ON;
+    }
     pthread_mutex_lock(&mu);
     phase = DONE;
     sig = stop_signal;
@@ -506,6 +512,8 @@ static pid_t spawn_watched(run *r, bool foreground)
 {
     pid_t pid;
     set_phase(RUNNING);
+    if (r->a.verbose)
+        fprintf(stderr, "zklock: executing %s\n", r->a.command[0]);
     pid = spawn_command(r->a.command, r->a.path, r->token);
     pthread_mutex_lock(&mu);
     child = pid > 0 ? pid : 0;
@@ -576,7 +584,7 @@ int main(int argc, char **argv)
 {
     static run r; /* zeroed; the signal thread's set below lives as long */
     static sigset_t set;
-    char err[256];
+    char err[256], *shell;
     int code, fired = 0;
 
     r.start = now_ms();
@@ -589,6 +597,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "zklock: %s (see 'zklock --help')\n", err);
         return code;
     }
+    shell = getenv("SHELL");
+    if (r.a.shell_string && shell && *shell)
+        r.a.shell_argv[0] = shell; /* flock(1)'s choice of shell */
     if (r.a.help) {
         fputs(zkl_cli_usage, stdout);
         return 0;

@@ -245,5 +245,23 @@ if [[ -n ${ZKL_MKNODE:-} ]]; then
       = "base64 fffe2d62696e"
 fi
 
+# --- 13. flock(1)'s habits: -c STRING through the shell, --verbose ---
+p=$(uniq_path shell)
+"$ZKLOCK" "$p" -c 'test -n "$ZKLOCK_FENCING_TOKEN" && exit 4' 2>/dev/null; rc=$?
+check "-c runs the string with the shell and passes its exit status on (rc $rc)" test $rc = 4
+v=$(SHELL=/bin/sh "$ZKLOCK" "$p" -c 'echo "$ZKLOCK_PATH" | tr a-z A-Z')
+check "-c: the shell does the pipes, the lock's variables are set ($v)" test "$v" = "${p^^}"
+"$ZKLOCK" "$p" -c 'true' extra 2>"$work/c.err"; rc=$?
+check "-c takes one string: more is a usage error (rc $rc)" test $rc = 64
+"$ZKLOCK" "$p" -c 2>/dev/null; check "-c with no string is a usage error" test $? = 64
+err=$("$ZKLOCK" --verbose "$p" -- true 2>&1 >/dev/null)
+check "--verbose says how long getting the lock took, on stderr ($err)" \
+  grep -qE '^zklock: getting lock took [0-9]+\.[0-9]{6} seconds$' <<<"$err"
+check "--verbose says what it executes" grep -q '^zklock: executing true$' <<<"$err"
+out=$("$ZKLOCK" --verbose "$p" -- true 2>/dev/null)
+check "--verbose writes nothing on stdout" test -z "$out"
+err=$("$ZKLOCK" "$p" -- true 2>&1)
+check "without --verbose: silent" test -z "$err"
+
 echo "cli: $pass passed, $fail failed"
 ((fail == 0))

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "json.h"
 
 static int parse(zkl_cli_args *a, const char *env, ...)
 {
@@ -88,19 +87,28 @@ Test(cli_args, list_help_version)
     cr_assert_eq(parse(&a, NULL, "--list", "--json=1", "/p", NULL), ZKL_CLI_EXIT_USAGE);
 }
 
-/* --list --json's strings: whatever bytes a node's data holds, valid JSON that keeps each byte. */
-Test(cli_args, json_string)
+/* PATH -c STRING: flock(1)'s shell command; --verbose. */
+Test(cli_args, shell_command_and_verbose)
 {
-    static const char in[] = "a\"b\\c\n\t\x01\x7f\xff/\xc3\xa9";
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    cr_assert_not_null(f);
-    zkl_cli_json_string(f, in, sizeof in - 1);
-    zkl_cli_json_string(f, "", 0);
-    fclose(f);
-    cr_assert_str_eq(out, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\\u00ff/\\u00c3\\u00a9\"\"\"");
-    free(out);
+    zkl_cli_args a;
+    cr_assert_eq(parse(&a, NULL, "--verbose", "/p", "-c", "echo $X; exit 3", NULL), 0);
+    cr_assert(a.verbose);
+    cr_assert_str_eq(a.shell_string, "echo $X; exit 3");
+    cr_assert_str_eq(a.command[0], "/bin/sh");
+    cr_assert_str_eq(a.command[1], "-c");
+    cr_assert_str_eq(a.command[2], "echo $X; exit 3");
+    cr_assert_null(a.command[3]);
+    cr_assert_eq(parse(&a, NULL, "/p", "--command", "true", NULL), 0);
+    cr_assert_str_eq(a.command[2], "true");
+    cr_assert_eq(parse(&a, NULL, "/p", "--", "-c", "x", NULL), 0, "after --, -c is COMMAND's");
+    cr_assert_str_eq(a.command[0], "-c");
+    cr_assert_null(a.shell_string);
+    cr_assert_eq(parse(&a, NULL, "/p", "-c", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "/p", "-c", "", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "/p", "-c", "echo", "hi", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "--verbose=1", "/p", "x", NULL), ZKL_CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&a, NULL, "/p", "x", NULL), 0);
+    cr_assert(!a.verbose);
 }
 
 Test(cli_args, bad_input)
