@@ -3,11 +3,16 @@
  * and the like: what users of Curator and kazoo write for themselves.
  *
  * Per client: ZooKeeper requests by kind, watch events, sessions opened and
- * lost, deletes finished in the background. Per lock object and side
- * (labels path, side and id, the object's number on its client): acquires
- * granted and timed out, holds found lost at release and those lost to the
- * lease, local hand-offs, and histograms of the wait for a grant and of the
- * hold, in seconds, with fixed buckets from 1 ms to 10 s.
+ * lost, deletes handed to the background (counted as they are queued). Per
+ * lock object and side (labels path, side and id, the object's number on
+ * its client): acquires granted and timed out, holds found lost at release
+ * and those lost to the lease, local hand-offs (on the sides that can pass
+ * a hold on: a mutex, a write side), and histograms of the wait for a grant
+ * and of the hold, in seconds (with a UNIT line), with fixed buckets from
+ * 1 ms to 10 s whose bounds are written canonically ("1.0", "10.0"). Every
+ * counter and histogram series has its _created sample: when its client
+ * was opened or its object made (Unix seconds). The text passes
+ * python3-prometheus-client's strict OpenMetrics parser (test_metrics).
  *
  * Counting costs no ZooKeeper request and no lock: each object counts on
  * its own acquire and release paths with atomic adds. A reentrant acquire

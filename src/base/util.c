@@ -81,6 +81,13 @@ void zkl__sleep_ms(int ms)
         ;
 }
 
+double zkl__unix_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int64_t zkl__deadline(int timeout_ms)
 {
     return timeout_ms < 0 ? INT64_MAX : zkl__now_ms() + timeout_ms;

@@ -30,6 +30,9 @@ int64_t zkl__now_us(void);
 /* Sleep ms milliseconds (restarting after signals). */
 void zkl__sleep_ms(int ms);
 
+/* The wall-clock time (CLOCK_REALTIME), in Unix seconds with a fraction. */
+double zkl__unix_s(void);
+
 /* A deadline from a timeout in ms (negative: none, INT64_MAX). */
 int64_t zkl__deadline(int timeout_ms);
 

@@ -162,6 +162,7 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
     c->opts.acl = NULL;
     c->hooks = hooks;
     c->next_epoch = 1;
+    c->created = zkl__unix_s();
     c->wfd = -1; /* the worker's, made when it starts */
     init_locks(c);
     *st = copy_strings(c, connect, opts);

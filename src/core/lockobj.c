@@ -7,6 +7,7 @@
 
 #include "base/path.h"
 #include "base/status.h"
+#include "base/util.h"
 #include "core/lockobj.h"
 
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
@@ -30,6 +31,7 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->c = c;
     o->self = o;
     o->mine = mine;
+    o->created = zkl__unix_s();
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
     o->id = ++c->objs_made;

@@ -30,11 +30,13 @@ typedef struct zkl__lockobj {
     struct {
         const char *side;
         zkl__lockstats stats;
+        bool hands_off; /* the part can pass holds locally: it has that counter */
     } part[2];
     int nparts;
     uint64_t (*handoffs)(void *self, int part);
-    uint64_t id; /* 1, 2, ...: its number on the client (the metrics' id label) */
-    int inside;  /* threads inside a call on it that may wait (under c->mu) */
+    double created; /* when it was made, Unix seconds (the metrics' _created) */
+    uint64_t id;    /* 1, 2, ...: its number on the client (the metrics' id label) */
+    int inside;     /* threads inside a call on it that may wait (under c->mu) */
     struct zkl__lockobj *prev, *next; /* c->objs (utlist), under c->mu */
 } zkl__lockobj;
 

@@ -53,7 +53,11 @@ static void put_value(out *o, const char *v)
 
 static void family(out *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# TYPE %s %s\n# HELP %s %s\n", name, type, name, help);
+    size_t n = strlen(name);
+    put(o, "# TYPE %s %s\n", name, type);
+    if (n > 8 && !strcmp(name + n - 8, "_seconds")) /* the unit its name ends in */
+        put(o, "# UNIT %s seconds\n", name);
+    put(o, "# HELP %s %s\n", name, help);
 }
 
 /* A lock object's labels: its path, its side, and its number on the client
@@ -77,6 +81,9 @@ static void lock_counter(out *o, zkl_client *c, const char *name, const char *he
         put(o, "%s_total", name);
         labels(o, obj, p);
         put(o, "} %llu\n", (unsigned long long)GET(*v));
+        put(o, "%s_created", name);
+        labels(o, obj, p);
+        put(o, "} %.3f\n", obj->created);
     }
 }
 
@@ -102,6 +109,9 @@ static void lock_histogram(out *o, zkl_client *c, const char *name, const char *
         put(o, "%s_sum", name);
         labels(o, obj, p);
         put(o, "} %.6f\n", (double)GET(h->sum_us) / 1e6);
+        put(o, "%s_created", name);
+        labels(o, obj, p);
+        put(o, "} %.3f\n", obj->created);
     }
 }
 
@@ -113,11 +123,22 @@ static void lock_handoffs(out *o, zkl_client *c)
            "Holds passed from one thread of this process to another (local hand-off).");
     DL_FOREACH(c->objs, obj)
     for (p = 0; p < obj->nparts; p++)
-        if (obj->handoffs) {
+        if (obj->handoffs && obj->part[p].hands_off) { /* (a read side never does) */
             put(o, "zklock_local_handoffs_total");
             labels(o, obj, p);
             put(o, "} %llu\n", (unsigned long long)obj->handoffs(obj->self, p));
+            put(o, "zklock_local_handoffs_created");
+            labels(o, obj, p);
+            put(o, "} %.3f\n", obj->created);
         }
+}
+
+/* A counter of the client's own, with its creation time. */
+static void client_counter(out *o, const zkl_client *c, const char *name, const char *help,
+                           uint64_t v)
+{
+    family(o, name, "counter", help);
+    put(o, "%s_total %llu\n%s_created %.3f\n", name, (unsigned long long)v, name, c->created);
 }
 
 static void client_part(out *o, zkl_client *c)
@@ -129,20 +150,20 @@ static void client_part(out *o, zkl_client *c)
     };
     int k;
     family(o, "zklock_requests", "counter", "ZooKeeper requests sent, by kind.");
-    for (k = 0; k < ZKL__REQ_KINDS; k++)
+    for (k = 0; k < ZKL__REQ_KINDS; k++) {
         put(o, "zklock_requests_total{kind=\"%s\"} %llu\n", kinds[k],
             (unsigned long long)GET(c->req_kind[k]));
-    family(o, "zklock_watch_events", "counter", "Watch notifications received.");
-    put(o, "zklock_watch_events_total %llu\n", (unsigned long long)c->watch_events);
-    family(o, "zklock_sessions", "counter", "ZooKeeper sessions opened.");
-    put(o, "zklock_sessions_total %llu\n", (unsigned long long)c->sessions);
-    family(o, "zklock_sessions_lost", "counter",
-           "Sessions lost (expired, ended, or ended after their lease ran out).");
-    put(o, "zklock_sessions_lost_total %llu\n", (unsigned long long)GET(c->sessions_lost));
-    family(o, "zklock_background_deletes", "counter",
-           "Lock node deletes finished in the background.");
-    put(o, "zklock_background_deletes_total %llu\n",
-        (unsigned long long)zkl__cleanup_queued_locked(c));
+        put(o, "zklock_requests_created{kind=\"%s\"} %.3f\n", kinds[k], c->created);
+    }
+    client_counter(o, c, "zklock_watch_events", "Watch notifications received.", c->watch_events);
+    client_counter(o, c, "zklock_sessions", "ZooKeeper sessions opened.", c->sessions);
+    client_counter(o, c, "zklock_sessions_lost",
+                   "Sessions lost (expired, ended, or ended after their lease ran out).",
+                   GET(c->sessions_lost));
+    client_counter(o, c, "zklock_background_deletes",
+                   "Lock node deletes handed to the background (a foreground delete that "
+                   "failed or could not be sent), counted as they are queued.",
+                   zkl__cleanup_queued_locked(c));
 }
 
 zkl_status zkl__metrics_write(zkl_client *c, char *buf, size_t len, size_t *needed)

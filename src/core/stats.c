@@ -5,8 +5,9 @@
 #include "base/util.h"
 #include "core/stats.h"
 
-const char *const zkl__bucket_le[ZKL__BUCKETS] = {
-    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "10"};
+const char *const zkl__bucket_le[ZKL__BUCKETS] = {"0.001", "0.0025", "0.005", "0.01",
+                                                  "0.025", "0.05",   "0.1",   "0.25",
+                                                  "0.5",   "1.0",    "2.5",   "10.0"};
 static const int64_t bucket_us[ZKL__BUCKETS] = {1000,   2500,   5000,   10000,   25000,   50000,
                                                 100000, 250000, 500000, 1000000, 2500000, 10000000};
 

@@ -25,7 +25,7 @@ typedef struct zkl__lockstats {
     zkl__hist wait, hold;
 } zkl__lockstats;
 
-/* The bucket bounds as OpenMetrics "le" texts (seconds). */
+/* The bucket bounds as OpenMetrics "le" texts (seconds), canonical: "1.0", not "1". */
 extern const char *const zkl__bucket_le[ZKL__BUCKETS];
 
 /* Each stats may be NULL (nothing counted). */

@@ -54,6 +54,7 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
     m->obj.part[0].side = "mutex";
     m->obj.nparts = 1;
     m->obj.handoffs = local_handoffs;
+    m->obj.part[0].hands_off = true;
     m->side.stats = &m->obj.part[0].stats;
     *out = m;
     return ZKL_OK;

@@ -53,6 +53,7 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
     l->obj.part[1].side = "write";
     l->obj.nparts = 2;
     l->obj.handoffs = local_handoffs;
+    l->obj.part[1].hands_off = true; /* (the write side only) */
     l->read.stats = &l->obj.part[0].stats;
     l->write.stats = &l->obj.part[1].stats;
     /* Hand-offs between writers and readers need no listing on their path;

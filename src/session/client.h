@@ -180,6 +180,7 @@ struct zkl_client {
     _Atomic uint64_t sessions_lost;
     _Atomic uint64_t lease_expired_epoch; /* the last session whose lease ran out */
     struct zkl__lockobj *objs; /* the lock objects made on it (core/lockobj.c), under mu */
+    double created;            /* when it was opened, Unix seconds (the metrics' _created) */
     uint64_t objs_made;
     uint64_t watch_events, sessions;
     pthread_t worker;

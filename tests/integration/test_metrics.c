@@ -101,6 +101,23 @@ static void check_form(const char *text)
     free(copy);
 }
 
+/* The text passes Debian's strict OpenMetrics parser (python3-prometheus-client),
+ * with canonical bounds, units and _created samples (tests/support/openmetrics_check.py). */
+static void check_strict(const char *text)
+{
+    const char *script = getenv("ZKL_OPENMETRICS_CHECK");
+    char file[] = "/tmp/zklock-metrics-XXXXXX", cmd[1024];
+    int fd = mkstemp(file), rc;
+    cr_assert(script, "ZKL_OPENMETRICS_CHECK is not set (run through ctest)");
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' >/dev/null", script, file);
+    rc = system(cmd);
+    unlink(file);
+    cr_assert_eq(rc, 0, "the strict parser refused the text (its reason is above):\n%s", text);
+}
+
 static atomic_int async_done;
 
 static void on_async(zkl_op *op, zkl_status st, const char *msg, void *ud)
@@ -165,6 +182,14 @@ Test(metrics, a_known_workload, .timeout = 90)
 
     text = metrics(c);
     check_form(text);
+    check_strict(text);
+    cr_assert(strstr(text, "le=\"1.0\"}") && strstr(text, "le=\"10.0\"}") &&
+                  !strstr(text, "le=\"1\"}"),
+              "bounds not canonical");
+    cr_assert(strstr(text, "# UNIT zklock_hold_seconds seconds\n"));
+    cr_assert_eq(sample(text, "zklock_local_handoffs_total", pb, "read"), -1,
+                 "a read side, which never hands off, has a hand-off series");
+    cr_assert_eq(sample(text, "zklock_local_handoffs_total", pb, "write"), 0);
     cr_assert_eq(sample(text, "zklock_acquisitions_total", pa, "mutex"), 4, "%s", text);
     cr_assert_eq(sample(text, "zklock_timeouts_total", pa, "mutex"), 1);
     cr_assert_eq(sample(text, "zklock_wait_seconds_count", pa, "mutex"), 4);
