@@ -317,7 +317,8 @@ bool zkl__on_worker(struct zkl_client *c);
 /*
  * After a retryable failure: wait out the backoff for try number *attempt
  * (waking early when the connection state changes). false when the retries
- * are spent or the deadline has passed.
+ * are spent or the deadline has passed; with no deadline (INT64_MAX: a wait
+ * for ever) the retries are never spent.
  */
 bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
 /*

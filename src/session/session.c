@@ -464,7 +464,10 @@ void zkl__client_unref(zkl_client *c)
 bool zkl__backoff_until(zkl_client *c, int *attempt, int64_t deadline, int64_t *until)
 {
     int64_t delay;
-    if (*attempt >= c->opts.retry_max)
+    /* A wait for ever is not bounded by the retries: it rides out an outage
+     * as long as its session may live (a lost one is replaced, and the wait
+     * queues again there), at retry_max_ms apart at most. */
+    if (*attempt >= c->opts.retry_max && deadline != INT64_MAX)
         return false;
     delay = (int64_t)c->opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
     if (delay > c->opts.retry_max_ms)

@@ -249,3 +249,110 @@ Test(restart, no_session_while_the_server_is_down_then_a_new_one, .timeout = 120
     ok(zkl_client_close(c), "close");
     free(path);
 }
+
+/* ---- a wait for ever rides out an outage longer than its retry budget ---- */
+
+static atomic_int spinning;
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&spinning))
+        ;
+    return NULL;
+}
+
+struct forever {
+    zkl_mutex *m;
+    int timeout_ms;
+    zkl_status st;
+    int64_t took_ms;
+    char msg[256];
+    atomic_int done;
+};
+
+static void *forever_main(void *arg)
+{
+    struct forever *f = arg;
+    int64_t t0 = zkt_now_ms();
+    f->st = zkl_mutex_acquire(f->m, f->timeout_ms);
+    f->took_ms = zkt_now_ms() - t0;
+    snprintf(f->msg, sizeof f->msg, "%s", zkl_errmsg());
+    if (f->st == ZKL_OK)
+        zkl_mutex_release(f->m);
+    atomic_store(&f->done, 1);
+    return NULL;
+}
+
+/*
+ * Curator's testWaitingProcessKilledServer, slower than the retries: a
+ * client whose retries add up to about 150 ms waits for ever behind a
+ * holder while the server is down for 3 s (two busy loops on the cores). It
+ * neither gives up (it returned ECONNLOSS once the retries ran out) nor
+ * loses its place: once the holder lets go it holds. A finite wait on the
+ * same budget ends by its own timeout or by the retries, never later.
+ */
+Test(restart, a_wait_for_ever_rides_out_a_restart_slower_than_its_retries, .timeout = 120,
+     .init = log_to_ring, .fini = restart_server)
+{
+    zkl_client *h = zkt_client_cb(SESSION_MS, on_state, NULL), *w;
+    zkl_client_options o;
+    char *path = zkt_path("forever");
+    zkl_mutex *mh, *mw, *mf;
+    struct forever f = {0}, fin = {0};
+    pthread_t t, tf, spinners[2];
+    zhandle_t *raw = zkt_raw();
+    int i, clients = 2;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    o.retry_base_ms = 50;
+    o.retry_max_ms = 100;
+    o.retry_max = 2;
+    o.on_state = on_state;
+    ok(zkl_client_open(zkt_servers(), &o, &w), "open the waiting client");
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_create(w, path, &mw), "create");
+    ok(zkl_mutex_create(w, path, &mf), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder");
+    f.m = mw;
+    f.timeout_ms = ZKL_WAIT_FOREVER;
+    pthread_create(&t, NULL, forever_main, &f);
+    cr_assert_eq(zkt_children_settle(raw, path, 2), 2, "the waiter never queued");
+    fin.m = mf;
+    fin.timeout_ms = 8000;
+    pthread_create(&tf, NULL, forever_main, &fin);
+    cr_assert_eq(zkt_children_settle(raw, path, 3), 3, "the finite waiter never queued");
+    zookeeper_close(raw);
+    atomic_store(&reconnects, 0);
+    atomic_store(&spinning, 1);
+    for (i = 0; i < 2; i++)
+        pthread_create(&spinners[i], NULL, spin, NULL);
+    zk_server("stop-one --term 1");
+    zkt_sleep_ms(3000);
+    zk_server("start-one 1");
+    if (!zkt_wait_for(all_reconnected, &clients, RECONNECT_MS)) {
+        ring_print();
+        cr_assert_fail("only %d of %d clients reconnected", atomic_load(&reconnects), clients);
+    }
+    atomic_store(&spinning, 0);
+    for (i = 0; i < 2; i++)
+        pthread_join(spinners[i], NULL);
+    pthread_join(tf, NULL);
+    cr_assert(fin.st == ZKL_ETIMEDOUT || fin.st == ZKL_ECONNLOSS, "the finite waiter: %s (%s)",
+              zkl_strerror(fin.st), fin.msg);
+    cr_assert_lt(fin.took_ms, 8000 + 2000, "the finite wait outlived its timeout: %lld ms",
+                 (long long)fin.took_ms);
+    zkt_sleep_ms(200);
+    cr_assert(!atomic_load(&f.done), "the wait for ever ended while the holder held: %s (%s)",
+              zkl_strerror(f.st), f.msg);
+    ok(zkl_mutex_release(mh), "holder releases");
+    pthread_join(t, NULL);
+    ok(f.st, "the wait for ever, once the holder let go");
+    cr_assert_eq(atomic_load(&lost_events), 0, "no session may be lost by the restart");
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_mutex_destroy(mw), "destroy");
+    ok(zkl_mutex_destroy(mf), "destroy");
+    ok(zkl_client_close(h), "close");
+    ok(zkl_client_close(w), "close");
+    free(path);
+}
