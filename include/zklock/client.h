@@ -160,10 +160,10 @@ typedef struct zkl_client_options {
      * session is lost it queues again in the next one; only a cancel or a
      * close ends it.
      */
-    int retry_base_ms; /* first backoff after a connection loss; default 50 */
-    int retry_max_ms;  /* backoff cap; default 1000 */
-    int retry_max;     /* retries of one operation before ZKL_ECONNLOSS; default 10 */
-    zkl_state_fn on_state;  /* optional connection-state callback */
+    int retry_base_ms;     /* first backoff after a connection loss; default 50 */
+    int retry_max_ms;      /* backoff cap; default 1000 */
+    int retry_max;         /* retries of one operation before ZKL_ECONNLOSS; default 10 */
+    zkl_state_fn on_state; /* optional connection-state callback */
     void *state_userdata;
     const char *auth_digest; /* optional "user:password" sent as digest auth */
     /* Data of lock nodes (copied; at most ZKL_NODE_DATA_MAX bytes); NULL means
