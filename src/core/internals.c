@@ -140,17 +140,23 @@ static int exists_op(zkl__session *s, void *arg)
     return zkl__zk_exists(s, e->node, e->stat);
 }
 
+/* exists(path), connection losses retried within the connect timeout; *rc: the answer. */
+static zkl_status stat_of(zkl_client *c, const char *path, struct Stat *stat, int *rc)
+{
+    exists_arg arg = {path, stat};
+    return zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_op, &arg, rc);
+}
+
 zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
 {
     struct Stat stat;
-    exists_arg arg = {hold->node, &stat};
     int rc;
     zkl_status st;
     if (hold->czxid) {
         *token = hold->czxid;
         return ZKL_OK;
     }
-    st = zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_op, &arg, &rc);
+    st = stat_of(c, hold->node, &stat, &rc);
     if (st != ZKL_OK)
         return st;
     if (rc == ZNONODE || !zkl__hold_alive(c, hold->epoch))
@@ -173,10 +179,8 @@ zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
 zkl_status zkl__child_count(zkl_client *c, const char *path, int *n)
 {
     struct Stat stat;
-    exists_arg arg = {path, &stat};
     int rc;
-    zkl_status st =
-        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_op, &arg, &rc);
+    zkl_status st = stat_of(c, path, &stat, &rc);
     if (st != ZKL_OK)
         return st;
     if (rc == ZNONODE) {
