@@ -149,7 +149,7 @@ static zkl_status stat_of(zkl_client *c, const char *path, struct Stat *stat, in
 
 zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
 {
-    struct Stat stat;
+    struct Stat stat = {0};
     int rc;
     zkl_status st;
     if (hold->czxid) {
@@ -178,7 +178,7 @@ zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
 
 zkl_status zkl__child_count(zkl_client *c, const char *path, int *n)
 {
-    struct Stat stat;
+    struct Stat stat = {0};
     int rc;
     zkl_status st = stat_of(c, path, &stat, &rc);
     if (st != ZKL_OK)
