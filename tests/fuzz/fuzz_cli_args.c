@@ -52,6 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(i < argc, "PATH is not one of the arguments");
         if (a.list) {
             FUZZ_CHECK(!a.command, "--list with a COMMAND");
+        } else if (a.shell_string) { /* PATH -c STRING: the shell runs STRING, the last argument */
+            FUZZ_CHECK(a.command == a.shell_argv && a.shell_argv[2] == a.shell_string &&
+                           a.shell_string == argv[argc - 1] && argc - 1 > i + 1,
+                       "-c STRING is not the shell's, or not after PATH");
+            FUZZ_CHECK(a.shell_string[0], "empty -c STRING");
         } else {
             FUZZ_CHECK(a.command && a.command > argv + i && a.command < argv + argc,
                        "COMMAND is not after PATH in argv");
