@@ -152,15 +152,17 @@ typedef struct zkl_client_options {
     int session_timeout_ms; /* asked of the server, 100 ms to 24 h; default 10000 */
     int connect_timeout_ms; /* zkl_client_open waits this long; default 15000 */
     /*
-     * Connection losses are retried with an exponential backoff. The retry
-     * options bound how long a call with a timeout (or a query) keeps
-     * retrying before ZKL_ECONNLOSS; they never stretch a timeout. A wait
+     * Connection losses, and requests a busy server throttled (ZooKeeper's
+     * ZTHROTTLEDOP: not applied, try later), are retried with an
+     * exponential backoff. The retry options bound how long a call with a
+     * timeout (or a query) keeps retrying before ZKL_ECONNLOSS; they never
+     * stretch a timeout. A wait
      * with ZKL_WAIT_FOREVER is not bounded by them: it keeps retrying, at
      * most retry_max_ms apart, as long as its session may live, and if the
      * session is lost it queues again in the next one; only a cancel or a
      * close ends it.
      */
-    int retry_base_ms;     /* first backoff after a connection loss; default 50 */
+    int retry_base_ms;     /* first backoff after a loss or throttle; default 50 */
     int retry_max_ms;      /* backoff cap; default 1000 */
     int retry_max;         /* retries of one operation before ZKL_ECONNLOSS; default 10 */
     zkl_state_fn on_state; /* optional connection-state callback */

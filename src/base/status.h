@@ -28,10 +28,4 @@ void zkl__err_unkeep(void);
 /* Map a ZooKeeper return code to a status, with "what path: zerror" as detail. */
 zkl_status zkl__from_zk(int rc, const char *what, const char *path);
 
-/* True for the ZooKeeper codes after which the same call may succeed later. */
-static inline int zkl__zk_retryable(int rc)
-{
-    return rc == -4 /* ZCONNECTIONLOSS */ || rc == -7 /* ZOPERATIONTIMEOUT */;
-}
-
 #endif

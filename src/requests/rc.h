@@ -1,6 +1,7 @@
 /*
  * rc.h - the one reading of a ZooKeeper rc that every caller shares: done,
- * try again (the request may or may not have been applied), the session is
+ * try again (the request may or may not have been applied, or the server
+ * throttled it), the session is
  * gone (start over in the next one), our own memory ran out, or a plain
  * error to report.
  */
@@ -13,7 +14,11 @@
 
 typedef enum zkl__rc_kind {
     ZKL__RC_OK,
-    ZKL__RC_RETRY,   /* connection loss, or no reply by the call deadline */
+    /* connection loss, or no reply by the call deadline (applied or not);
+     * or ZTHROTTLEDOP, a server's "not applied, try later" (3.7 and up with
+     * zookeeper.throttled_op_wait_time set), which a retry that first looks
+     * for what it may have done treats no worse */
+    ZKL__RC_RETRY,
     ZKL__RC_SESSION, /* the session is gone or going: start over in the next */
     /* ZSYSTEMERROR: a call of ours found no memory (for the call, or to copy
      * the reply), or the ZooKeeper client none to queue it; always memory */
@@ -26,7 +31,8 @@ static inline zkl__rc_kind zkl__rc_kind_of(int rc)
     switch (rc) {
     case ZOK: return ZKL__RC_OK;
     case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT: return ZKL__RC_RETRY;
+    case ZOPERATIONTIMEOUT:
+    case ZTHROTTLEDOP: return ZKL__RC_RETRY;
     case ZSESSIONEXPIRED:
     case ZINVALIDSTATE:
     case ZSESSIONMOVED:
