@@ -290,6 +290,7 @@ int zkl_cli_parse(int argc, char **argv, const char *env_servers, zkl_cli_args *
     a->conflict_code = 1;
     a->mode = ZKL_CLI_MUTEX;
     a->session_timeout_ms = 10000;
+    a->ensemble_lag_ms = -1; /* not given: the library asks the server (ZKL_ENSEMBLE_LAG_FIND) */
     err[0] = '\0';
     for (; p.i < argc; p.i++) {
         const char *arg = argv[p.i];
@@ -311,37 +312,38 @@ int zkl_cli_lease_fit(const zkl_cli_args *a, int timeout_ms, int *grace_ms, int 
                       char *err, size_t errlen)
 {
     int margin = a->lease_margin_ms, grace = a->grace_ms, kill_after = a->kill_after_ms;
-    if (!margin) /* the library's default */
+    int lag = a->ensemble_lag_ms > 0 ? a->ensemble_lag_ms : 0; /* -1: the server's, not known yet */
+    if (!margin)                                               /* the library's default */
         margin = timeout_ms / 10 + 200 < timeout_ms / 4 ? timeout_ms / 10 + 200 : timeout_ms / 4;
     if (!grace) {
         grace = timeout_ms / 8 > 0 ? timeout_ms / 8 : 1;
-        if (a->ensemble_lag_ms && grace > timeout_ms / 4 - margin - a->ensemble_lag_ms)
-            grace = timeout_ms / 4 - margin - a->ensemble_lag_ms; /* what is left of a quarter */
+        if (lag && grace > timeout_ms / 4 - margin - lag)
+            grace = timeout_ms / 4 - margin - lag; /* what is left of a quarter */
         if (grace < 2)
             grace = 2;
     }
     if (!kill_after)
         kill_after = grace / 2 > 0 ? grace / 2 : 1;
-    if ((long)margin + a->ensemble_lag_ms > timeout_ms / 4)
+    if ((long)margin + lag > timeout_ms / 4)
         return fail(err, errlen,
                     "--lease-margin %d%s does not fit a session timeout of %d ms (at most a "
                     "quarter of it)",
-                    margin, a->ensemble_lag_ms ? " with --ensemble-lag" : "", timeout_ms);
+                    margin, lag ? " with the ensemble lag" : "", timeout_ms);
     if (kill_after >= grace)
         return fail(err, errlen,
                     "--kill-after %d must be shorter than --grace %d (SIGKILL must come before "
                     "the lease ends)",
                     kill_after, grace);
-    if (!a->ensemble_lag_ms && (long)grace + margin > timeout_ms / 2)
+    if (!lag && (long)grace + margin > timeout_ms / 2)
         return fail(err, errlen,
                     "a session timeout of %d ms is too short for --grace %d and a lease margin "
                     "of %d ms (together at most half of it)",
                     timeout_ms, grace, margin);
-    if (a->ensemble_lag_ms && (long)grace + margin + a->ensemble_lag_ms > timeout_ms / 4)
+    if (lag && (long)grace + margin + lag > timeout_ms / 4)
         return fail(err, errlen,
                     "a session timeout of %d ms is too short for --grace %d, a lease margin of "
-                    "%d ms and --ensemble-lag %d (together at most a quarter of it)",
-                    timeout_ms, grace, margin, a->ensemble_lag_ms);
+                    "%d ms and an ensemble lag of %d ms (together at most a quarter of it)",
+                    timeout_ms, grace, margin, lag);
     *grace_ms = grace;
     *kill_after_ms = kill_after;
     return 0;

@@ -28,9 +28,11 @@ typedef struct zkl_cli_args {
     int session_timeout_ms;
     /* the lease (see zklock(1)): 0 means the default, worked out by zkl_cli_lease_fit */
     int lease_margin_ms;
-    int ensemble_lag_ms; /* --ensemble-lag: syncLimit x tickTime + tickTime/2 (0: standalone) */
-    int grace_ms;        /* COMMAND gets SIGTERM this long before the lease ends */
-    int kill_after_ms;   /* ... and SIGKILL this long after SIGTERM */
+    /* --ensemble-lag: syncLimit x tickTime + tickTime/2 (0: standalone); -1 when not
+     * given: the server's, found at open (ZKL_ENSEMBLE_LAG_FIND) */
+    int ensemble_lag_ms;
+    int grace_ms;      /* COMMAND gets SIGTERM this long before the lease ends */
+    int kill_after_ms; /* ... and SIGKILL this long after SIGTERM */
     const char *path;
     char **command; /* NULL-terminated: into argv, or shell_argv */
     /* -c STRING (flock(1)'s): run by the shell, "/bin/sh -c STRING" here;

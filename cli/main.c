@@ -396,6 +396,20 @@ static void teardown(run *r, bool release)
     zkl_client_close(client);
 }
 
+/* The lag the lease gives up, as given or found at open; a warning if the server would not say. */
+static void lag_found(run *r)
+{
+    zkl_lag_source source;
+    int lag = zkl_client_ensemble_lag(client, &source);
+    if (lag >= 0)
+        r->a.ensemble_lag_ms = lag;
+    if (source == ZKL_LAG_ASSUMED)
+        fprintf(stderr,
+                "zklock: warning: the lease assumes a standalone server: the server does not tell "
+                "its settings (its 4lw.commands.whitelist leaves out conf). For an ensemble give "
+                "--ensemble-lag MS, its syncLimit x tickTime + tickTime/2\n");
+}
+
 /* Open the client (--list ends here), check the lease fits, make the lock. */
 static int open_client(run *r)
 {
@@ -419,6 +433,7 @@ static int open_client(run *r)
         teardown(r, false);
         return code;
     }
+    lag_found(r);
     /* the server may grant less than was asked: the lease must still fit */
     if (zkl_cli_lease_fit(&r->a, zkl_client_session_timeout(client), &r->grace, &r->kill_after, err,
                           sizeof err)) {

@@ -191,14 +191,29 @@ typedef struct zkl_client_options {
     int lease_margin_ms;
     /*
      * For an ensemble: syncLimit x tickTime + tickTime/2 of its servers, in
-     * ms (0, the default: a standalone server). A follower tells the leader
-     * of a session's activity only in its answers to the leader's pings, so
-     * the leader's view can lag the client's proof by this much plus one
+     * ms; 0 for a standalone server. A follower tells the leader of a
+     * session's activity only in its answers to the leader's pings, so the
+     * leader's view can lag the client's proof by this much plus one
      * renewal interval, which the lease then gives up (docs/lease.md).
      * margin + lag must fit in a quarter of session_timeout_ms.
+     *
+     * ZKL_ENSEMBLE_LAG_FIND (the default) asks the server the session first
+     * connects to, at open, with the `conf` four-letter word (a connection
+     * of its own, at most ZKL_CONF_WAIT_MS): a member of an ensemble gives
+     * its lag, a standalone server 0. A found lag that does not fit is
+     * refused with ZKL_EINVAL, as a given one is. A server whose
+     * 4lw.commands.whitelist leaves conf out (or that does not answer)
+     * cannot say: the lease then assumes a standalone server, and zklock
+     * logs a warning once per process (ZKL_LOG_WARN) saying how to set the
+     * lag. zkl_client_ensemble_lag tells which of these happened.
      */
     int ensemble_lag_ms;
 } zkl_client_options;
+
+/* ensemble_lag_ms: ask the server at open (see above). */
+#define ZKL_ENSEMBLE_LAG_FIND (-1)
+/* The longest the open waits for the server's `conf` answer, in ms. */
+#define ZKL_CONF_WAIT_MS 2000
 
 /* Fill opts with the defaults above. */
 void zkl_client_options_init(zkl_client_options *opts);
@@ -233,6 +248,19 @@ int64_t zkl_client_session_id(zkl_client *c);
 
 /* The session timeout the server granted, in ms (0 if unknown). */
 int zkl_client_session_timeout(zkl_client *c);
+
+/* Where the lease's ensemble lag came from (zkl_client_ensemble_lag). */
+typedef enum zkl_lag_source {
+    ZKL_LAG_GIVEN = 0,   /* ensemble_lag_ms as the caller gave it (0: standalone) */
+    ZKL_LAG_FOUND = 1,   /* read from the server's `conf` at open */
+    ZKL_LAG_ASSUMED = 2, /* the server would not say: a standalone server is assumed (0) */
+} zkl_lag_source;
+
+/*
+ * The ensemble lag c's lease gives up, in ms, and in *source (may be NULL)
+ * where it came from. -1 if c is NULL.
+ */
+int zkl_client_ensemble_lag(zkl_client *c, zkl_lag_source *source);
 
 /*
  * Wait until every lock node delete this client started is done: releases

@@ -3,7 +3,11 @@
  * and wires its services to the lower layers' hooks, the destructor (which
  * tolerates a half-built client), and the state queries.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +23,7 @@
 #include "services/cleanup.h"
 #include "services/lease.h"
 #include "services/revoke.h"
+#include "services/serverconf.h"
 
 const char *zkl_conn_state_name(zkl_conn_state st)
 {
@@ -42,6 +47,19 @@ void zkl_client_options_init(zkl_client_options *o)
     o->retry_base_ms = 50;
     o->retry_max_ms = 1000;
     o->retry_max = 10;
+    o->ensemble_lag_ms = ZKL_ENSEMBLE_LAG_FIND;
+}
+
+/* Margin and lag (given or found) in a quarter of the session timeout: the lease's room. */
+static zkl_status lag_check(const zkl_client_options *opts, int lag_ms, const char *found)
+{
+    if ((long)opts->lease_margin_ms + lag_ms > opts->session_timeout_ms / 4)
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_open: lease_margin_ms %d and %sensemble_lag_ms %d do not fit "
+                         "a session timeout of %d ms (together at most a quarter of it, so that a "
+                         "renewal every third of it keeps the lease)",
+                         opts->lease_margin_ms, found, lag_ms, opts->session_timeout_ms);
+    return ZKL_OK;
 }
 
 static zkl_status check_options(const zkl_client_options *opts)
@@ -57,13 +75,13 @@ static zkl_status check_options(const zkl_client_options *opts)
         opts->retry_max_ms < opts->retry_base_ms || opts->retry_max < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: option out of range (timeouts and retry "
                                      "settings must be positive; use zkl_client_options_init)");
-    if (opts->lease_margin_ms < 0 || opts->ensemble_lag_ms < 0 ||
-        (long)opts->lease_margin_ms + opts->ensemble_lag_ms > opts->session_timeout_ms / 4)
+    if (opts->lease_margin_ms < 0 || opts->ensemble_lag_ms < ZKL_ENSEMBLE_LAG_FIND)
         return zkl__fail(ZKL_EINVAL,
-                         "zkl_client_open: lease_margin_ms %d and ensemble_lag_ms %d do not fit a "
-                         "session timeout of %d ms (together at most a quarter of it, so that a "
-                         "renewal every third of it keeps the lease)",
-                         opts->lease_margin_ms, opts->ensemble_lag_ms, opts->session_timeout_ms);
+                         "zkl_client_open: lease_margin_ms %d or ensemble_lag_ms %d is "
+                         "negative (ZKL_ENSEMBLE_LAG_FIND, -1, asks the server)",
+                         opts->lease_margin_ms, opts->ensemble_lag_ms);
+    if (lag_check(opts, opts->ensemble_lag_ms > 0 ? opts->ensemble_lag_ms : 0, "") != ZKL_OK)
+        return ZKL_EINVAL;
     if (opts->node_data_len > 0 && !opts->node_data)
         return zkl__fail(ZKL_EINVAL, "zkl_client_open: node_data_len without node_data");
     /* A bigger create packet than the server takes (jute.maxbuffer) is not
@@ -160,6 +178,11 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
     c->opts.auth_digest = NULL;
     c->opts.node_data = NULL;
     c->opts.acl = NULL;
+    if (opts->ensemble_lag_ms ==
+        ZKL_ENSEMBLE_LAG_FIND) { /* none until the server says (find_lag) */
+        c->opts.ensemble_lag_ms = 0;
+        c->lag_source = ZKL_LAG_ASSUMED;
+    }
     c->hooks = hooks;
     c->next_epoch = 1;
     c->created = zkl__unix_s();
@@ -201,6 +224,62 @@ static zkl_status await_connected(zkl_client *c, zkl__session *s, const char *co
         return zkl__fail(ZKL_EAUTH, "server refused the session on '%.200s'", connect);
     return zkl__fail(ZKL_ECONNECT, "no ZooKeeper server at '%.200s' answered within %d ms", connect,
                      c->opts.connect_timeout_ms);
+}
+
+/* "host:port" of addr, for a message. */
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        port = ntohs(in->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(buf, len, "%s:%d", ip, port);
+}
+
+/*
+ * The lease's ensemble lag: as given, or asked of the server the session is
+ * on (ZKL_ENSEMBLE_LAG_FIND). One that would not say leaves the lease
+ * assuming a standalone server, which is said once per process.
+ */
+static zkl_status find_lag(zkl_client *c, zkl__session *s)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    zkl__conf_answer a = ZKL__CONF_NO_ANSWER;
+    char where[INET6_ADDRSTRLEN + 8] = "?";
+    int lag = 0;
+    if (c->lag_source == ZKL_LAG_GIVEN)
+        return ZKL_OK;
+    memset(&ss, 0, sizeof ss);
+    if (zookeeper_get_connected_host(s->zh, (struct sockaddr *)&ss, &len)) {
+        addr_text(&ss, where, sizeof where);
+        a = zkl__conf_lag((struct sockaddr *)&ss, len, ZKL_CONF_WAIT_MS, &lag);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->opts.ensemble_lag_ms = lag;
+    c->lag_source =
+        a == ZKL__CONF_ENSEMBLE || a == ZKL__CONF_STANDALONE ? ZKL_LAG_FOUND : ZKL_LAG_ASSUMED;
+    pthread_mutex_unlock(&c->mu);
+    if (a == ZKL__CONF_ENSEMBLE)
+        return lag_check(&c->opts, lag, "the ensemble's ");
+    if (a != ZKL__CONF_STANDALONE && !atomic_flag_test_and_set(&warned))
+        zkl__log(ZKL_LOG_WARN,
+                 "the lease assumes a standalone server: the server at %s %s. If it is "
+                 "one of an ensemble, set ensemble_lag_ms (the command's --ensemble-lag) to its "
+                 "syncLimit x tickTime + tickTime/2 in ms, or add conf to its "
+                 "4lw.commands.whitelist",
+                 where,
+                 a == ZKL__CONF_REFUSED ? "does not allow the conf four-letter word"
+                                        : "did not answer the conf four-letter word in time");
+    return ZKL_OK;
 }
 
 /*
@@ -268,6 +347,8 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
                          connect);
     }
     st = await_connected(c, s, connect);
+    if (st == ZKL_OK)
+        st = find_lag(c, s);
     if (st == ZKL_OK)
         st = zkl__worker_start(c);
     if (st != ZKL_OK) {
@@ -369,6 +450,22 @@ int64_t zkl_client_session_id(zkl_client *c)
     id = c->sess->expired ? 0 : c->sess->id;
     pthread_mutex_unlock(&c->mu);
     return id;
+}
+
+int zkl_client_ensemble_lag(zkl_client *c, zkl_lag_source *source)
+{
+    ZKL__REFUSE_IN_LOG_AS(-1);
+    int lag;
+    if (!c) {
+        (void)zkl__fail(ZKL_EINVAL, "zkl_client_ensemble_lag: client is NULL");
+        return -1;
+    }
+    pthread_mutex_lock(&c->mu);
+    lag = c->opts.ensemble_lag_ms;
+    if (source)
+        *source = c->lag_source;
+    pthread_mutex_unlock(&c->mu);
+    return lag;
 }
 
 int zkl_client_session_timeout(zkl_client *c)

@@ -208,6 +208,7 @@ struct zkl_client {
     int evq_head, evq_len;
     int handles; /* live lock objects made on this client */
     int granted_timeout;
+    zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
     bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
     bool connected;
     bool ever_connected;

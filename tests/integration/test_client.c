@@ -27,6 +27,17 @@ Test(client, open_and_close)
     cr_assert_eq(zkl_client_close(c), ZKL_OK);
 }
 
+/* A standalone server that allows `conf` says it has no ensemble lag. */
+Test(client, the_lease_lag_is_read_from_the_server)
+{
+    zkl_lag_source source = ZKL_LAG_ASSUMED;
+    zkl_client *c = zkt_client(0);
+    cr_assert_eq(zkl_client_ensemble_lag(c, &source), 0);
+    cr_assert_eq(source, ZKL_LAG_FOUND);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+    cr_assert_eq(zkl_client_ensemble_lag(NULL, &source), -1);
+}
+
 /*
  * Blocking waits leave the futex hash (sleep on eventfds) from 3 clients a
  * chain of the process's private hash on (session/client.h), read when a

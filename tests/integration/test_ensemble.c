@@ -144,6 +144,32 @@ static void check_log(const char *file, int max_shared, const char *what)
     cr_assert_eq(r.token_regressions, 0, "%s: fencing tokens went back", what);
 }
 
+/*
+ * Told nothing of the lag, the client reads it from the server's `conf` at
+ * open: syncLimit 2 x tickTime 500 + 250 = 1250 ms (tests/CMakeLists.txt).
+ * A session timeout the found lag cannot fit is refused as a given one is.
+ */
+Test(ensemble, the_lease_lag_is_read_from_the_servers, .timeout = 60)
+{
+    zkl_client_options o;
+    zkl_client *c;
+    zkl_lag_source source = ZKL_LAG_GIVEN;
+    read_ensemble();
+    zkl_client_options_init(&o);
+    cr_assert_eq(zkl_client_open(servers, &o, &c), ZKL_OK, "%s", zkl_errmsg());
+    cr_assert_eq(zkl_client_ensemble_lag(c, &source), 1250);
+    cr_assert_eq(source, ZKL_LAG_FOUND);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+    o.session_timeout_ms = 4000; /* a quarter, 1000 ms, cannot hold 1250 */
+    cr_assert_eq(zkl_client_open(servers, &o, &c), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "the ensemble's ensemble_lag_ms 1250"), "%s", zkl_errmsg());
+    o.ensemble_lag_ms = 0; /* given: taken as it is */
+    cr_assert_eq(zkl_client_open(servers, &o, &c), ZKL_OK, "%s", zkl_errmsg());
+    cr_assert_eq(zkl_client_ensemble_lag(c, &source), 0);
+    cr_assert_eq(source, ZKL_LAG_GIVEN);
+    cr_assert_eq(zkl_client_close(c), ZKL_OK);
+}
+
 Test(ensemble, leader_killed_and_restarted_under_contention, .timeout = 240)
 {
     struct shared sh;
