@@ -1,14 +1,17 @@
 /*
  * metrics_http.c - lock metrics over HTTP for Prometheus, with
- * zkl_client_metrics and plain sockets.
+ * zkl_process_metrics and plain sockets.
  *
  *   zklock_example_metrics_http HOSTS [PATH [PORT [SECONDS]]]
  *
- * A worker thread takes and lets go of a mutex at PATH in a loop, and the
- * main thread serves GET /metrics on 127.0.0.1:PORT (0, the default: any
- * free port) in the OpenMetrics text format, one request at a time. It
- * prints "listening on 127.0.0.1:PORT" once it listens, and exits 0 after
- * SECONDS (default 30) or at SIGINT/SIGTERM.
+ * Two clients, named "jobs" and "reports" (zkl_client_set_name), as two
+ * parts of one service might have, each with a worker thread that takes
+ * and lets go of a mutex at PATH in a loop; the main thread serves GET
+ * /metrics on 127.0.0.1:PORT (0, the default: any free port): one
+ * OpenMetrics text for the whole process, its series told apart by their
+ * client label. One request at a time. It prints "listening on
+ * 127.0.0.1:PORT" once it listens, and exits 0 after SECONDS (default 30)
+ * or at SIGINT/SIGTERM.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,7 +64,7 @@ static void send_all(int fd, const char *buf, size_t len)
 }
 
 /* One HTTP/1.0 request: /metrics gets the text, anything else a 404. */
-static void serve(zkl_client *c, int fd)
+static void serve(int fd)
 {
     char req[1024], head[256], *text = NULL;
     size_t need = 0, cap = 16384;
@@ -80,7 +83,7 @@ static void serve(zkl_client *c, int fd)
         if (!t)
             break;
         text = t;
-        if (zkl_client_metrics(c, text, cap, &need) == ZKL_OK)
+        if (zkl_process_metrics(text, cap, &need) == ZKL_OK)
             break;
         cap = need + 1;
     }
@@ -106,16 +109,21 @@ int main(int argc, char **argv)
     int port = argc > 3 ? atoi(argv[3]) : 0, seconds = argc > 4 ? atoi(argv[4]) : 30, one = 1;
     struct sockaddr_in addr;
     socklen_t alen = sizeof addr;
-    zkl_client *c;
-    zkl_mutex *m;
-    pthread_t t;
+    static const char *const names[2] = {"jobs", "reports"};
+    zkl_client *c[2];
+    zkl_mutex *m[2];
+    pthread_t t[2];
     time_t end = time(NULL) + seconds;
-    int lfd;
+    int lfd, i;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    if (zkl_client_open(hosts, NULL, &c) != ZKL_OK || zkl_mutex_create(c, path, &m) != ZKL_OK) {
-        fprintf(stderr, "metrics_http: %s\n", zkl_errmsg());
-        return 1;
+    for (i = 0; i < 2; i++) {
+        if (zkl_client_open(hosts, NULL, &c[i]) != ZKL_OK ||
+            zkl_client_set_name(c[i], names[i]) != ZKL_OK ||
+            zkl_mutex_create(c[i], path, &m[i]) != ZKL_OK) {
+            fprintf(stderr, "metrics_http: %s\n", zkl_errmsg());
+            return 1;
+        }
     }
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -130,21 +138,25 @@ int main(int argc, char **argv)
     }
     printf("listening on 127.0.0.1:%d\n", ntohs(addr.sin_port));
     fflush(stdout);
-    pthread_create(&t, NULL, work, m);
+    for (i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, work, m[i]);
     while (!atomic_load(&stop) && time(NULL) < end) {
         struct pollfd p = {lfd, POLLIN, 0};
         if (poll(&p, 1, 200) == 1) {
             int fd = accept(lfd, NULL, NULL);
             if (fd >= 0) {
-                serve(c, fd);
+                serve(fd);
                 close(fd);
             }
         }
     }
     atomic_store(&stop, true);
-    pthread_join(t, NULL);
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
     close(lfd);
-    zkl_mutex_destroy(m);
-    zkl_client_close(c);
+    for (i = 0; i < 2; i++) {
+        zkl_mutex_destroy(m[i]);
+        zkl_client_close(c[i]);
+    }
     return 0;
 }

@@ -249,6 +249,19 @@ int64_t zkl_client_session_id(zkl_client *c);
 /* The session timeout the server granted, in ms (0 if unknown). */
 int zkl_client_session_timeout(zkl_client *c);
 
+/* The longest name zkl_client_set_name takes, in bytes. */
+#define ZKL_CLIENT_NAME_MAX 64
+
+/*
+ * Name c in its metrics (zklock/metrics.h): the value of their client
+ * label, which is otherwise c's number among the process's opens (1, 2,
+ * ...). 1 to ZKL_CLIENT_NAME_MAX printable ASCII characters, not all
+ * digits, and no other open client's; the name is copied, and may be set
+ * again. Errors: ZKL_EINVAL (NULL, a bad name, or one in use), ZKL_ENOMEM,
+ * ZKL_ECLOSED (in a fork()ed child). Any thread.
+ */
+zkl_status zkl_client_set_name(zkl_client *c, const char *name);
+
 /* Where the lease's ensemble lag came from (zkl_client_ensemble_lag). */
 typedef enum zkl_lag_source {
     ZKL_LAG_GIVEN = 0,   /* ensemble_lag_ms as the caller gave it (0: standalone) */

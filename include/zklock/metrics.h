@@ -2,22 +2,37 @@
  * metrics.h - lock metrics in the OpenMetrics text format, for Prometheus
  * and the like: what users of Curator and kazoo write for themselves.
  *
- * Per client: ZooKeeper requests by kind, watch events, sessions opened and
- * lost, deletes handed to the background (counted as they are queued). Per
- * lock object and side (labels path, side and id, the object's number on
- * its client): acquires granted and timed out, holds found lost at release
- * and those lost to the lease, local hand-offs (on the sides that can pass
- * a hold on: a mutex, a write side), and histograms of the wait for a grant
- * and of the hold, in seconds (with a UNIT line), with fixed buckets from
- * 1 ms to 10 s whose bounds are written canonically ("1.0", "10.0"). Every
- * counter and histogram series has its _created sample: when its client
- * was opened or its object made (Unix seconds). The text passes
- * python3-prometheus-client's strict OpenMetrics parser (test_metrics).
+ * Per client (label client: its name, zkl_client_set_name, or else its
+ * number among the process's opens, 1, 2, ...): ZooKeeper requests by
+ * kind, watch events, sessions opened and lost, deletes handed to the
+ * background (counted as they are queued). Per lock path and side (labels
+ * client, path and side: "mutex", "read", "write" or "semaphore"):
+ * acquires granted and timed out, holds lost and those lost to the lease,
+ * local hand-offs (on the sides that can pass a hold on: a mutex, a write
+ * side), and histograms of the wait for a grant and of the hold, in
+ * seconds (with a UNIT line), with fixed buckets from 1 ms to 10 s whose
+ * bounds are written canonically ("1.0", "10.0"). Every counter and
+ * histogram series has its _created sample (Unix seconds): when its client
+ * was opened, or its series made. The text passes python3-prometheus-
+ * client's strict OpenMetrics parser (test_metrics).
  *
- * Counting costs no ZooKeeper request and no lock: each object counts on
- * its own acquire and release paths with atomic adds. A reentrant acquire
- * counts as an acquisition with its (short) wait; a hold's time runs from
- * its grant to its last release. Async holds count as their object's.
+ * A series belongs to a client, a path and a side, not to a lock object:
+ * every object of that path and side on the client counts into it, and it
+ * outlives them, so its counters only grow, and a program that makes an
+ * object per request adds to one series, not one per object. The series
+ * of objects that are all gone are kept, up to 256 per client; past that
+ * the one idle longest goes (if its path is used again its counters start
+ * afresh, with a new _created). So a scrape holds the live objects' series
+ * and at most 256 more per client.
+ *
+ * Counting costs no ZooKeeper request: each object counts on its own
+ * acquire and release paths with atomic adds, and a new hold puts a small
+ * tally on its client's list (under the client's mutex). A reentrant
+ * acquire counts as an acquisition with its (short) wait. A hold's time
+ * runs from its grant to its last release; a hold that is lost ends when
+ * the loss is told (ZKL_STATE_LOST or ZKL_STATE_LEASE_EXPIRED, counted just
+ * before the callbacks run), and is counted lost then, once, whether or
+ * not the program ever releases it. Async holds count as their object's.
  */
 #ifndef ZKLOCK_METRICS_H
 #define ZKLOCK_METRICS_H
@@ -40,6 +55,16 @@ extern "C" {
  * copy, and makes no ZooKeeper request.
  */
 zkl_status zkl_client_metrics(zkl_client *c, char *buf, size_t len, size_t *needed);
+
+/*
+ * The same for every client open in this process, in one text: what a
+ * process serves on its /metrics, however many clients it has. Each
+ * family's samples stand together, client by client. Errors: ZKL_EINVAL
+ * (buf NULL), ZKL_ENOMEM (as above). Any thread; it takes each client's
+ * lock in turn, and holds off zkl_client_open's last step and
+ * zkl_client_close meanwhile.
+ */
+zkl_status zkl_process_metrics(char *buf, size_t len, size_t *needed);
 
 #ifdef __cplusplus
 }

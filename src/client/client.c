@@ -102,6 +102,9 @@ static void client_free(zkl_client *c)
     zkl__acl_free(&c->acl);
     if (c->hooks.engine_free)
         c->hooks.engine_free(c);
+    if (c->hooks.series_free)
+        c->hooks.series_free(c);
+    free(c->name);
     zkl__cleanup_free(c);
     zkl__revs_free(c);
     zkl__lease_free(c);
@@ -450,6 +453,39 @@ int64_t zkl_client_session_id(zkl_client *c)
     id = c->sess->expired ? 0 : c->sess->id;
     pthread_mutex_unlock(&c->mu);
     return id;
+}
+
+zkl_status zkl_client_set_name(zkl_client *c, const char *name)
+{
+    ZKL__REFUSE_IN_LOG();
+    size_t i, n;
+    bool digits = true;
+    char *copy;
+    zkl__clear_err();
+    if (!c || !name)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_set_name: %s is NULL", c ? "name" : "client");
+    n = strlen(name);
+    for (i = 0; i < n; i++) {
+        if (name[i] < 0x20 || name[i] > 0x7e)
+            return zkl__fail(ZKL_EINVAL,
+                             "zkl_client_set_name: byte %zu of the name is not printable ASCII", i);
+        digits = digits && name[i] >= '0' && name[i] <= '9';
+    }
+    if (n == 0 || n > ZKL_CLIENT_NAME_MAX || digits)
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_client_set_name: a name has 1 to %d characters, not all digits "
+                         "(numbers name the clients that have no name)",
+                         ZKL_CLIENT_NAME_MAX);
+    if (zkl__forked(c))
+        return zkl__closed_fail(c, "zkl_client_set_name");
+    if (!(copy = strdup(name)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    if (!zkl__registry_name(c, copy)) {
+        free(copy);
+        return zkl__fail(ZKL_EINVAL, "zkl_client_set_name: another open client is named \"%s\"",
+                         name);
+    }
+    return ZKL_OK;
 }
 
 int zkl_client_ensemble_lag(zkl_client *c, zkl_lag_source *source)

@@ -27,6 +27,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <utlist.h>
 
 #include "client/fork.h"
@@ -79,10 +80,52 @@ static void install_handlers(void)
     (void)pthread_atfork(prepare, parent, child);
 }
 
+void zkl__registry_lock(void)
+{
+    pthread_mutex_lock(&reg_mu);
+}
+
+zkl_client *zkl__registry_first(void)
+{
+    return reg;
+}
+
+void zkl__registry_unlock(void)
+{
+    pthread_mutex_unlock(&reg_mu);
+}
+
+bool zkl__registry_name(zkl_client *self, char *name)
+{
+    zkl_client *c;
+    bool taken = false;
+    char *old;
+    pthread_mutex_lock(&reg_mu);
+    DL_FOREACH2(reg, c, reg_next)
+    {
+        if (c == self)
+            continue;
+        pthread_mutex_lock(&c->mu);
+        taken = taken || (c->name && !strcmp(c->name, name));
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (!taken) {
+        pthread_mutex_lock(&self->mu);
+        old = self->name;
+        self->name = name;
+        pthread_mutex_unlock(&self->mu);
+        free(old);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return !taken;
+}
+
 void zkl__fork_register(zkl_client *c)
 {
+    static unsigned opened;
     (void)pthread_once(&handlers_once, install_handlers);
     pthread_mutex_lock(&reg_mu);
+    c->number = ++opened;
     DL_APPEND2(reg, c, reg_prev, reg_next);
     pthread_mutex_unlock(&reg_mu);
 }

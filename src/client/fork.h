@@ -13,5 +13,15 @@ void zkl__fork_register(zkl_client *c);
 void zkl__fork_unregister(zkl_client *c);
 /* In a child: keep a parent's ZooKeeper handle, which cannot be closed here, reachable. */
 void zkl__fork_keep(zhandle_t *zh);
+/*
+ * Walk the open clients (the process's metrics): lock the registry, take
+ * the first (then c->reg_next), unlock. A client closing meanwhile waits
+ * for the unlock. Lock order: the registry, then a c->mu.
+ */
+void zkl__registry_lock(void);
+zkl_client *zkl__registry_first(void);
+void zkl__registry_unlock(void);
+/* Name self name, unless another open client has that name (false then). Takes the locks. */
+bool zkl__registry_name(zkl_client *self, char *name);
 
 #endif

@@ -170,6 +170,7 @@ zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
 zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to)
 {
     *to = *from;
+    to->mark = NULL; /* a copy to read: the hold's tally stays with the hold */
     to->node = from->node ? strdup(from->node) : NULL;
     if (from->node && !to->node)
         return zkl__fail(ZKL_ENOMEM, "out of memory");

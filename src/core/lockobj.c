@@ -31,13 +31,23 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->c = c;
     o->self = o;
     o->mine = mine;
-    o->created = zkl__unix_s();
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
-    o->id = ++c->objs_made;
     DL_APPEND(c->objs, o);
+    c->hooks.holds_lost_locked = zkl__stats_lost_locked; /* its holds' losses, when told */
     pthread_mutex_unlock(&c->mu);
     *obj = o;
+    return ZKL_OK;
+}
+
+zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, bool hands_off,
+                                 zkl__lockstats **stats)
+{
+    zkl__series *s = zkl__series_get(o->c, o->path, side, hands_off);
+    if (!s)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    o->part[o->nparts++] = s;
+    *stats = &s->stats;
     return ZKL_OK;
 }
 
@@ -55,6 +65,10 @@ void zkl__lockobj_free(zkl__lockobj *o)
     if (!o)
         return;
     zkl__lockobj_detach(o);
+    for (int i = 0; i < o->nparts; i++) { /* holds never released (lost, or a fork's) */
+        zkl__stats_forget(o->c, &o->part[i]->stats);
+        zkl__series_put(o->c, o->part[i]);
+    }
     pthread_mutex_lock(&o->c->mu);
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/series.h"
 #include "core/stats.h"
 #include "session/client.h"
 #include "zklock/revoke.h"
@@ -26,17 +27,11 @@ typedef struct zkl__lockobj {
     void *state_ud;
     int listener;
     /* metrics (metrics.h): one part per side ("mutex", or "read" and "write"
-     * ...), set by the recipe at creation; local hand-offs, if it has them */
-    struct {
-        const char *side;
-        zkl__lockstats stats;
-        bool hands_off; /* the part can pass holds locally: it has that counter */
-    } part[2];
+     * ...), added by the recipe at creation (zkl__lockobj_add_part): the
+     * series of its client, path and side that it counts into */
+    struct zkl__series *part[2];
     int nparts;
-    uint64_t (*handoffs)(void *self, int part);
-    double created; /* when it was made, Unix seconds (the metrics' _created) */
-    uint64_t id;    /* 1, 2, ...: its number on the client (the metrics' id label) */
-    int inside;     /* threads inside a call on it that may wait (under c->mu) */
+    int inside;                       /* threads inside a call on it that may wait (under c->mu) */
     struct zkl__lockobj *prev, *next; /* c->objs (utlist), under c->mu */
 } zkl__lockobj;
 
@@ -50,6 +45,14 @@ typedef struct zkl__lockobj {
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
                             zkl__lockobj **obj);
+/*
+ * Give o its next part, for side (a static string; hands_off: the side can
+ * pass holds on locally), counting into its client's series of o's path and
+ * side (series.h); *stats is where the part counts. ZKL_ENOMEM, with
+ * nothing added. lockobj_free lets go of the parts.
+ */
+zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, bool hands_off,
+                                 zkl__lockstats **stats);
 /*
  * No more calls into the object from the worker: its hold-state listener is
  * removed, after a call of it that is running ends. A recipe's destroy calls

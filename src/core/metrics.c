@@ -7,8 +7,10 @@
 #include <utlist.h>
 
 #include "base/status.h"
+#include "client/fork.h"
 #include "core/lockobj.h"
 #include "core/metrics.h"
+#include "core/series.h"
 #include "core/stats.h"
 #include "services/cleanup.h"
 
@@ -60,88 +62,141 @@ static void family(out *o, const char *name, const char *type, const char *help)
     put(o, "# HELP %s %s\n", name, help);
 }
 
-/* A lock object's labels: its path, its side, and its number on the client
- * (two objects may share a path, and a series must be unique). */
-static void labels(out *o, const zkl__lockobj *obj, int part)
+/* ---- the clients: one, or every open one (the registry's lock held) ---- */
+
+typedef struct clients {
+    zkl_client *one; /* NULL: every open client */
+} clients;
+
+static zkl_client *first(const clients *cl)
 {
-    put(o, "{path=\"");
-    put_value(o, obj->path);
-    put(o, "\",side=\"%s\",id=\"%llu\"", obj->part[part].side, (unsigned long long)obj->id);
+    return cl->one ? cl->one : zkl__registry_first();
 }
 
-/* One counter of every lock object's parts; field: its offset in zkl__lockstats. */
-static void lock_counter(out *o, zkl_client *c, const char *name, const char *help, size_t field)
+static zkl_client *next(const clients *cl, const zkl_client *c)
 {
-    const zkl__lockobj *obj;
-    int p;
+    return cl->one ? NULL : c->reg_next;
+}
+
+#define EACH_CLIENT(cl, c) for (zkl_client *c = first(cl); c; c = next(cl, c))
+
+/* The client label: its name, or its number among the process's opens. c->mu held. */
+static void client_label(out *o, const zkl_client *c)
+{
+    put(o, "client=\"");
+    if (c->name)
+        put_value(o, c->name);
+    else
+        put(o, "%u", c->number);
+    put(o, "\"");
+}
+
+/* A series' labels: its client, its path and its side. */
+static void labels(out *o, const zkl_client *c, const zkl__series *s)
+{
+    put(o, "{");
+    client_label(o, c);
+    put(o, ",path=\"");
+    put_value(o, s->path);
+    put(o, "\",side=\"%s\"", s->side);
+}
+
+/* One counter of every series; field: its offset in zkl__lockstats. */
+static void lock_counter(out *o, const clients *cl, const char *name, const char *help,
+                         size_t field, bool handoffs)
+{
+    const zkl__series *s;
     family(o, name, "counter", help);
-    DL_FOREACH(c->objs, obj)
-    for (p = 0; p < obj->nparts; p++) {
-        _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)&obj->part[p].stats + field);
-        put(o, "%s_total", name);
-        labels(o, obj, p);
-        put(o, "} %llu\n", (unsigned long long)GET(*v));
-        put(o, "%s_created", name);
-        labels(o, obj, p);
-        put(o, "} %.3f\n", obj->created);
+    EACH_CLIENT(cl, c)
+    {
+        pthread_mutex_lock(&c->mu);
+        DL_FOREACH(c->series, s)
+        {
+            _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)&s->stats + field);
+            if (handoffs && !s->hands_off) /* (a read side never passes a hold on) */
+                continue;
+            put(o, "%s_total", name);
+            labels(o, c, s);
+            put(o, "} %llu\n", (unsigned long long)GET(*v));
+            put(o, "%s_created", name);
+            labels(o, c, s);
+            put(o, "} %.3f\n", s->created);
+        }
+        pthread_mutex_unlock(&c->mu);
     }
 }
 
-static void lock_histogram(out *o, zkl_client *c, const char *name, const char *help, bool hold)
+static void series_histogram(out *o, const zkl_client *c, const zkl__series *s, const char *name,
+                             const zkl__hist *h)
 {
-    const zkl__lockobj *obj;
-    int p, i;
+    uint64_t cum = 0;
+    int i;
+    for (i = 0; i <= ZKL__BUCKETS; i++) {
+        cum += GET(h->n[i]);
+        put(o, "%s_bucket", name);
+        labels(o, c, s);
+        put(o, ",le=\"%s\"} %llu\n", i < ZKL__BUCKETS ? zkl__bucket_le[i] : "+Inf",
+            (unsigned long long)cum);
+    }
+    put(o, "%s_count", name);
+    labels(o, c, s);
+    put(o, "} %llu\n", (unsigned long long)cum);
+    put(o, "%s_sum", name);
+    labels(o, c, s);
+    put(o, "} %.6f\n", (double)GET(h->sum_us) / 1e6);
+    put(o, "%s_created", name);
+    labels(o, c, s);
+    put(o, "} %.3f\n", s->created);
+}
+
+static void lock_histogram(out *o, const clients *cl, const char *name, const char *help, bool hold)
+{
+    const zkl__series *s;
     family(o, name, "histogram", help);
-    DL_FOREACH(c->objs, obj)
-    for (p = 0; p < obj->nparts; p++) {
-        const zkl__hist *h = hold ? &obj->part[p].stats.hold : &obj->part[p].stats.wait;
-        uint64_t cum = 0;
-        for (i = 0; i <= ZKL__BUCKETS; i++) {
-            cum += GET(h->n[i]);
-            put(o, "%s_bucket", name);
-            labels(o, obj, p);
-            put(o, ",le=\"%s\"} %llu\n", i < ZKL__BUCKETS ? zkl__bucket_le[i] : "+Inf",
-                (unsigned long long)cum);
-        }
-        put(o, "%s_count", name);
-        labels(o, obj, p);
-        put(o, "} %llu\n", (unsigned long long)cum);
-        put(o, "%s_sum", name);
-        labels(o, obj, p);
-        put(o, "} %.6f\n", (double)GET(h->sum_us) / 1e6);
-        put(o, "%s_created", name);
-        labels(o, obj, p);
-        put(o, "} %.3f\n", obj->created);
+    EACH_CLIENT(cl, c)
+    {
+        pthread_mutex_lock(&c->mu);
+        DL_FOREACH(c->series, s)
+        series_histogram(o, c, s, name, hold ? &s->stats.hold : &s->stats.wait);
+        pthread_mutex_unlock(&c->mu);
     }
 }
 
-static void lock_handoffs(out *o, zkl_client *c)
+/* The counters of the clients' own: which one (its arg), and its value. */
+typedef enum client_count {
+    WATCH_EVENTS,
+    SESSIONS,
+    SESSIONS_LOST,
+    BACKGROUND_DELETES,
+} client_count;
+
+static uint64_t client_value(zkl_client *c, client_count which)
 {
-    const zkl__lockobj *obj;
-    int p;
-    family(o, "zklock_local_handoffs", "counter",
-           "Holds passed from one thread of this process to another (local hand-off).");
-    DL_FOREACH(c->objs, obj)
-    for (p = 0; p < obj->nparts; p++)
-        if (obj->handoffs && obj->part[p].hands_off) { /* (a read side never does) */
-            put(o, "zklock_local_handoffs_total");
-            labels(o, obj, p);
-            put(o, "} %llu\n", (unsigned long long)obj->handoffs(obj->self, p));
-            put(o, "zklock_local_handoffs_created");
-            labels(o, obj, p);
-            put(o, "} %.3f\n", obj->created);
-        }
+    switch (which) {
+    case WATCH_EVENTS: return c->watch_events;
+    case SESSIONS: return c->sessions;
+    case SESSIONS_LOST: return GET(c->sessions_lost);
+    default: return zkl__cleanup_queued_locked(c);
+    }
 }
 
-/* A counter of the client's own, with its creation time. */
-static void client_counter(out *o, const zkl_client *c, const char *name, const char *help,
-                           uint64_t v)
+static void client_counter(out *o, const clients *cl, const char *name, const char *help,
+                           client_count which)
 {
     family(o, name, "counter", help);
-    put(o, "%s_total %llu\n%s_created %.3f\n", name, (unsigned long long)v, name, c->created);
+    EACH_CLIENT(cl, c)
+    {
+        pthread_mutex_lock(&c->mu);
+        put(o, "%s_total{", name);
+        client_label(o, c);
+        put(o, "} %llu\n%s_created{", (unsigned long long)client_value(c, which), name);
+        client_label(o, c);
+        put(o, "} %.3f\n", c->created);
+        pthread_mutex_unlock(&c->mu);
+    }
 }
 
-static void client_part(out *o, zkl_client *c)
+static void client_requests(out *o, const clients *cl)
 {
     static const char *const kinds[] = {
 #define ZKL__REQ_KIND_STR(k, name) name,
@@ -150,49 +205,77 @@ static void client_part(out *o, zkl_client *c)
     };
     int k;
     family(o, "zklock_requests", "counter", "ZooKeeper requests sent, by kind.");
-    for (k = 0; k < ZKL__REQ_KINDS; k++) {
-        put(o, "zklock_requests_total{kind=\"%s\"} %llu\n", kinds[k],
-            (unsigned long long)GET(c->req_kind[k]));
-        put(o, "zklock_requests_created{kind=\"%s\"} %.3f\n", kinds[k], c->created);
+    EACH_CLIENT(cl, c)
+    {
+        pthread_mutex_lock(&c->mu);
+        for (k = 0; k < ZKL__REQ_KINDS; k++) {
+            put(o, "zklock_requests_total{");
+            client_label(o, c);
+            put(o, ",kind=\"%s\"} %llu\n", kinds[k], (unsigned long long)GET(c->req_kind[k]));
+            put(o, "zklock_requests_created{");
+            client_label(o, c);
+            put(o, ",kind=\"%s\"} %.3f\n", kinds[k], c->created);
+        }
+        pthread_mutex_unlock(&c->mu);
     }
-    client_counter(o, c, "zklock_watch_events", "Watch notifications received.", c->watch_events);
-    client_counter(o, c, "zklock_sessions", "ZooKeeper sessions opened.", c->sessions);
-    client_counter(o, c, "zklock_sessions_lost",
+}
+
+static void write_all(out *o, const clients *cl)
+{
+    client_requests(o, cl);
+    client_counter(o, cl, "zklock_watch_events", "Watch notifications received.", WATCH_EVENTS);
+    client_counter(o, cl, "zklock_sessions", "ZooKeeper sessions opened.", SESSIONS);
+    client_counter(o, cl, "zklock_sessions_lost",
                    "Sessions lost (expired, ended, or ended after their lease ran out).",
-                   GET(c->sessions_lost));
-    client_counter(o, c, "zklock_background_deletes",
+                   SESSIONS_LOST);
+    client_counter(o, cl, "zklock_background_deletes",
                    "Lock node deletes handed to the background (a foreground delete that "
                    "failed or could not be sent), counted as they are queued.",
-                   zkl__cleanup_queued_locked(c));
+                   BACKGROUND_DELETES);
+    lock_counter(o, cl, "zklock_acquisitions", "Acquires granted (reentrant ones included).",
+                 offsetof(zkl__lockstats, acquisitions), false);
+    lock_counter(o, cl, "zklock_timeouts", "Acquires that timed out.",
+                 offsetof(zkl__lockstats, timeouts), false);
+    lock_counter(o, cl, "zklock_holds_lost",
+                 "Holds lost with their session or lease, counted when the loss is told.",
+                 offsetof(zkl__lockstats, lost), false);
+    lock_counter(o, cl, "zklock_lease_expiries",
+                 "Holds lost because their session's lease ran out.",
+                 offsetof(zkl__lockstats, lease_expiries), false);
+    lock_histogram(o, cl, "zklock_wait_seconds", "Time from an acquire's call to its grant.",
+                   false);
+    lock_histogram(o, cl, "zklock_hold_seconds",
+                   "Time from a grant to its last release, or to the loss of the hold.", true);
+    lock_counter(o, cl, "zklock_local_handoffs",
+                 "Holds passed from one thread of this process to another (local hand-off).",
+                 offsetof(zkl__lockstats, handoffs), true);
+    put(o, "# EOF\n");
+}
+
+static zkl_status finish(const out *o, const char *fn, size_t len, size_t *needed)
+{
+    if (needed)
+        *needed = o->at;
+    if (o->at >= len)
+        return zkl__fail(ZKL_ENOMEM, "%s: the text takes %zu bytes and a NUL; the buffer has %zu",
+                         fn, o->at, len);
+    return ZKL_OK;
 }
 
 zkl_status zkl__metrics_write(zkl_client *c, char *buf, size_t len, size_t *needed)
 {
     out o = {buf, len, 0};
-    pthread_mutex_lock(&c->mu);
-    client_part(&o, c);
-    lock_counter(&o, c, "zklock_acquisitions", "Acquires granted (reentrant ones included).",
-                 offsetof(zkl__lockstats, acquisitions));
-    lock_counter(&o, c, "zklock_timeouts", "Acquires that timed out.",
-                 offsetof(zkl__lockstats, timeouts));
-    lock_counter(&o, c, "zklock_holds_lost",
-                 "Holds found lost at their release (session or lease gone).",
-                 offsetof(zkl__lockstats, lost));
-    lock_counter(&o, c, "zklock_lease_expiries",
-                 "Holds lost because their session's lease ran out.",
-                 offsetof(zkl__lockstats, lease_expiries));
-    lock_histogram(&o, c, "zklock_wait_seconds", "Time from an acquire's call to its grant.",
-                   false);
-    lock_histogram(&o, c, "zklock_hold_seconds", "Time from a grant to its last release.", true);
-    lock_handoffs(&o, c);
-    put(&o, "# EOF\n");
-    pthread_mutex_unlock(&c->mu);
-    if (needed)
-        *needed = o.at;
-    if (o.at >= len)
-        return zkl__fail(ZKL_ENOMEM,
-                         "zkl_client_metrics: the text takes %zu bytes and a NUL; "
-                         "the buffer has %zu",
-                         o.at, len);
-    return ZKL_OK;
+    clients cl = {c};
+    write_all(&o, &cl);
+    return finish(&o, "zkl_client_metrics", len, needed);
+}
+
+zkl_status zkl__metrics_write_process(char *buf, size_t len, size_t *needed)
+{
+    out o = {buf, len, 0};
+    clients cl = {NULL};
+    zkl__registry_lock();
+    write_all(&o, &cl);
+    zkl__registry_unlock();
+    return finish(&o, "zkl_process_metrics", len, needed);
 }

@@ -68,8 +68,10 @@ uint64_t zkl__side_local_handoffs(zkl__side *sd)
 static zkl_status let_go(zkl__side *sd, zkl__hold *last, bool may_pass)
 {
     zkl_status st;
-    if (sd->cohort && may_pass && zkl__cohort_pass(sd->cohort, sd->c, last))
+    if (sd->cohort && may_pass && zkl__cohort_pass(sd->cohort, sd->c, last)) {
+        zkl__stats_passed(sd->stats);
         return ZKL_OK;
+    }
     st = zkl__lock_release(sd->c, last);
     if (sd->cohort)
         zkl__cohort_released(sd->cohort);
@@ -166,7 +168,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
         return st;
     re = zkl__holders_reenter(&sd->holders, sd->c);
     if (re > 0) {
-        zkl__stats_acquired(sd->stats, zkl__now_us() - t0);
+        zkl__stats_acquired(sd->stats, sd->c, NULL, zkl__now_us() - t0);
         return ZKL_OK;
     }
     if (re < 0)
@@ -177,11 +179,14 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
         zkl__stats_failed(sd->stats, st);
         return st;
     }
+    zkl__stats_mark(sd->stats, sd->c, &hold); /* the table's copy carries the tally */
     st = zkl__holders_add(&sd->holders, &hold);
-    if (st != ZKL_OK)
+    if (st != ZKL_OK) {
+        zkl__stats_unmark(sd->c, &hold);
         (void)let_go(sd, &hold, true);
-    else
-        zkl__stats_acquired(sd->stats, zkl__now_us() - t0);
+    } else {
+        zkl__stats_acquired(sd->stats, sd->c, NULL, zkl__now_us() - t0);
+    }
     return st;
 }
 

@@ -1,6 +1,9 @@
 /*
  * stats.c - see stats.h: the counting.
  */
+#include <stdlib.h>
+#include <utlist.h>
+
 #include "base/status.h"
 #include "base/util.h"
 #include "core/stats.h"
@@ -24,12 +27,64 @@ static void observe(zkl__hist *h, int64_t us)
     ADD(h->sum_us, (uint64_t)us);
 }
 
-void zkl__stats_acquired(zkl__lockstats *s, int64_t wait_us)
+/* A live hold's tally: in c->marks, under c->mu. */
+typedef struct zkl__holdmark {
+    zkl__lockstats *stats;
+    uint64_t epoch;
+    int64_t granted_us;
+    bool counted; /* its loss and hold time are counted: its release adds nothing */
+    struct zkl__holdmark *prev, *next;
+} zkl__holdmark;
+
+void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h)
+{
+    zkl__holdmark *m;
+    h->mark = NULL; /* (a hold passed on locally carries its old holder's) */
+    if (!s || !(m = calloc(1, sizeof *m)))
+        return; /* (counted at its release) */
+    m->stats = s;
+    m->epoch = h->epoch;
+    m->granted_us = h->granted_us;
+    h->mark = m;
+    pthread_mutex_lock(&c->mu);
+    DL_APPEND2(c->marks, m, prev, next);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Drop h's tally; whether its loss was counted already. */
+static bool unmark(zkl_client *c, zkl__hold *h)
+{
+    bool counted;
+    if (!h->mark)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    counted = h->mark->counted;
+    DL_DELETE2(c->marks, h->mark, prev, next);
+    pthread_mutex_unlock(&c->mu);
+    free(h->mark);
+    h->mark = NULL;
+    return counted;
+}
+
+void zkl__stats_unmark(zkl_client *c, zkl__hold *h)
+{
+    (void)unmark(c, h);
+}
+
+void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, int64_t wait_us)
 {
     if (!s)
         return;
     ADD(s->acquisitions, 1);
     observe(&s->wait, wait_us);
+    if (h)
+        zkl__stats_mark(s, c, h);
+}
+
+void zkl__stats_passed(zkl__lockstats *s)
+{
+    if (s)
+        ADD(s->handoffs, 1);
 }
 
 void zkl__stats_failed(zkl__lockstats *s, zkl_status st)
@@ -38,15 +93,47 @@ void zkl__stats_failed(zkl__lockstats *s, zkl_status st)
         ADD(s->timeouts, 1);
 }
 
-void zkl__stats_released(zkl__lockstats *s, zkl_client *c, const zkl__hold *h, zkl_status st)
+/* Hold of stats s, granted at granted_us, ends now: lost or not. */
+static void hold_ended(zkl__lockstats *s, int64_t granted_us, bool lost, bool lease_expired)
 {
-    if (!s)
-        return;
-    if (h->granted_us)
-        observe(&s->hold, zkl__now_us() - h->granted_us);
-    if (st != ZKL_ELOST)
+    if (granted_us)
+        observe(&s->hold, zkl__now_us() - granted_us);
+    if (!lost)
         return;
     ADD(s->lost, 1);
-    if (atomic_load(&c->lease_expired_epoch) == h->epoch)
+    if (lease_expired)
         ADD(s->lease_expiries, 1);
+}
+
+void zkl__stats_released(zkl__lockstats *s, zkl_client *c, zkl__hold *h, zkl_status st)
+{
+    if (unmark(c, h) || !s) /* (its loss was counted when told) */
+        return;
+    hold_ended(s, h->granted_us, st == ZKL_ELOST, atomic_load(&c->lease_expired_epoch) == h->epoch);
+}
+
+void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired)
+{
+    zkl__holdmark *m;
+    DL_FOREACH2(c->marks, m, next)
+    {
+        if (m->epoch != epoch || m->counted)
+            continue;
+        m->counted = true;
+        hold_ended(m->stats, m->granted_us, true, lease_expired);
+    }
+}
+
+void zkl__stats_forget(zkl_client *c, const zkl__lockstats *s)
+{
+    zkl__holdmark *m, *tmp;
+    pthread_mutex_lock(&c->mu);
+    DL_FOREACH_SAFE2(c->marks, m, tmp, next)
+    {
+        if (m->stats == s) {
+            DL_DELETE2(c->marks, m, prev, next);
+            free(m);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
 }

@@ -22,6 +22,7 @@ typedef struct zkl__hist {
 
 typedef struct zkl__lockstats {
     _Atomic uint64_t acquisitions, timeouts, lost, lease_expiries;
+    _Atomic uint64_t handoffs; /* holds passed to another thread of the process */
     zkl__hist wait, hold;
 } zkl__lockstats;
 
@@ -29,15 +30,34 @@ typedef struct zkl__lockstats {
 extern const char *const zkl__bucket_le[ZKL__BUCKETS];
 
 /* Each stats may be NULL (nothing counted). */
-/* An acquire that succeeded after waiting wait_us. */
-void zkl__stats_acquired(zkl__lockstats *s, int64_t wait_us);
+/*
+ * An acquire that succeeded after waiting wait_us. h: the new hold it gave
+ * (NULL for a re-entry), which gets a tally (h->mark) in c's list, so that
+ * its loss is counted when it is told (zkl__stats_lost_locked), not when
+ * the program gets round to releasing it. Without memory for the tally the
+ * hold is counted at its release, as it ends.
+ */
+void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, int64_t wait_us);
+/* Only the tally of new hold h (the acquire is counted apart), and its undoing, uncounted. */
+void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h);
+void zkl__stats_unmark(zkl_client *c, zkl__hold *h);
+/* A hold passed on locally, to another thread of the process. */
+void zkl__stats_passed(zkl__lockstats *s);
 /* An acquire that ended with st (ZKL_ETIMEDOUT counts; others not). */
 void zkl__stats_failed(zkl__lockstats *s, zkl_status st);
 /*
  * The last release of hold h ended with st: its hold time, and if the hold
  * was lost (ZKL_ELOST) a loss, a lease expiry too if its session's lease
- * ran out.
+ * ran out; nothing more if its loss was counted when told. Frees h's tally.
  */
-void zkl__stats_released(zkl__lockstats *s, zkl_client *c, const zkl__hold *h, zkl_status st);
+void zkl__stats_released(zkl__lockstats *s, zkl_client *c, zkl__hold *h, zkl_status st);
+/*
+ * Session epoch of c is lost (its lease ran out, if lease_expired): every
+ * hold of that session ends now, in the counts and the hold times, once.
+ * The hook client.h's holds_lost_locked; c->mu held.
+ */
+void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired);
+/* The lock object part whose stats are s is going: its tallies are dropped. */
+void zkl__stats_forget(zkl_client *c, const zkl__lockstats *s);
 
 #endif

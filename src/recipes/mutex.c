@@ -29,18 +29,12 @@ static bool holds_in(void *self, uint64_t epoch)
     return zkl__holders_in_epoch(&m->side.holders, epoch) || zkl__side_async_in(&m->side, epoch);
 }
 
-/* The metrics' local hand-offs (lockobj.h). */
-static uint64_t local_handoffs(void *self, int part)
-{
-    (void)part;
-    return zkl__side_local_handoffs(&((zkl_mutex *)self)->side);
-}
-
 zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
 {
     ZKL__REFUSE_IN_LOG();
     zkl_mutex *m;
     zkl__lockobj *obj;
+    zkl__lockstats *stats;
     zkl_status st;
     zkl__clear_err();
     if (out)
@@ -49,13 +43,13 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     m = (zkl_mutex *)obj; /* its first member */
+    if ((st = zkl__lockobj_add_part(&m->obj, "mutex", true, &stats)) != ZKL_OK) {
+        zkl__lockobj_free(&m->obj);
+        return st;
+    }
     zkl__side_init(&m->side, c, m->obj.path, &zkl__mutex_driver);
     m->side.lookahead = ZKL__LOOKAHEAD_IF_CARRIED;
-    m->obj.part[0].side = "mutex";
-    m->obj.nparts = 1;
-    m->obj.handoffs = local_handoffs;
-    m->obj.part[0].hands_off = true;
-    m->side.stats = &m->obj.part[0].stats;
+    m->side.stats = stats;
     *out = m;
     return ZKL_OK;
 }

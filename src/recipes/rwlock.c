@@ -28,17 +28,12 @@ static bool holds_in(void *self, uint64_t epoch)
            zkl__side_async_in(&l->write, epoch);
 }
 
-/* The metrics' local hand-offs (lockobj.h): the write side's; readers share. */
-static uint64_t local_handoffs(void *self, int part)
-{
-    return part == 1 ? zkl__side_local_handoffs(&((zkl_rwlock *)self)->write) : 0;
-}
-
 zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
 {
     ZKL__REFUSE_IN_LOG();
     zkl_rwlock *l;
     zkl__lockobj *obj;
+    zkl__lockstats *rs, *ws;
     zkl_status st;
     zkl__clear_err();
     if (out)
@@ -47,15 +42,16 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     l = (zkl_rwlock *)obj; /* its first member */
+    /* (readers share: only the write side passes holds on) */
+    if ((st = zkl__lockobj_add_part(&l->obj, "read", false, &rs)) != ZKL_OK ||
+        (st = zkl__lockobj_add_part(&l->obj, "write", true, &ws)) != ZKL_OK) {
+        zkl__lockobj_free(&l->obj);
+        return st;
+    }
     zkl__side_init(&l->read, c, l->obj.path, &zkl__read_driver);
     zkl__side_init(&l->write, c, l->obj.path, &zkl__write_driver);
-    l->obj.part[0].side = "read";
-    l->obj.part[1].side = "write";
-    l->obj.nparts = 2;
-    l->obj.handoffs = local_handoffs;
-    l->obj.part[1].hands_off = true; /* (the write side only) */
-    l->read.stats = &l->obj.part[0].stats;
-    l->write.stats = &l->obj.part[1].stats;
+    l->read.stats = rs;
+    l->write.stats = ws;
     /* Hand-offs between writers and readers need no listing on their path;
      * the look-ahead's request keeps a pair below Curator's count. */
     l->read.lookahead = ZKL__LOOKAHEAD_ON;

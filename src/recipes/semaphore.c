@@ -31,8 +31,9 @@ struct zkl_semaphore {
     char *locks, *leases;
     int max_leases;
     pthread_mutex_t mu;
-    int out;             /* leases not yet returned */
-    zkl_lease *out_list; /* those leases (utlist) */
+    int out;               /* leases not yet returned */
+    zkl_lease *out_list;   /* those leases (utlist) */
+    zkl__lockstats *stats; /* the metrics' (lockobj.h) */
 };
 
 struct zkl_lease {
@@ -72,11 +73,10 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     s = (zkl_semaphore *)obj; /* its first member */
-    s->obj.part[0].side = "semaphore";
-    s->obj.nparts = 1;
+    st = zkl__lockobj_add_part(&s->obj, "semaphore", false, &s->stats);
     s->locks = zkl__path_join(path, "locks");
     s->leases = zkl__path_join(path, "leases");
-    if (!s->locks || !s->leases) {
+    if (st != ZKL_OK || !s->locks || !s->leases) {
         free(s->locks);
         free(s->leases);
         zkl__lockobj_free(&s->obj);
@@ -253,7 +253,7 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
         else
             st = lease_round(s, n - i, deadline, &leases[i], &got);
         for (k = 0; k < got; k++)
-            zkl__stats_acquired(&s->obj.part[0].stats, zkl__now_us() - t0);
+            zkl__stats_acquired(s->stats, s->obj.c, &leases[i + k]->hold, zkl__now_us() - t0);
         if (st == ZKL_ELOST && zkl__now_ms() < deadline) {
             return_all(&leases[i], got); /* lost while counting: queue again */
             got = 0;
@@ -261,7 +261,7 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
         }
     }
     if (st != ZKL_OK) {
-        zkl__stats_failed(&s->obj.part[0].stats, st);
+        zkl__stats_failed(s->stats, st);
         return_all(leases, i);
     }
     zkl__lockobj_leave(&s->obj);
@@ -296,7 +296,7 @@ static void sem_args(zkl_op *op, int stage, zkl__acquire_args *a)
 /* The metrics of a finished async acquire: each lease granted, or the timeout. */
 static void sem_counted(zkl_op *op, zkl_status st)
 {
-    zkl__lockstats *stats = &((zkl_semaphore *)op->obj)->obj.part[0].stats;
+    zkl__lockstats *stats = ((zkl_semaphore *)op->obj)->stats;
     int i;
     if (st != ZKL_OK) {
         zkl__stats_failed(stats, st);
@@ -304,7 +304,7 @@ static void sem_counted(zkl_op *op, zkl_status st)
     }
     op->at = 1; /* granted: its leases' hold times count at release (sem_end) */
     for (i = 0; i < op->nholds; i++)
-        zkl__stats_acquired(stats, zkl__now_us() - op->started_us);
+        zkl__stats_acquired(stats, op->c, &op->holds[i], zkl__now_us() - op->started_us);
 }
 
 static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
@@ -344,7 +344,7 @@ static void sem_end(zkl_op *op)
     zkl_semaphore *s = op->obj;
     int i;
     for (i = 0; op->at && i < op->want; i++) /* granted, and let go now */
-        zkl__stats_released(&s->obj.part[0].stats, s->obj.c, &op->holds[i], op->let_go_st);
+        zkl__stats_released(s->stats, s->obj.c, &op->holds[i], op->let_go_st);
     pthread_mutex_lock(&s->mu);
     s->out--;
     pthread_mutex_unlock(&s->mu);
@@ -401,7 +401,7 @@ zkl_status zkl_lease_return(zkl_lease *l)
     }
     hold = l->hold; /* (the release frees its node) */
     st = zkl__lock_release(s->obj.c, &l->hold);
-    zkl__stats_released(&s->obj.part[0].stats, s->obj.c, &hold, st);
+    zkl__stats_released(s->stats, s->obj.c, &hold, st);
     pthread_mutex_lock(&s->mu);
     s->out--;
     DL_DELETE(s->out_list, l);

@@ -150,6 +150,11 @@ typedef struct zkl__hooks {
     int64_t (*engine_turn)(struct zkl_client *c, int64_t now_us);
     /* client: free the engine's state at close (nothing outstanding) */
     void (*engine_free)(struct zkl_client *c);
+    /* session: LOST or LEASE_EXPIRED of session epoch is being told: the
+     * holds of that session end now in the metrics (c->mu held) */
+    void (*holds_lost_locked)(struct zkl_client *c, uint64_t epoch, bool lease_expired);
+    /* client: free the metrics' series at close (core/series.h) */
+    void (*series_free)(struct zkl_client *c);
 } zkl__hooks;
 
 struct zkl__cleanup; /* services/cleanup.h */
@@ -181,7 +186,6 @@ struct zkl_client {
     _Atomic uint64_t lease_expired_epoch; /* the last session whose lease ran out */
     struct zkl__lockobj *objs; /* the lock objects made on it (core/lockobj.c), under mu */
     double created;            /* when it was opened, Unix seconds (the metrics' _created) */
-    uint64_t objs_made;
     uint64_t watch_events, sessions;
     pthread_t worker;
     /* the zkl__now_us() time the sleeping worker wakes at; 0 while it runs
@@ -194,7 +198,13 @@ struct zkl_client {
     struct zkl__cleanup *cleanup;
     struct zkl__revs *revs;
     struct zkl__lease *lease;
-    struct zkl__engine *engine; /* the core's, once it has run an operation */
+    struct zkl__engine *engine;  /* the core's, once it has run an operation */
+    struct zkl__holdmark *marks; /* the live holds' tallies (core/stats.c), under mu */
+    struct zkl__series *series;  /* what the metrics count into (core/series.h), under mu */
+    int series_idle;             /* of them, those no live object counts into */
+    uint64_t series_clock;       /* counts series going idle: their eviction order */
+    char *name;                  /* the metrics' client label (zkl_client_set_name), under mu */
+    unsigned number;             /* 1, 2, ...: its place among the process's opens */
 #ifdef ZKL_FAULTS
     zkl__faults faults;
 #endif
@@ -209,7 +219,7 @@ struct zkl_client {
     int handles; /* live lock objects made on this client */
     int granted_timeout;
     zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
-    bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
+    bool locks_ready;          /* mu, cv, wcv and listen_mu are initialised */
     bool connected;
     bool ever_connected;
     bool closing;

@@ -77,6 +77,9 @@ int64_t zkl__events_turn(zkl_client *c)
     ev = c->evq[c->evq_head];
     c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
     c->evq_len--;
+    if ((ev.state == ZKL_STATE_LOST || ev.state == ZKL_STATE_LEASE_EXPIRED) &&
+        c->hooks.holds_lost_locked) /* counted before anyone is told */
+        c->hooks.holds_lost_locked(c, ev.epoch, ev.state == ZKL_STATE_LEASE_EXPIRED);
     pthread_mutex_unlock(&c->mu);
     if (c->opts.on_state)
         c->opts.on_state(c, ev.state, c->opts.state_userdata);

@@ -132,9 +132,10 @@ static long long lock_metric(zkl_client *c, const char *name, const char *path)
     char prefix[512];
     const char *at;
     ok(zkl_client_metrics(c, text, sizeof text, NULL), "metrics");
-    snprintf(prefix, sizeof prefix, "\n%s{path=\"%s\",side=\"mutex\"", name, path);
-    at = strstr(text, prefix);
-    return at && (at = strstr(at, "} ")) ? strtoll(at + 2, NULL, 10) : -1;
+    snprintf(prefix, sizeof prefix, ",path=\"%s\",side=\"mutex\"} ", path);
+    at = strstr(text, name); /* (its family's first sample; one client, one series) */
+    at = at ? strstr(at, prefix) : NULL;
+    return at ? strtoll(at + strlen(prefix), NULL, 10) : -1;
 }
 
 static void cut_round(int round, struct figures *fig)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "zklock/zklock.h"
+#include "faultproxy.h"
 #include "zkt.h"
 
 static void ok(zkl_status st, const char *what)
@@ -32,17 +33,19 @@ static char *metrics(zkl_client *c)
     return buf;
 }
 
-/* The value of sample name{path=P,side=S,...}, -1 if there is none. */
+/* Whose samples sample() and bucket() read: the client named so. */
+static const char *who = "main";
+
+/* The value of sample name{client=who,path=P,side=S}, -1 if there is none. */
 static long long sample(const char *text, const char *name, const char *path, const char *side)
 {
     char prefix[512];
     const char *at = text;
-    snprintf(prefix, sizeof prefix, "%s{path=\"%s\",side=\"%s\",id=\"", name, path, side);
+    snprintf(prefix, sizeof prefix, "%s{client=\"%s\",path=\"%s\",side=\"%s\"} ", name, who, path,
+             side);
     while ((at = strstr(at, prefix)) != NULL) {
-        if (at == text || at[-1] == '\n') {
-            const char *v = strstr(at, "} ");
-            return v ? strtoll(v + 2, NULL, 10) : -1;
-        }
+        if (at == text || at[-1] == '\n')
+            return strtoll(at + strlen(prefix), NULL, 10);
         at++;
     }
     return -1;
@@ -54,7 +57,8 @@ static long long bucket(const char *text, const char *name, const char *path, co
 {
     char prefix[512], tail[64];
     const char *at = text, *eol;
-    snprintf(prefix, sizeof prefix, "%s_bucket{path=\"%s\",side=\"%s\",", name, path, side);
+    snprintf(prefix, sizeof prefix, "%s_bucket{client=\"%s\",path=\"%s\",side=\"%s\",", name, who,
+             path, side);
     snprintf(tail, sizeof tail, "le=\"%s\"} ", le);
     while ((at = strstr(at, prefix)) != NULL) {
         const char *t = strstr(at, tail);
@@ -118,6 +122,16 @@ static void check_strict(const char *text)
     cr_assert_eq(rc, 0, "the strict parser refused the text (its reason is above):\n%s", text);
 }
 
+/* c's mutex at pa shows one lost hold (zkt_wait_for). */
+static const char *lost_path;
+static int lost_told(void *c)
+{
+    char *text = metrics(c);
+    long long n = sample(text, "zklock_holds_lost_total", lost_path, "mutex");
+    free(text);
+    return n == 1;
+}
+
 static atomic_int async_done;
 
 static void on_async(zkl_op *op, zkl_status st, const char *msg, void *ud)
@@ -138,6 +152,8 @@ Test(metrics, a_known_workload, .timeout = 90)
 {
     zkl_client *c = zkt_client(0), *other = zkt_client(0);
     char *base = zkt_path("metrics"), pa[256], pb[256], pc[256], pd[256], *text;
+    ok(zkl_client_set_name(c, "main"), "name");
+    long long holds_before;
     zkl_mutex *m, *mo, *ma;
     zkl_rwlock *rw;
     zkl_semaphore *s;
@@ -208,37 +224,55 @@ Test(metrics, a_known_workload, .timeout = 90)
     /* a histogram: cumulative, its +Inf bucket its count */
     {
         char prefix[400];
-        snprintf(prefix, sizeof prefix, "zklock_wait_seconds_bucket{path=\"%s\",side=\"mutex\"",
-                 pa);
+        snprintf(prefix, sizeof prefix,
+                 "zklock_wait_seconds_bucket{client=\"main\",path=\"%s\",side=\"mutex\"", pa);
         cr_assert(strstr(text, prefix), "no buckets for %s", pa);
         cr_assert(strstr(strstr(text, prefix), "le=\"+Inf\"} 4\n"), "the +Inf bucket is not 4");
     }
     /* the client: requests by kind add up to the stats' count */
     ok(zkl_client_stats_get(c, &stats), "stats");
-    for (k = strstr(text, "\nzklock_requests_total{kind="); k;
-         k = strstr(k + 1, "\nzklock_requests_total{kind="))
+    for (k = strstr(text, "\nzklock_requests_total{client=\"main\",kind="); k;
+         k = strstr(k + 1, "\nzklock_requests_total{client=\"main\",kind="))
         kinds += strtoll(strstr(k, "} ") + 2, NULL, 10);
     cr_assert_eq((uint64_t)kinds, stats.requests, "requests by kind %lld, in all %llu", kinds,
                  (unsigned long long)stats.requests);
-    cr_assert_gt(client_sample(text, "zklock_requests_total{kind=\"create\"} "), 0);
-    cr_assert_eq(client_sample(text, "zklock_sessions_total "), 1);
-    cr_assert_eq(client_sample(text, "zklock_sessions_lost_total "), 0);
+    cr_assert_gt(client_sample(text, "zklock_requests_total{client=\"main\",kind=\"create\"} "), 0);
+    cr_assert_eq(client_sample(text, "zklock_sessions_total{client=\"main\"} "), 1);
+    cr_assert_eq(client_sample(text, "zklock_sessions_lost_total{client=\"main\"} "), 0);
     free(text);
 
-    /* a destroyed object is gone from the text */
+    /* a destroyed object's series stays, and a new object of its path counts on in it */
     ok(zkl_mutex_destroy(ma), "destroy");
     text = metrics(c);
-    cr_assert_eq(sample(text, "zklock_acquisitions_total", pd, "mutex"), -1);
+    cr_assert_eq(sample(text, "zklock_acquisitions_total", pd, "mutex"), 1);
+    free(text);
+    ok(zkl_mutex_create(c, pd, &ma), "the same path again");
+    ok(zkl_mutex_acquire(ma, 5000), "acquire");
+    ok(zkl_mutex_release(ma), "release");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    text = metrics(c);
+    cr_assert_eq(sample(text, "zklock_acquisitions_total", pd, "mutex"), 2, "%s", text);
     free(text);
 
-    /* a hold lost with its session: a loss, and a lost session */
+    /* a hold lost with its session: a loss, and a lost session, counted when
+     * LOST is told (before the program releases), and once */
+    text = metrics(c);
+    holds_before = sample(text, "zklock_hold_seconds_count", pa, "mutex");
+    free(text);
+    lost_path = pa;
     ok(zkl_mutex_acquire(m, 5000), "acquire");
     zkt_expire_seen(c);
+    cr_assert(zkt_wait_for(lost_told, c, 10000), "the loss was not counted before the release");
+    text = metrics(c);
+    cr_assert_eq(sample(text, "zklock_lease_expiries_total", pa, "mutex"), 0);
+    cr_assert_eq(sample(text, "zklock_hold_seconds_count", pa, "mutex"), holds_before + 1,
+                 "the lost hold's time ends at its loss");
+    free(text);
     cr_assert_eq(zkl_mutex_release(m), ZKL_ELOST);
     text = metrics(c);
-    cr_assert_eq(sample(text, "zklock_holds_lost_total", pa, "mutex"), 1);
-    cr_assert_eq(sample(text, "zklock_lease_expiries_total", pa, "mutex"), 0);
-    cr_assert_eq(client_sample(text, "zklock_sessions_lost_total "), 1);
+    cr_assert_eq(sample(text, "zklock_holds_lost_total", pa, "mutex"), 1, "counted once");
+    cr_assert_eq(sample(text, "zklock_hold_seconds_count", pa, "mutex"), holds_before + 1);
+    cr_assert_eq(client_sample(text, "zklock_sessions_lost_total{client=\"main\"} "), 1);
     free(text);
 
     cr_assert_eq(zkl_client_metrics(NULL, (char[8]){0}, 8, NULL), ZKL_EINVAL);
@@ -250,4 +284,199 @@ Test(metrics, a_known_workload, .timeout = 90)
     ok(zkl_client_close(other), "close");
     ok(zkl_client_close(c), "close");
     free(base);
+}
+
+/* The client's hold-state reports, as the state callback sees them. */
+static atomic_int lease_told;
+static void note_state(zkl_client *c, zkl_conn_state st, void *ud)
+{
+    (void)c;
+    (void)ud;
+    if (st == ZKL_STATE_LEASE_EXPIRED)
+        atomic_store(&lease_told, 1);
+}
+
+static int flag(void *p)
+{
+    return atomic_load((atomic_int *)p) != 0;
+}
+
+static _Atomic zkl_status async_st = ZKL_ETIMEDOUT;
+static atomic_int async_got;
+static void on_async_keep(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    (void)op;
+    (void)msg;
+    (void)ud;
+    async_st = st;
+    atomic_store(&async_got, 1);
+}
+
+/*
+ * Every kind of hold whose lease runs out (the server stops hearing from
+ * the client) is counted lost, with a lease expiry, and its hold time ends,
+ * when LEASE_EXPIRED is told: before the program releases it, and only once.
+ */
+Test(metrics, holds_whose_lease_ran_out_are_counted_when_told, .timeout = 90)
+{
+    fp_proxy *fp = fp_start(zkt_servers());
+    zkl_client_options o;
+    zkl_client *c;
+    zkl_mutex *m, *ma;
+    zkl_rwlock *rw;
+    zkl_semaphore *s;
+    zkl_lease *lease;
+    zkl_op *op;
+    char *base = zkt_path("lostmetrics"), p[4][256], *text;
+    const char *side[4] = {"mutex", "read", "semaphore", "mutex"};
+    int i, pass;
+    cr_assert(fp, "fp_start");
+    for (i = 0; i < 4; i++)
+        snprintf(p[i], sizeof p[i], "%s/%d", base, i);
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 2000;
+    o.on_state = note_state;
+    ok(zkl_client_open(fp_connect_string(fp), &o, &c), "open through the proxy");
+    ok(zkl_client_set_name(c, "main"), "name");
+    ok(zkl_mutex_create(c, p[0], &m), "mutex");
+    ok(zkl_rwlock_create(c, p[1], &rw), "rwlock");
+    ok(zkl_semaphore_create(c, p[2], 2, &s), "semaphore");
+    ok(zkl_mutex_create(c, p[3], &ma), "mutex for the async handle");
+    ok(zkl_mutex_acquire(m, 5000), "mutex acquire");
+    ok(zkl_rwlock_read_acquire(rw, 5000), "read acquire");
+    ok(zkl_semaphore_acquire(s, 5000, &lease), "lease");
+    ok(zkl_mutex_acquire_async(ma, 5000, on_async_keep, NULL, &op), "async acquire");
+    cr_assert(zkt_wait_for(flag, &async_got, 10000));
+    ok(async_st, "async acquire granted");
+
+    fp_drop_requests(fp, true);
+    cr_assert(zkt_wait_for(flag, &lease_told, 15000), "no LEASE_EXPIRED");
+    for (pass = 0; pass < 2; pass++) { /* told, not released; then released */
+        text = metrics(c);
+        for (i = 0; i < 4; i++) {
+            cr_assert_eq(sample(text, "zklock_holds_lost_total", p[i], side[i]), 1, "%s (%s), %s",
+                         p[i], side[i], pass ? "after release" : "once told");
+            cr_assert_eq(sample(text, "zklock_lease_expiries_total", p[i], side[i]), 1, "%s",
+                         side[i]);
+            cr_assert_eq(sample(text, "zklock_hold_seconds_count", p[i], side[i]), 1, "%s",
+                         side[i]);
+        }
+        free(text);
+        if (pass)
+            break;
+        cr_assert_eq(zkl_mutex_release(m), ZKL_ELOST);
+        cr_assert_eq(zkl_rwlock_read_release(rw), ZKL_ELOST);
+        cr_assert_eq(zkl_lease_return(lease), ZKL_ELOST);
+        cr_assert_eq(zkl_op_release(op), ZKL_ELOST);
+    }
+    fp_drop_requests(fp, false);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_mutex_destroy(ma), "destroy");
+    ok(zkl_rwlock_destroy(rw), "destroy");
+    ok(zkl_semaphore_destroy(s), "destroy");
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    free(base);
+}
+
+static char *process_metrics(void)
+{
+    size_t need = 0;
+    char *buf;
+    cr_assert_eq(zkl_process_metrics((char[8]){0}, 8, &need), ZKL_ENOMEM);
+    buf = malloc(need + 1);
+    ok(zkl_process_metrics(buf, need + 1, &need), "process metrics");
+    return buf;
+}
+
+/* How many lines of text start with prefix. */
+static int lines_with(const char *text, const char *prefix)
+{
+    int n = 0;
+    const char *at = text;
+    while ((at = strstr(at, prefix)) != NULL) {
+        if (at == text || at[-1] == '\n')
+            n++;
+        at++;
+    }
+    return n;
+}
+
+/*
+ * One scrape for a process with several clients: every open client's
+ * families in one text (each family's samples together), told apart by a
+ * client label the program may set; series keyed by what the program
+ * knows (path and side), so objects made per request add to one series,
+ * and the series of gone objects are bounded.
+ */
+Test(metrics, one_text_for_a_process_of_several_clients, .timeout = 120)
+{
+    zkl_client *c[3] = {zkt_client(0), zkt_client(0), zkt_client(0)};
+    char *path = zkt_path("process"), other[300], label[64], *text, longname[80];
+    zkl_mutex *m;
+    int i;
+    ok(zkl_client_set_name(c[0], "orders"), "name");
+    ok(zkl_client_set_name(c[1], "billing \"eu\""), "a name with a quote");
+    for (i = 0; i < 3; i++) {
+        ok(zkl_mutex_create(c[i], path, &m), "create");
+        ok(zkl_mutex_acquire(m, 5000), "acquire");
+        ok(zkl_mutex_release(m), "release");
+        ok(zkl_mutex_destroy(m), "destroy");
+    }
+    for (i = 0; i < 50; i++) { /* an object per request, on one path */
+        ok(zkl_mutex_create(c[0], path, &m), "create");
+        ok(zkl_mutex_acquire(m, 5000), "acquire");
+        ok(zkl_mutex_release(m), "release");
+        ok(zkl_mutex_destroy(m), "destroy");
+    }
+    text = process_metrics();
+    check_form(text);
+    check_strict(text);
+    who = "orders";
+    cr_assert_eq(sample(text, "zklock_acquisitions_total", path, "mutex"), 51, "one series");
+    who = "billing \\\"eu\\\"";
+    cr_assert_eq(sample(text, "zklock_acquisitions_total", path, "mutex"), 1, "%s", text);
+    who = label; /* the unnamed one: its number among the process's opens */
+    cr_assert(strstr(text, "zklock_sessions_total{client=\""), "%s", text);
+    for (i = 1; i < 100; i++) {
+        snprintf(label, sizeof label, "%d", i);
+        if (sample(text, "zklock_acquisitions_total", path, "mutex") == 1)
+            break;
+    }
+    cr_assert_lt(i, 100, "no series of the unnamed client: %s", text);
+    cr_assert_eq(lines_with(text, "zklock_sessions_total{"), 3);
+    cr_assert_eq(lines_with(text, "# EOF"), 1);
+    free(text);
+
+    /* names: checked, and unique among the open clients */
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    const char *bad[] = {"", "123", "tab\there", "über", longname, "orders"};
+    for (i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
+        cr_assert_eq(zkl_client_set_name(c[1], bad[i]), ZKL_EINVAL, "'%s' taken", bad[i]);
+    cr_assert_eq(zkl_client_set_name(NULL, "x"), ZKL_EINVAL);
+    cr_assert_eq(zkl_client_set_name(c[1], NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_process_metrics(NULL, 8, NULL), ZKL_EINVAL);
+    ok(zkl_client_set_name(c[0], "orders"), "its own name again");
+
+    /* objects gone from many paths: their series are kept up to a bound */
+    for (i = 0; i < 300; i++) {
+        snprintf(other, sizeof other, "%s/p%d", path, i);
+        ok(zkl_mutex_create(c[2], other, &m), "create");
+        ok(zkl_mutex_destroy(m), "destroy");
+    }
+    text = process_metrics();
+    snprintf(other, sizeof other, "zklock_acquisitions_total{client=\"%s\",", label);
+    cr_assert_eq(lines_with(text, other), 256, "the kept series of gone objects");
+    free(text);
+
+    /* a closed client leaves the text */
+    ok(zkl_client_close(c[1]), "close");
+    text = process_metrics();
+    cr_assert_eq(lines_with(text, "zklock_sessions_total{"), 2);
+    cr_assert_eq(strstr(text, "billing"), NULL);
+    free(text);
+    ok(zkl_client_close(c[0]), "close");
+    ok(zkl_client_close(c[2]), "close");
+    free(path);
 }

@@ -65,7 +65,10 @@ scrape() { # PORT: the body of GET /metrics (bash's /dev/tcp, no client needed)
     sed '1,/^\r$/d' <&3
     exec 3<&-
 }
-acquired() { sed -n 's/^zklock_acquisitions_total{[^}]*side="mutex"[^}]*} \([0-9]*\)$/\1/p' <<<"$1"; }
+# acquired TEXT CLIENT: the acquisitions of CLIENT's mutex series
+acquired() {
+    sed -n "s/^zklock_acquisitions_total{client=\"$2\",[^}]*side=\"mutex\"} \\([0-9]*\\)\$/\\1/p" <<<"$1"
+}
 timeout 60 "$bin/zklock_example_metrics_http" "$hosts" "$base/metrics" 0 20 >"$tmp/metrics.out" 2>&1 &
 mp=$!
 port=
@@ -81,17 +84,20 @@ if [[ -n $port ]]; then
     m1=$(scrape "$port")
     sleep 0.5
     m2=$(scrape "$port")
-    a1=$(acquired "$m1")
-    a2=$(acquired "$m2")
-    msg="acquisitions ${a1:-none} then ${a2:-none}"
-    if [[ $(tail -n 1 <<<"$m2") == "# EOF" && -n $a1 && -n $a2 ]] && ((a2 > a1)) &&
+    a1=$(acquired "$m1" jobs)
+    a2=$(acquired "$m2" jobs)
+    b1=$(acquired "$m1" reports)
+    b2=$(acquired "$m2" reports)
+    msg="acquisitions: jobs ${a1:-none} then ${a2:-none}, reports ${b1:-none} then ${b2:-none}"
+    if [[ $(tail -n 1 <<<"$m2") == "# EOF" && -n $a1 && -n $a2 && -n $b1 && -n $b2 ]] &&
+        ((a2 > a1 && b2 > b1)) && [[ $(grep -c '^# EOF$' <<<"$m2") == 1 ]] &&
         grep -q '^# TYPE zklock_wait_seconds histogram$' <<<"$m2"; then
         rc=0
     fi
 fi
 kill -TERM $mp 2>/dev/null
 wait $mp 2>/dev/null
-report "metrics_http (two scrapes of /metrics)" $rc "$msg; $(cat "$tmp/metrics.out")"
+report "metrics_http (two scrapes of /metrics, two clients in one text)" $rc "$msg; $(cat "$tmp/metrics.out")"
 
 log=$tmp/demo.log
 timeout 120 "$bin/zklock_demo" "$hosts" "$base/demo" 2 "$log" >"$tmp/demo1.out" 2>&1 &

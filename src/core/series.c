@@ -1,0 +1,85 @@
+/*
+ * series.c - see series.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "base/util.h"
+#include "core/series.h"
+
+static void series_free(zkl__series *s)
+{
+    free(s->path);
+    free(s);
+}
+
+zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, bool hands_off)
+{
+    zkl__series *s, *made;
+    pthread_mutex_lock(&c->mu);
+    DL_FOREACH(c->series, s)
+    if (s->side == side && !strcmp(s->path, path)) {
+        if (s->refs++ == 0)
+            c->series_idle--;
+        pthread_mutex_unlock(&c->mu);
+        return s;
+    }
+    pthread_mutex_unlock(&c->mu);
+    made = calloc(1, sizeof *made);
+    if (!made || !(made->path = strdup(path))) {
+        free(made);
+        return NULL;
+    }
+    made->side = side;
+    made->hands_off = hands_off;
+    made->created = zkl__unix_s();
+    made->refs = 1;
+    pthread_mutex_lock(&c->mu);
+    DL_FOREACH(c->series, s) /* made meanwhile by another thread? */
+    if (s->side == side && !strcmp(s->path, path)) {
+        if (s->refs++ == 0)
+            c->series_idle--;
+        pthread_mutex_unlock(&c->mu);
+        series_free(made);
+        return s;
+    }
+    DL_APPEND(c->series, made);
+    c->hooks.series_free = zkl__series_free_all;
+    pthread_mutex_unlock(&c->mu);
+    return made;
+}
+
+void zkl__series_put(zkl_client *c, zkl__series *s)
+{
+    zkl__series *it, *oldest = NULL;
+    if (!s)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (--s->refs == 0) {
+        s->idle_since = ++c->series_clock;
+        c->series_idle++;
+    }
+    if (c->series_idle > ZKL__SERIES_KEPT) {
+        DL_FOREACH(c->series, it)
+        if (it->refs == 0 && (!oldest || it->idle_since < oldest->idle_since))
+            oldest = it;
+        DL_DELETE(c->series, oldest);
+        c->series_idle--;
+    } else {
+        oldest = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (oldest)
+        series_free(oldest);
+}
+
+void zkl__series_free_all(zkl_client *c)
+{
+    zkl__series *s, *tmp;
+    DL_FOREACH_SAFE(c->series, s, tmp)
+    {
+        DL_DELETE(c->series, s);
+        series_free(s);
+    }
+}
