@@ -64,10 +64,10 @@ void zkl__series_put(zkl_client *c, zkl__series *s)
         DL_FOREACH(c->series, it)
         if (it->refs == 0 && (!oldest || it->idle_since < oldest->idle_since))
             oldest = it;
+    }
+    if (oldest) {
         DL_DELETE(c->series, oldest);
         c->series_idle--;
-    } else {
-        oldest = NULL;
     }
     pthread_mutex_unlock(&c->mu);
     if (oldest)

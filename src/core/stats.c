@@ -131,7 +131,8 @@ void zkl__stats_forget(zkl_client *c, const zkl__lockstats *s)
     DL_FOREACH_SAFE2(c->marks, m, tmp, next)
     {
         if (m->stats == s) {
-            DL_DELETE2(c->marks, m, prev, next);
+            /* (m is in the list it walks: c->marks is not NULL) */
+            DL_DELETE2(c->marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
             free(m);
         }
     }
