@@ -12,11 +12,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 static const zkl_acl creator_all_world_read[] = {
     {ZKL_PERM_ALL, "auth", ""},
     {ZKL_PERM_READ, "world", "anyone"},

@@ -13,11 +13,6 @@
 #include "zklock/async.h"
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* What a callback saw: one record per handle. */
 typedef struct seen {
     atomic_int calls;

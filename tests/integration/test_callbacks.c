@@ -17,12 +17,6 @@
 #include "zklock/revoke.h"
 #include "zkt.h"
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        zkl_status st_ = (expr);                                                                   \
-        cr_assert_eq(st_, ZKL_OK, "%s: %s (%s)", #expr, zkl_strerror(st_), zkl_errmsg());          \
-    } while (0)
-
 enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, RELEASE, CANCEL, NCALLS };
 static const char *const call_name[NCALLS] = {
     "close", "destroy", "blocking acquire", "drain", "dispatch", "release", "cancel"};

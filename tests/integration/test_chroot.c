@@ -10,11 +10,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* A client on the test server, chrooted at root (which need not exist). */
 static zkl_client *client_at(const char *root)
 {

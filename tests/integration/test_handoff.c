@@ -17,11 +17,6 @@
 #include "faultproxy.h"
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* ---- a run of local and remote contenders ---- */
 
 #define MAX_ENTERS 100000

@@ -13,11 +13,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* A contender on its own session and thread: acquire (waiting in line), then release. */
 enum what { MUTEX, READ, WRITE, SEMAPHORE };
 

@@ -19,11 +19,6 @@
 
 extern char **environ;
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* Start curator-peer with args; its stdout goes to *out_fd if non-NULL. */
 static pid_t peer(int *out_fd, const char *const *args)
 {

@@ -19,11 +19,6 @@
 #include "zklock/async.h"
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 static int64_t wall_ms(void)
 {
     struct timespec ts;

@@ -21,12 +21,6 @@
 #include "zklock/inspect.h"
 #include "zkt.h"
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        zkl_status st_ = (expr);                                                                   \
-        cr_assert_eq(st_, ZKL_OK, "%s: %s (%s)", #expr, zkl_strerror(st_), zkl_errmsg());          \
-    } while (0)
-
 /* ---- calls from inside callbacks, on the worker and in dispatch ----
  *
  * "On LOST, shut down": each callback frees what it holds and destroys its

@@ -15,11 +15,6 @@
 #include "faultproxy.h"
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 static char *metrics(zkl_client *c)
 {
     size_t need = 0;

@@ -10,11 +10,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 Test(multilock, all_or_none, .timeout = 60)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);

@@ -22,11 +22,6 @@
 #include "faultproxy.h"
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /*
  * What waits behind what: each pair is one where the core takes the
  * deletion of the node ahead as the hand-off (ZKL__V_HANDOFF, the core's

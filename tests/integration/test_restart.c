@@ -65,11 +65,6 @@ static void log_to_ring(void)
     zkl_log_set(ring_log, ZKL_LOG_INFO, NULL);
 }
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 static void zk_server(const char *args)
 {
     char cmd[2048];

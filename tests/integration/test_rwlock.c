@@ -11,11 +11,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 Test(rwlock, readers_share_writers_exclude)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);

@@ -14,11 +14,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 struct semshared {
     const char *path;
     atomic_int inside, max_inside, over, errors;

@@ -15,11 +15,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 /* Load from a raw handle: bursts of reads that keep the server's one slot busy. */
 typedef struct flood {
     zhandle_t *zh;

@@ -14,11 +14,6 @@
 
 #include "zkt.h"
 
-static void ok(zkl_status st, const char *what)
-{
-    cr_assert_eq(st, ZKL_OK, "%s: %s (%s)", what, zkl_strerror(st), zkl_errmsg());
-}
-
 #define MAX_EVENTS 32
 struct timeline {
     atomic_int n;

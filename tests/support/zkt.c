@@ -440,3 +440,9 @@ int zkt_wait_for(int (*cond)(void *), void *arg, int ms)
         zkt_sleep_ms(20);
     return v;
 }
+
+void zkt_ok_at(zkl_status st, const char *what, const char *file, int line)
+{
+    cr_assert_eq(st, ZKL_OK, "%s:%d: %s: %s (%s)", file, line, what, zkl_strerror(st),
+                 zkl_errmsg());
+}

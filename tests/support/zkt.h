@@ -11,6 +11,15 @@
 
 #include "zklock/zklock.h"
 
+/*
+ * The check of a zklock call that must succeed: ok(call, "what it does"),
+ * or OK(call), which names the call itself. A failure names it, the status
+ * and the thread's message, at the caller's file and line.
+ */
+#define ok(st, what) zkt_ok_at((st), (what), __FILE__, __LINE__)
+#define OK(expr) zkt_ok_at((expr), #expr, __FILE__, __LINE__)
+void zkt_ok_at(zkl_status st, const char *what, const char *file, int line);
+
 /* Connect string of the test server (ZKL_TEST_SERVERS, else $ZKL_TEST_ZK_DIR/connect). */
 const char *zkt_servers(void);
 
