@@ -11,8 +11,10 @@
  *
  * What a client costs: the ZooKeeper client's two threads, its socket and
  * wake-up pipe; the worker thread and an eventfd it sleeps on. In a process
- * with 128 clients or more, a blocking acquire that has to wait holds one
- * more eventfd while it waits (closed when it returns). zklock's threads
+ * with many clients (three for each chain of the process's futex hash: 48
+ * with Linux 6.16's private hash on 2 CPUs, 128 without one), a blocking
+ * acquire that has to wait holds one more eventfd while it waits (closed
+ * when it returns). zklock's threads
  * sleep on eventfds rather than on condition variables so as to stay out of
  * the process's futex hash, which on Linux 6.16 and later is sized by CPUs,
  * not threads (docs/design/scale.md). If no eventfd can be had they sleep on

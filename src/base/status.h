@@ -1,5 +1,5 @@
 /*
- * status_internal.h - how zklock code reports a failure: set the thread's
+ * status.h - how zklock code reports a failure: set the thread's
  * detail message and return the code in one expression.
  */
 #ifndef ZKL_STATUS_INTERNAL_H

@@ -1,14 +1,15 @@
 /*
- * internals.c - the lock-internals core (see internals.h): one acquire from
- * the call to the grant (our node, the wait, the lease, revocation), the
- * release with its guaranteed cleanup, and the queries on a path.
+ * internals.c - the lock-internals core's entry points for the recipes
+ * (see internals.h): a blocking acquire, handed to the engine as one
+ * operation (engine.c); the release with its guaranteed cleanup; and the
+ * queries on a path.
  *
- * The loop follows Curator's LockInternals.attemptLock, with three changes
- * that matter under faults: the first listing rides with the create (one
- * round trip instead of two; create.c), a node found by its protected prefix
- * after a lost create reply is adopted only if its ephemeralOwner is our
- * session (CURATOR-498), and a listing taken after our session changed is
- * never trusted (CURATOR-604; wait.c).
+ * The acquire's steps (create.c, wait.c, grant.c) follow Curator's
+ * LockInternals.attemptLock, with three changes that matter under faults:
+ * the first listing rides with the create (one round trip instead of two),
+ * a node found by its protected prefix after a lost create reply is adopted
+ * only if its ephemeralOwner is our session (CURATOR-498), and a listing
+ * taken after our session changed is never trusted (CURATOR-604).
  *
  * DESIGN
  *

@@ -38,7 +38,7 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold);
 /* The hold's creation zxid, fetched from the server if the create did not give it. */
 zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token);
 
-/* Copy of the hold (node string duplicated). */
+/* A copy of the hold to read (node string duplicated; no metrics tally: stats.h). */
 zkl_status zkl__hold_copy(const zkl__hold *from, zkl__hold *to);
 
 /* The children of path sorted by the driver's markers, as full paths. */

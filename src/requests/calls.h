@@ -1,5 +1,5 @@
 /*
- * zkcall.h - blocking ZooKeeper calls built on the asynchronous API, so that
+ * calls.h - blocking ZooKeeper calls built on the asynchronous API, so that
  * the core can also send two requests back to back (create, then list) and
  * wait for both: ZooKeeper answers one session's requests in order, so the
  * listing already contains the new node. Each call returns a ZooKeeper rc.
