@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/path.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "client/acl.h"
@@ -285,15 +286,6 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
     return ZKL_OK;
 }
 
-/*
- * How long zkl_client_close waits for the session's handle to close (ms).
- * libzookeeper_mt's zookeeper_close joins its I/O thread, which a server
- * that is not ZooKeeper (an HTTP server on the port) can keep in a blocking
- * recv for long (3.8.0's zookeeper_set_sock_timeout leaves tv_usec unset).
- * Against ZooKeeper it takes a round trip.
- */
-#define CLOSE_WAIT_MS 2000
-
 /* The end of an open that failed, or of a close: the handle, then the
  * client. On a thread of its own (zkl__run_bounded): it may take long. */
 static void finish_open_failed(void *arg)
@@ -423,11 +415,11 @@ zkl_status zkl_client_close(zkl_client *c)
     zkl__clear_err();
     zkl__worker_stop(c);
     s = c->sess;
-    if (!zkl__run_bounded(finish_close, s, CLOSE_WAIT_MS))
+    if (!zkl__run_bounded(finish_close, s, ZKL_CLOSE_WAIT_MS))
         zkl__log(ZKL_LOG_WARN,
                  "zkl_client_close: the ZooKeeper client did not close its session within %d "
                  "ms; it goes on closing in the background",
-                 CLOSE_WAIT_MS);
+                 ZKL_CLOSE_WAIT_MS);
     return ZKL_OK;
 }
 

@@ -46,6 +46,7 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "client/worker.h"
@@ -73,15 +74,6 @@ static const phase_fn phases[] = {
 };
 
 /*
- * The idle wake-up: the loop looks around at least this often (us). Every
- * phase returns when it is next due, and whatever queues work for one
- * kicks it, so this is only a safety net; it is long because it is not
- * free: at 1 s, 1024 clients in one process spent 77 ms of CPU a second
- * doing nothing (93 us a second per client idle, 18 with the net at 60 s).
- */
-#define IDLE_US 10000000
-
-/*
  * Where the worker sleeps: in ppoll on its eventfd (base/wakefd.h), not on a
  * condition variable, out of the process's futex hash. It is idle most of
  * its life. lockbench contended, 3 alternating rounds: at 1024 sessions
@@ -102,7 +94,7 @@ static void *worker_main(void *arg)
     zkl_client *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!c->closing) {
-        int64_t now = zkl__now_us(), wake = now + IDLE_US;
+        int64_t now = zkl__now_us(), wake = now + ZKL_WORKER_IDLE_US;
         size_t i;
         for (i = 0; i < sizeof phases / sizeof phases[0]; i++) {
             int64_t at = phases[i](c, now);

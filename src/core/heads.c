@@ -20,10 +20,8 @@
 #include <string.h>
 
 #include "core/heads.h"
+#include "base/tuning.h"
 
-#define RING 128 /* grants: about a fifth of a second of them at 600 a second */
-/* nodes made: a line's worth, even when a thousand waiters join at once */
-#define MADE 2048
 #define NAME_MAX_ 72 /* "_c_" UUID "-lock-" sequence is 55 */
 
 typedef struct entry {
@@ -33,7 +31,7 @@ typedef struct entry {
 } entry;
 
 typedef struct ring {
-    entry e[RING];
+    entry e[ZKL_HEADS_GRANTS];
     unsigned next;
 } ring;
 
@@ -54,8 +52,6 @@ typedef struct seq_entry {
     void *bell_owner, *bell_waiter;
 } seq_entry;
 
-/* Per parent (direct-mapped by its hash): the session that last noted a node there. */
-#define LAST 256
 typedef struct last_entry {
     uint64_t parent;
     int64_t owner;
@@ -82,16 +78,16 @@ typedef struct await_entry {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ring held;
-static seq_entry by_seq[MADE];
-static last_entry last[LAST];
+static seq_entry by_seq[ZKL_HEADS_MADE];
+static last_entry last[ZKL_HEADS_PARENTS];
 /* Per parent (direct-mapped, like last): the sequence last noted at the head. */
 typedef struct head_entry {
     uint64_t parent;
     int32_t seq;
 } head_entry;
-static head_entry head_at[LAST];
-static flight_entry flight[LAST];
-static await_entry awaits[MADE];
+static head_entry head_at[ZKL_HEADS_PARENTS];
+static flight_entry flight[ZKL_HEADS_PARENTS];
+static await_entry awaits[ZKL_HEADS_MADE];
 
 static uint64_t fnv_on(uint64_t h, const char *s)
 {
@@ -112,7 +108,7 @@ static void note(ring *r, const char *parent, const char *name, int64_t owner)
     if (n >= NAME_MAX_)
         return;
     pthread_mutex_lock(&mu);
-    e = &r->e[r->next++ % RING];
+    e = &r->e[r->next++ % ZKL_HEADS_GRANTS];
     e->parent = fnv(parent);
     e->owner = owner;
     memcpy(e->name, name, n + 1);
@@ -125,7 +121,7 @@ static bool seen(const ring *r, const char *parent, const char *name, int64_t ow
     bool found = false;
     int i;
     pthread_mutex_lock(&mu);
-    for (i = 0; i < RING && !found; i++)
+    for (i = 0; i < ZKL_HEADS_GRANTS && !found; i++)
         found = r->e[i].owner == owner && r->e[i].parent == h && strcmp(r->e[i].name, name) == 0;
     pthread_mutex_unlock(&mu);
     return found;
@@ -165,7 +161,7 @@ bool zkl__heads_seen(const char *parent, const char *name, int64_t owner)
 static size_t seq_slot(uint64_t parent, int32_t seq)
 {
     /* consecutive sequences of one parent take consecutive slots */
-    return (size_t)((parent + (uint32_t)seq) % MADE);
+    return (size_t)((parent + (uint32_t)seq) % ZKL_HEADS_MADE);
 }
 
 /* The entry noted with sequence seq under parent hash ph, or NULL. Caller holds mu. */
@@ -178,7 +174,7 @@ static seq_entry *noted_locked(uint64_t ph, int32_t seq)
 /* Slot a let go of (it held a joiner). Caller holds mu. */
 static void await_clear_locked(await_entry *a)
 {
-    flight_entry *f = &flight[a->parent % LAST];
+    flight_entry *f = &flight[a->parent % ZKL_HEADS_PARENTS];
     a->fn = NULL;
     if (f->parent == a->parent && f->waiting > 0)
         f->waiting--;
@@ -196,7 +192,7 @@ static void await_ring_locked(await_entry *a)
 static void await_ring_all_locked(uint64_t ph)
 {
     size_t i;
-    for (i = 0; i < MADE && flight[ph % LAST].waiting > 0; i++)
+    for (i = 0; i < ZKL_HEADS_MADE && flight[ph % ZKL_HEADS_PARENTS].waiting > 0; i++)
         if (awaits[i].fn && awaits[i].parent == ph)
             await_ring_locked(&awaits[i]);
 }
@@ -204,7 +200,7 @@ static void await_ring_all_locked(uint64_t ph)
 bool zkl__heads_create_sent(const char *parent)
 {
     uint64_t ph = fnv(parent);
-    flight_entry *f = &flight[ph % LAST];
+    flight_entry *f = &flight[ph % ZKL_HEADS_PARENTS];
     bool counted = false;
     pthread_mutex_lock(&mu);
     if (f->parent != ph && f->creates == 0 && f->waiting == 0) {
@@ -221,7 +217,7 @@ bool zkl__heads_create_sent(const char *parent)
 void zkl__heads_create_done(const char *parent)
 {
     uint64_t ph = fnv(parent);
-    flight_entry *f = &flight[ph % LAST];
+    flight_entry *f = &flight[ph % ZKL_HEADS_PARENTS];
     pthread_mutex_lock(&mu);
     if (f->parent == ph && f->creates > 0 && --f->creates == 0)
         await_ring_all_locked(ph);
@@ -231,7 +227,7 @@ void zkl__heads_create_done(const char *parent)
 bool zkl__heads_await(const char *parent, int32_t seq, zkl__bell_fn fn, void *owner, void *waiter)
 {
     uint64_t ph = fnv(parent);
-    flight_entry *f = &flight[ph % LAST];
+    flight_entry *f = &flight[ph % ZKL_HEADS_PARENTS];
     await_entry *a;
     bool set = false;
     if (seq < 0)
@@ -272,8 +268,8 @@ void zkl__heads_note_made(const char *parent, const char *name, int32_t seq, int
     if (owner == 0)
         return;
     pthread_mutex_lock(&mu);
-    last[ph % LAST].parent = ph;
-    last[ph % LAST].owner = owner;
+    last[ph % ZKL_HEADS_PARENTS].parent = ph;
+    last[ph % ZKL_HEADS_PARENTS].owner = owner;
     if (seq >= 0 && n < NAME_MAX_) {
         seq_entry *e = &by_seq[seq_slot(ph, seq)];
         e->parent = ph;
@@ -294,8 +290,8 @@ bool zkl__heads_others_joined(const char *parent, int64_t self)
     uint64_t ph = fnv(parent);
     bool others;
     pthread_mutex_lock(&mu);
-    others =
-        last[ph % LAST].parent == ph && last[ph % LAST].owner != 0 && last[ph % LAST].owner != self;
+    others = last[ph % ZKL_HEADS_PARENTS].parent == ph && last[ph % ZKL_HEADS_PARENTS].owner != 0 &&
+             last[ph % ZKL_HEADS_PARENTS].owner != self;
     pthread_mutex_unlock(&mu);
     return others;
 }
@@ -320,9 +316,9 @@ void zkl__heads_note(const char *parent, const char *name, int32_t seq, int64_t 
     if (seq < 0 || seq > INT32_MAX - 2)
         return;
     pthread_mutex_lock(&mu);
-    if (head_at[ph % LAST].parent != ph || head_at[ph % LAST].seq < seq) {
-        head_at[ph % LAST].parent = ph;
-        head_at[ph % LAST].seq = seq;
+    if (head_at[ph % ZKL_HEADS_PARENTS].parent != ph || head_at[ph % ZKL_HEADS_PARENTS].seq < seq) {
+        head_at[ph % ZKL_HEADS_PARENTS].parent = ph;
+        head_at[ph % ZKL_HEADS_PARENTS].seq = seq;
     }
     if ((e = noted_locked(ph, seq)) && strcmp(e->name, name) == 0)
         e->granted = true;
@@ -373,7 +369,7 @@ void zkl__heads_left(const char *parent, int32_t seq)
 int32_t zkl__heads_behind(const char *parent, int32_t seq)
 {
     uint64_t ph = fnv(parent);
-    const head_entry *h = &head_at[ph % LAST];
+    const head_entry *h = &head_at[ph % ZKL_HEADS_PARENTS];
     int32_t behind = -1;
     pthread_mutex_lock(&mu);
     if (h->parent == ph && seq > h->seq)
@@ -386,7 +382,7 @@ void zkl__heads_forget(const void *owner)
 {
     size_t i;
     pthread_mutex_lock(&mu);
-    for (i = 0; i < MADE; i++) {
+    for (i = 0; i < ZKL_HEADS_MADE; i++) {
         if (by_seq[i].bell && by_seq[i].bell_owner == owner)
             by_seq[i].bell = NULL;
         if (awaits[i].fn && awaits[i].owner == owner)

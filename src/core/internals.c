@@ -52,7 +52,7 @@ static int defer_window_us(zkl_client *c, bool alone)
     int us = defer_fault(c);
     if (us > 0)
         return us;
-    return alone ? ZKL_DEFER_ALONE_US : ZKL_DEFER_CONTENDED_US;
+    return alone ? ZKL_HOLD_BACK_ALONE_US : ZKL_HOLD_BACK_CONTENDED_US;
 }
 
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)

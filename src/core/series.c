@@ -60,7 +60,7 @@ void zkl__series_put(zkl_client *c, zkl__series *s)
         s->idle_since = ++c->series_clock;
         c->series_idle++;
     }
-    if (c->series_idle > ZKL__SERIES_KEPT) {
+    if (c->series_idle > ZKL_SERIES_KEPT) {
         DL_FOREACH(c->series, it)
         if (it->refs == 0 && (!oldest || it->idle_since < oldest->idle_since))
             oldest = it;

@@ -5,10 +5,10 @@
  * program that makes an object per request adds to one series, not one per
  * object; and a series outlives its objects, so its counters only grow.
  *
- * A series no live object counts into is kept, up to ZKL__SERIES_KEPT per
+ * A series no live object counts into is kept, up to ZKL_SERIES_KEPT per
  * client; past that the one left longest goes (its counters start again,
  * with a new _created, if its path is used again). So a client's series are
- * at most its live objects' plus ZKL__SERIES_KEPT.
+ * at most its live objects' plus ZKL_SERIES_KEPT.
  *
  * Threading: the client's list is under c->mu; the counters are atomics
  * (stats.h), added to without a lock.
@@ -21,8 +21,7 @@
 
 #include "core/stats.h"
 #include "session/client.h"
-
-#define ZKL__SERIES_KEPT 256 /* series of gone objects kept per client (their counters) */
+#include "base/tuning.h"
 
 typedef struct zkl__series {
     char *path;

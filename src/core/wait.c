@@ -13,6 +13,7 @@
 #include "base/path.h"
 #include "base/seq.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "core/acq.h"
 #include "core/heads.h"
@@ -551,12 +552,12 @@ static zkl__step_result step_deferred(zkl__acq *op)
  * at once: a thousand or two reads, answered behind the burst's creates,
  * while the head's hand-off waited behind them in the server's queue, and
  * the first cycle's waits carried that gap (docs/design/scale.md, "the
- * join burst"). A joiner DEFER_DEPTH sequences or more behind the last grant
+ * join burst"). A joiner ZKL_DEEP_JOINER_DEPTH sequences or more behind the last grant
  * noted here (heads.h: behind; in a line of this process's sessions, that
  * many waiters ahead) watches nothing yet: it rings a bell, as the deferred
  * watch on our own node does (heads.h), and watches the node ahead and its
  * own when the lock is granted two places ahead or one, when one of those
- * two leaves without holding (heads.h: left), or after DEFER_MS, whichever
+ * two leaves without holding (heads.h: left), or after ZKL_DEEP_JOINER_MS, whichever
  * is first. Lines of up to 64 sessions are not deferred: the bell costs
  * its waiter one wake-up more. The price: a joiner deferred does not see,
  * until the bound, a node ahead deleted by someone other than this process
@@ -564,11 +565,9 @@ static zkl__step_result step_deferred(zkl__acq *op)
  * bell was lost (our node's note pushed out of the table by a node of
  * another path, heads.c); the bound is then its extra wait. true: deferred.
  */
-#define DEFER_DEPTH 100
-#define DEFER_MS 2000
 static bool deferred(zkl__acq *op, int32_t seq, const char *name)
 {
-    int depth = defer_depth(op->c, DEFER_DEPTH);
+    int depth = defer_depth(op->c, ZKL_DEEP_JOINER_DEPTH);
     int64_t until;
     if (op->prim.w || op->self.w || zkl__heads_behind(op->a.path, seq) < depth)
         return false;
@@ -582,7 +581,7 @@ static bool deferred(zkl__acq *op, int32_t seq, const char *name)
         op->defer_name = NULL;
         return false;
     }
-    until = zkl__now_ms() + defer_ms(op->c, DEFER_MS);
+    until = zkl__now_ms() + defer_ms(op->c, ZKL_DEEP_JOINER_MS);
     op->defer_until = until < op->a.deadline ? until : op->a.deadline;
     op->step = step_deferred;
     return true;
@@ -651,7 +650,7 @@ static zkl__step_result step_await(zkl__acq *op)
  * listed a line of up to a thousand names (docs/design/scale.md, "the join
  * burst"). So while a create of this process under the path is in flight,
  * a joiner whose node s - 1 is not known waits for its note (heads.h),
- * bounded by AWAIT_MS and the deadline. With none in flight it lists at
+ * bounded by ZKL_JOIN_AWAIT_MS and the deadline. With none in flight it lists at
  * once, so a line of separate processes pays nothing; a joiner behind
  * another process's node, while this process's own creates are in flight,
  * lists when the last of them is noted (a round trip, most often). The
@@ -659,11 +658,10 @@ static zkl__step_result step_await(zkl__acq *op)
  * hundred ms late; at 100 ms, 38 to 168 joiners a burst still listed, at
  * 500 none (lockbench contended, 1024 sessions). true: awaiting.
  */
-#define AWAIT_MS 500
 static bool await_note(zkl__acq *op)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
-    int64_t until = zkl__now_ms() + await_ms(op->c, AWAIT_MS);
+    int64_t until = zkl__now_ms() + await_ms(op->c, ZKL_JOIN_AWAIT_MS);
     if (seq <= 0 || !head_holds(op))
         return false;
     pthread_mutex_lock(&op->c->mu);

@@ -137,14 +137,12 @@ void zkl__on_create(int rc, const char *value, const struct Stat *stat, const vo
  * heap in small pieces (a line of 1000 waits held 5 KB of RSS each, not
  * 1.3). The waiters that share one listing (shared.c) share the block.
  *
- * A block of ZKL_NAMES_MAP_MIN or more is mapped on its own instead of
- * taken from malloc: such blocks come and go with every listing of a long
- * line, on the completion threads, whose malloc arenas also hold the small
- * objects of each wait; a freed block's pages stayed pinned by those, and a
- * line of 1000 waits over 64 sessions kept about 1.5 KB of RSS a wait more.
+ * A block of ZKL_NAMES_MAP_MIN (base/tuning.h) or more is mapped on its
+ * own instead of taken from malloc: such blocks come and go with every
+ * listing of a long line, on the completion threads, whose malloc arenas
+ * also hold the small objects of each wait; a freed block's pages stayed
+ * pinned by those.
  */
-#define ZKL_NAMES_MAP_MIN (16 * 1024)
-
 typedef struct names_hdr {
     _Atomic size_t refs;
     size_t mapped; /* the mapping's length; 0: from malloc (the pointers stay aligned) */

@@ -11,6 +11,7 @@
 
 #include "requests/names.h"
 #include "session/client.h"
+#include "base/tuning.h"
 
 /*
  * Calls made by this thread give up waiting at this deadline (zkl__now_ms
@@ -19,9 +20,6 @@
  * the previous value, to restore.
  */
 int64_t zkl__call_deadline(int64_t deadline);
-
-/* The least time an acquire's calls get, whatever its timeout. */
-#define ZKL_CALL_MIN_MS 1000
 
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "base/tuning.h"
+
 /*
  * A listing: v and its names are one reference-counted block, shared by the
  * waiters a listing answered (requests/shared.c). Read-only, except that the
@@ -21,7 +23,5 @@ typedef struct zkl__names {
 void zkl__names_free(zkl__names *k);
 /* *to: another reference to from's block. */
 void zkl__names_share(const zkl__names *from, zkl__names *to);
-
-#define ZKL_MULTI_MAX 8 /* deletes one multi may carry */
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "session/client.h"
+#include "base/tuning.h"
 
 /* A release's delete held back a moment (zkl__defer_delete). */
 typedef struct zkl__deferred {
@@ -36,11 +37,6 @@ void zkl__bg_delete_locked(zkl_client *c, const char *path, const char *prefix);
  * zkl_client_drain can wait for it. Returns the send rc.
  */
 int zkl__delete_async(zkl__session *s, const char *path);
-
-/* How long a release of an uncontended hold may hold its delete back. */
-#define ZKL_DEFER_ALONE_US 1000
-/* ... and of a hold with others in line, whom every microsecond keeps waiting. */
-#define ZKL_DEFER_CONTENDED_US 100
 
 /* Queue path's delete to go out with this client's next request on s, or
  * after window_us at the latest (the worker sends it then). */

@@ -13,9 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/tuning.h"
 #include "base/util.h"
-
-#define REPLY_MAX 8192 /* conf's reply is under 1 KiB, with a membership list of a few lines */
 
 /* The value of "key=N" at the start of a line of reply; -1 if none. */
 static long line_value(const char *reply, const char *key)
@@ -107,13 +106,13 @@ zkl__conf_answer zkl__conf_lag(const struct sockaddr *addr, socklen_t len, int t
 {
     int64_t deadline = zkl__now_ms() + timeout_ms;
     zkl__conf_answer answer = ZKL__CONF_NO_ANSWER;
-    char reply[REPLY_MAX + 1];
+    char reply[ZKL_CONF_REPLY_MAX + 1];
     ssize_t n = -1;
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     *lag_ms = 0;
     if (fd >= 0 && connect_by(fd, addr, len, deadline) &&
         send(fd, "conf", 4, MSG_NOSIGNAL) == 4) /* a fresh socket's buffer takes 4 bytes */
-        n = read_all(fd, reply, REPLY_MAX, deadline);
+        n = read_all(fd, reply, ZKL_CONF_REPLY_MAX, deadline);
     if (n > 0) {
         reply[n] = '\0';
         answer = zkl__conf_parse(reply, lag_ms);

@@ -22,11 +22,10 @@
 #include <stdbool.h>
 #include <zookeeper/zookeeper.h>
 
+#include "base/tuning.h"
 #include "zklock/client.h"
 
 typedef struct zkl__watch zkl__watch;
-
-#define ZKL_LIST_SLOTS 16 /* requests/shared.c */
 
 /* The kinds of ZooKeeper request zklock sends (counted per client, for metrics). */
 #define ZKL__REQ_KIND_NAMES(X)                                                                     \
@@ -110,8 +109,6 @@ typedef struct zkl__faults {
     _Atomic uint64_t lease_syncs;
 } zkl__faults;
 #endif
-
-#define ZKL_EVQ_MAX 64
 
 typedef struct zkl__event {
     zkl_conn_state state;
@@ -301,8 +298,6 @@ void zkl__clients_count(int delta);
 bool zkl__many_clients(void);
 /* The count that is "many" now (the test hook's, if a test set one). */
 int zkl__many_clients_threshold(void);
-#define ZKL_MANY_CLIENTS 128
-#define ZKL_MANY_CLIENTS_PER_SLOT 3
 #ifdef ZKL_FAULTS
 /* Test hook: "many" from this count on (-1: the measured threshold). */
 extern _Atomic int zkl__many_clients_from;

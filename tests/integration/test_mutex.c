@@ -1134,7 +1134,7 @@ Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
 /*
  * x holds; b, d and e (sessions of this process) queue behind in that order;
  * e defers its watches from 2 places behind the last grant (wait.c,
- * DEFER_DEPTH, 100 outside tests), for bound_ms at most. Returns e's
+ * ZKL_DEEP_JOINER_DEPTH, 100 outside tests), for bound_ms at most. Returns e's
  * request count before it joined.
  */
 static uint64_t deferring_line(struct party *p, const char *name, int bound_ms, bool deaf,

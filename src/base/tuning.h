@@ -1,0 +1,86 @@
+/*
+ * tuning.h - every tunable of the library in one place, as SQLite keeps its
+ * limits: each with its unit, what it bounds, and where its value came from.
+ * The public limits (ZKL_SESSION_TIMEOUT_MIN_MS and _MAX_MS, ZKL_NODE_DATA_MAX,
+ * ZKL_SEMAPHORE_MANY_MAX, ZKL_CONF_WAIT_MS, ZKL_CLIENT_NAME_MAX) are in the
+ * public headers, and the protocol's own sizes (ZKL_PATH_MAX, Curator's
+ * sequence digits and prefix) beside the code that reads them.
+ */
+#ifndef ZKL_BASE_TUNING_H
+#define ZKL_BASE_TUNING_H
+
+/* ---- the client ---- */
+
+/* Connection events queued for the state callback (events): past this, the
+ * oldest goes; only a callback stuck for this many events is behind. */
+#define ZKL_EVQ_MAX 64
+/* The worker's idle wake-up (us): a safety net, every phase saying when it is
+ * next due. At 1 s, 1024 clients in one process spent 77 ms of CPU a second
+ * idle (93 us a second a client; 18 with the net at 60 s). */
+#define ZKL_WORKER_IDLE_US 10000000
+/* How long zkl_client_close waits for the ZooKeeper handle to close (ms):
+ * a round trip against ZooKeeper; a server that is not ZooKeeper can keep
+ * libzookeeper_mt's I/O thread in a blocking recv (3.8.0 leaves tv_usec
+ * unset), and the rest then finishes in the background. */
+#define ZKL_CLOSE_WAIT_MS 2000
+/* Blocking waits leave the futex hash (sleep on eventfds, session.c) from
+ * this many clients in the process, without a private futex hash... */
+#define ZKL_MANY_CLIENTS 128
+/* ... or from this many a chain of the process's private hash (Linux 6.16+):
+ * three threads sleep per blocked waiter (it, its worker, the completion
+ * thread). Measured level at 64 sessions; about 8% more CPU at 16. */
+#define ZKL_MANY_CLIENTS_PER_SLOT 3
+/* The longest `conf` reply read (bytes): 3.8's is under 1 KiB with a
+ * membership list of a few servers. */
+#define ZKL_CONF_REPLY_MAX 8192
+
+/* ---- requests ---- */
+
+/* Slots of a session's shared-listing table (requests/shared.c), by path hash. */
+#define ZKL_LIST_SLOTS 16
+/* A listing's block from this size (bytes) is mapped on its own, not taken
+ * from malloc: completion threads' arenas pinned freed blocks' pages, and a
+ * line of 1000 waits over 64 sessions kept about 1.5 KB of RSS a wait more. */
+#define ZKL_NAMES_MAP_MIN (16 * 1024)
+/* Held-back deletes one create's multi may carry. */
+#define ZKL_MULTI_MAX 8
+/* The least time an acquire's calls get (ms), whatever its timeout. */
+#define ZKL_CALL_MIN_MS 1000
+
+/* ---- releases ---- */
+
+/* How long a release may hold its delete back for a next create of this
+ * client to carry (us): an uncontended hold's... */
+#define ZKL_HOLD_BACK_ALONE_US 1000
+/* ... and a hold with others in line, whom every microsecond keeps waiting. */
+#define ZKL_HOLD_BACK_CONTENDED_US 100
+
+/* ---- the in-process hints (core/heads.c, core/wait.c) ---- */
+
+/* Grants remembered: about a fifth of a second of them at 600 a second. */
+#define ZKL_HEADS_GRANTS 128
+/* Nodes made remembered, direct-mapped by parent and sequence: a line's
+ * worth, even when a thousand waiters join at once. */
+#define ZKL_HEADS_MADE 2048
+/* Parents remembered (who noted a node there last, the head seen, creates
+ * in flight), direct-mapped by path hash. */
+#define ZKL_HEADS_PARENTS 256
+/* A joiner this many places or more behind, in a line of this process's
+ * sessions, defers its watches (wait.c); lines of up to 64 sessions are not
+ * deferred. Set between lockbench's 64 and 256 rows: not yet measured
+ * across processes (issue 38). */
+#define ZKL_DEEP_JOINER_DEPTH 100
+/* ... for at most this long (ms): a deferred joiner's extra wait when its
+ * bell is lost. Not yet measured (issue 38). */
+#define ZKL_DEEP_JOINER_MS 2000
+/* How long a joiner awaits the note of the node ahead of it (ms): in a burst
+ * of 1024 sessions on 2 CPUs notes came a few hundred ms late; at 100 ms, 38
+ * to 168 joiners a burst still listed, at 500 none. */
+#define ZKL_JOIN_AWAIT_MS 500
+
+/* ---- metrics ---- */
+
+/* Series of gone lock objects kept per client (core/series.h). */
+#define ZKL_SERIES_KEPT 256
+
+#endif
