@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/connstr.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/status.h"
@@ -100,6 +101,7 @@ static void client_free(zkl_client *c)
 {
     if (!c)
         return;
+    (void)ZKL_FAULT(c, FREED, NULL);
     zkl__acl_free(&c->acl);
     if (c->hooks.engine_free)
         c->hooks.engine_free(c);

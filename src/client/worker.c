@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tuning.h"
@@ -83,11 +84,7 @@ static const phase_fn phases[] = {
  * cannot be opened (session.c) and for a worker without an eventfd (none
  * could be made).
  */
-#ifdef ZKL_FAULTS
-#define on_fd(c) ((c)->wfd >= 0 && !(c)->faults.sleep_on_cv)
-#else
-#define on_fd(c) ((c)->wfd >= 0)
-#endif
+#define on_fd(c) ((c)->wfd >= 0 && !ZKL_FAULT((c), SLEEP_ON_CV, NULL))
 
 static void *worker_main(void *arg)
 {

@@ -206,8 +206,6 @@ zkl__step_result zkl__acq_restart(zkl__acq *op);
 zkl__step_result zkl__acq_backoff(zkl__acq *op, zkl__step step, const char *doing);
 /* The session's server id (0 before it connected). */
 int64_t zkl__session_id(zkl__session *s);
-/* Test hook (ZKL_FAULTS): the next foreground delete of a lock node "loses its connection". */
-bool zkl__delete_fault(zkl_client *c);
 /* zkl_client_cancel, or this op's cancel. */
 bool zkl__acq_canceled(zkl__acq *op);
 /* The op ran out of retries: canceled, timed out or connection lost. */

@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
@@ -91,25 +92,17 @@ static void finish(zkl_op *op, zkl_status st, char *msg)
 
 static void acq_done(struct zkl__acq *acq, void *arg);
 
-#ifdef ZKL_FAULTS
-/* Test hook: zkl_client_dispatch pauses between reading the descriptor and
+/* A test's pause of zkl_client_dispatch between reading the descriptor and
  * taking the queue (a preemption the scheduler may make there). */
 static void dispatch_pause_fault(zkl_client *c)
 {
-    int us = zkl__fault_value(c, &c->faults.dispatch_pause_us);
+    int us = ZKL_FAULT(c, DISPATCH_PAUSE_US, NULL);
     if (us > 0)
         usleep((useconds_t)us);
 }
-#else
-#define dispatch_pause_fault(c) ((void)(c))
-#endif
 
-#ifdef ZKL_FAULTS
-/* Test hook: run once, on the worker, right after a handle's outcome is settled. */
-#define after_settle_fault(c) zkl__fault_run_once((c), &(c)->faults.after_settle)
-#else
-#define after_settle_fault(c) ((void)(c))
-#endif
+/* A test's point: on the worker, right after a handle's outcome is settled. */
+#define after_settle_fault(c) ((void)ZKL_FAULT((c), AFTER_SETTLE, NULL))
 
 /*
  * op's outcome is settled: from here on a cancel is too late (ZKL_EBUSY).

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/seq.h"
@@ -21,45 +22,19 @@
 #include "services/chroot.h"
 #include "services/cleanup.h"
 
-#ifdef ZKL_FAULTS
-/* Test hook: the UUID a test chose for the next protected create. */
-static bool uuid_fault(zkl_client *c, char uuid[37])
-{
-    bool set;
-    pthread_mutex_lock(&c->mu);
-    set = c->faults.next_uuid[0] != '\0';
-    if (set) {
-        memcpy(uuid, c->faults.next_uuid, 37);
-        c->faults.next_uuid[0] = '\0';
-    }
-    pthread_mutex_unlock(&c->mu);
-    return set;
-}
-
-/* Test hook: how the next create should misbehave. 0 none, 1 lose before send, 2 lose reply. */
+/* How a test wants this create to misbehave (base/fault.h): 0 not, 1 lost before it is sent,
+ * 2 its reply lost. */
 static int create_fault(zkl_client *c)
 {
-    int f = 0;
-    pthread_mutex_lock(&c->mu);
-    if (c->faults.create_send_lost > 0) {
-        c->faults.create_send_lost--;
-        f = 1;
-    } else if (c->faults.create_reply_lost > 0) {
-        c->faults.create_reply_lost--;
-        f = 2;
-    }
-    pthread_mutex_unlock(&c->mu);
-    return f;
+    if (ZKL_FAULT(c, CREATE_SEND_LOST, NULL))
+        return 1;
+    return ZKL_FAULT(c, CREATE_REPLY_LOST, NULL) ? 2 : 0;
 }
-#else
-#define uuid_fault(c, uuid) ((void)(c), (void)(uuid), false)
-#define create_fault(c) ((void)(c), 0)
-#endif
 
 static zkl_status new_prefix(zkl__acq *op)
 {
     char uuid[37];
-    if (!uuid_fault(op->c, uuid) && zkl__uuid4(uuid) != ZKL_OK)
+    if (!ZKL_FAULT(op->c, NEXT_UUID, uuid) && zkl__uuid4(uuid) != ZKL_OK)
         return zkl__fail(ZKL_ESYS, "no random numbers for the protected prefix");
     memcpy(op->prefix, "_c_", 3);
     memcpy(op->prefix + 3, uuid, 36);
@@ -294,12 +269,8 @@ static zkl__step_result step_created(zkl__acq *op)
     return after_create(op, rc);
 }
 
-#ifdef ZKL_FAULTS
-/* Test hook: a test that runs something after the next listing gets one. */
-#define list_fault_set(c) zkl__fault_hook_set((c), &(c)->faults.after_list)
-#else
-#define list_fault_set(c) ((void)(c), false)
-#endif
+/* A test that runs something after the next listing gets one (base/fault.h). */
+#define list_fault_set(c) (ZKL_FAULT((c), LISTING_WANTED, NULL) != 0)
 
 /*
  * Whether the create goes without the listing: a mutex's sequential node,

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <utlist.h>
 
+#include "base/fault.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
@@ -233,11 +234,7 @@ static void run_steps(zkl__acq *op)
     }
 }
 
-#ifdef ZKL_FAULTS
-#define may_use_fd(c) (!(c)->faults.sleep_on_cv)
-#else
-#define may_use_fd(c) ((void)(c), true)
-#endif
+#define may_use_fd(c) (!ZKL_FAULT((c), SLEEP_ON_CV, NULL))
 
 /*
  * The blocking owner's sleep until op is ready or op->wake_ms: on cv, or in

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
@@ -164,8 +165,9 @@ zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st)
     /* Timeout, error or no memory: our node must go, whatever happens. The
      * caller's deadline may be spent: the delete gets a moment of its own,
      * then the worker takes over. */
-    k = zkl__delete_fault(op->c) ? NULL
-                                 : zkl__req_delete(op->s, op->node, zkl__acq_notify, op, &rc);
+    k = ZKL_FAULT(op->c, DELETE_LOST, NULL)
+            ? NULL
+            : zkl__req_delete(op->s, op->node, zkl__acq_notify, op, &rc);
     if (!k) {
         zkl__bg_delete(op->c, op->node, NULL);
         free(op->node);

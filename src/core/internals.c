@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/seq.h"
@@ -39,20 +40,11 @@
 #include "services/lease.h"
 #include "services/revoke.h"
 
-#ifdef ZKL_FAULTS
-/* Test hook: the contended window a test set, or 0. */
-#define defer_fault(c) zkl__fault_value((c), &(c)->faults.defer_us)
-#else
-#define defer_fault(c) ((void)(c), 0)
-#endif
-
-/* How long a release holds its delete back (a test may set the window). */
+/* How long a release holds its delete back (a test may tune it: base/fault.h). */
 static int defer_window_us(zkl_client *c, bool alone)
 {
-    int us = defer_fault(c);
-    if (us > 0)
-        return us;
-    return alone ? ZKL_HOLD_BACK_ALONE_US : ZKL_HOLD_BACK_CONTENDED_US;
+    return (int)ZKL_TUNE(c, HOLD_BACK_US,
+                         alone ? ZKL_HOLD_BACK_ALONE_US : ZKL_HOLD_BACK_CONTENDED_US);
 }
 
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
@@ -106,7 +98,7 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
         /* Not waiting for the reply: others get the lock only once the
          * server has applied the delete, and this session's next request
          * is ordered after it. A delete that fails goes to the background. */
-        if (!s || zkl__delete_fault(c))
+        if (!s || ZKL_FAULT(c, DELETE_LOST, NULL))
             zkl__bg_delete(c, hold->node, NULL);
         else
             /* Hold the delete back a moment, so that our next request

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <utlist.h>
 
+#include "base/fault.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
@@ -52,12 +53,10 @@ static void rung(void *client, void *arg, bool noted)
     zkl_client *c = client;
     zkl__acq *op;
     pthread_mutex_lock(&c->mu);
-#ifdef ZKL_FAULTS
-    if (c->faults.deaf_bells) {
+    if (ZKL_FAULT(c, DEAF_BELLS, NULL)) {
         pthread_mutex_unlock(&c->mu);
         return;
     }
-#endif
     /* arg may be gone (freed, even reused): only a live one hears it, and
      * each says only "look again now", which is never wrong */
     DL_FOREACH(c->engine->live, op)
@@ -208,25 +207,6 @@ int64_t zkl__session_id(zkl__session *s)
     pthread_mutex_unlock(&s->c->mu);
     return id;
 }
-
-#ifdef ZKL_FAULTS
-bool zkl__delete_fault(zkl_client *c)
-{
-    bool fault;
-    pthread_mutex_lock(&c->mu);
-    fault = c->faults.delete_lost > 0;
-    if (fault)
-        c->faults.delete_lost--;
-    pthread_mutex_unlock(&c->mu);
-    return fault;
-}
-#else
-bool zkl__delete_fault(zkl_client *c)
-{
-    (void)c;
-    return false;
-}
-#endif
 
 bool zkl__acq_canceled(zkl__acq *op)
 {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/seq.h"
@@ -19,41 +20,13 @@
 #include "core/heads.h"
 #include "requests/rc.h"
 
-#ifdef ZKL_FAULTS
-/* Test hooks: a function run after a listing; how long a joiner awaits a
- * note; a delay before our node is noted made. */
-#define after_list_fault(c) zkl__fault_run_once((c), &(c)->faults.after_list)
-static int64_t await_ms(zkl_client *c, int64_t dflt)
-{
-    int ms = zkl__fault_value(c, &c->faults.await_ms);
-    return ms > 0 ? ms : dflt;
-}
-
-static int defer_depth(zkl_client *c, int dflt)
-{
-    int depth = zkl__fault_value(c, &c->faults.defer_depth);
-    return depth > 0 ? depth : dflt;
-}
-
-static int64_t defer_ms(zkl_client *c, int64_t dflt)
-{
-    int ms = zkl__fault_value(c, &c->faults.defer_ms);
-    return ms > 0 ? ms : dflt;
-}
-
+/* A test's delay before our node is noted made (base/fault.h). */
 static void note_delay(zkl_client *c)
 {
-    int ms = zkl__fault_value(c, &c->faults.note_delay_ms);
+    int ms = ZKL_FAULT(c, NOTE_DELAY_MS, NULL);
     if (ms > 0)
         zkl__sleep_ms(ms);
 }
-#else
-#define after_list_fault(c) ((void)(c))
-#define await_ms(c, dflt) ((void)(c), (int64_t)(dflt))
-#define defer_depth(c, dflt) ((void)(c), (int)(dflt))
-#define defer_ms(c, dflt) ((void)(c), (int64_t)(dflt))
-#define note_delay(c) ((void)(c))
-#endif
 
 /* The driver grants exactly the head of the line (heads.h may be used). */
 static bool head_holds(const zkl__acq *op)
@@ -464,7 +437,7 @@ static zkl__step_result step_look(zkl__acq *op)
 {
     zkl__line line;
     enum look look;
-    after_list_fault(op->c);
+    (void)ZKL_FAULT(op->c, AFTER_LISTING, NULL);
     /* A listing read after our session ended may still show our node (CURATOR-604). */
     if (!zkl__epoch_alive(op->c, op->epoch)) {
         zkl__names_free(&op->kids);
@@ -567,7 +540,7 @@ static zkl__step_result step_deferred(zkl__acq *op)
  */
 static bool deferred(zkl__acq *op, int32_t seq, const char *name)
 {
-    int depth = defer_depth(op->c, ZKL_DEEP_JOINER_DEPTH);
+    int depth = (int)ZKL_TUNE(op->c, DEEP_JOINER_DEPTH, ZKL_DEEP_JOINER_DEPTH);
     int64_t until;
     if (op->prim.w || op->self.w || zkl__heads_behind(op->a.path, seq) < depth)
         return false;
@@ -581,7 +554,7 @@ static bool deferred(zkl__acq *op, int32_t seq, const char *name)
         op->defer_name = NULL;
         return false;
     }
-    until = zkl__now_ms() + defer_ms(op->c, ZKL_DEEP_JOINER_MS);
+    until = zkl__now_ms() + ZKL_TUNE(op->c, DEEP_JOINER_MS, ZKL_DEEP_JOINER_MS);
     op->defer_until = until < op->a.deadline ? until : op->a.deadline;
     op->step = step_deferred;
     return true;
@@ -661,7 +634,7 @@ static zkl__step_result step_await(zkl__acq *op)
 static bool await_note(zkl__acq *op)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
-    int64_t until = zkl__now_ms() + await_ms(op->c, ZKL_JOIN_AWAIT_MS);
+    int64_t until = zkl__now_ms() + ZKL_TUNE(op->c, JOIN_AWAIT_MS, ZKL_JOIN_AWAIT_MS);
     if (seq <= 0 || !head_holds(op))
         return false;
     pthread_mutex_lock(&op->c->mu);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <utlist.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/status.h"
@@ -139,18 +140,6 @@ static int bg_try(zkl__session *s, const bgdel *d)
     return rc == ZNONODE ? ZOK : rc;
 }
 
-#ifdef ZKL_FAULTS
-static bool bg_fault_locked(zkl_client *c)
-{
-    bool fault = c->faults.bg_delete_lost > 0;
-    if (fault)
-        c->faults.bg_delete_lost--;
-    return fault;
-}
-#else
-#define bg_fault_locked(c) ((void)(c), false)
-#endif
-
 int64_t zkl__bg_turn(zkl_client *c, int64_t now_us)
 {
     struct zkl__cleanup *k = c->cleanup;
@@ -162,7 +151,7 @@ int64_t zkl__bg_turn(zkl_client *c, int64_t now_us)
         return INT64_MAX; /* a state change wakes the worker */
     if (now_us < k->retry_at_us)
         return k->retry_at_us;
-    fault = bg_fault_locked(c);
+    fault = ZKL_FAULT(c, BG_DELETE_LOST, NULL) != 0;
     DL_DELETE(k->queue, d);
     k->busy = true;
     s->refs++;

@@ -74,42 +74,6 @@ struct zkl__watch {
     zkl__watch *prev, *next;
 };
 
-#ifdef ZKL_FAULTS
-/* A test's function, run once where the library reaches a point (zkl__fault_run_once). */
-typedef struct zkl__fault_hook {
-    void (*fn)(struct zkl_client *c, void *arg);
-    void *arg;
-} zkl__fault_hook;
-
-/* Test-only faults, set through tests/support; compiled into test builds only. */
-typedef struct zkl__faults {
-    int create_reply_lost; /* drop the reply of the next N successful creates */
-    int create_send_lost;  /* fail the next N creates with connection loss before sending */
-    char next_uuid[37];    /* use this UUID for the next protected create */
-    int delete_lost;       /* fail the next N foreground lock-node deletes with connection loss */
-    int bg_delete_lost;    /* fail the next N background delete tries with connection loss */
-    int defer_us;          /* > 0: hold a release's delete back this long */
-    bool deaf_bells;       /* the bells of this client's waits are not heard (heads.h) */
-    int await_ms;          /* > 0: a joiner awaits a note this long at most (wait.c) */
-    int note_delay_ms;     /* > 0: a waiter sleeps this long before its node is noted made */
-    int defer_depth;       /* > 0: a joiner's watches wait for the bell from this deep (wait.c) */
-    int defer_ms;          /* > 0: and for this long at most */
-    int dispatch_pause_us; /* > 0: zkl_client_dispatch pauses between its two steps */
-    bool sleep_on_cv;      /* the worker and blocking waits sleep on condition variables,
-                            * as when no eventfd can be made (base/wakefd.h) */
-    /* run once, on the acquiring thread, after the next listing of a wait */
-    zkl__fault_hook after_list;
-    /* run once, on the worker, right after an async handle's outcome is settled */
-    zkl__fault_hook after_settle;
-    /* > 0: the session watcher sleeps this long before it records a
-     * disconnect or an expiry (a loaded completion thread) */
-    _Atomic int session_event_delay_ms;
-    /* counted, not a fault: syncs the lease sent (renewals, and the check
-     * before a grant), so that a test can tell the lock's requests apart */
-    _Atomic uint64_t lease_syncs;
-} zkl__faults;
-#endif
-
 typedef struct zkl__event {
     zkl_conn_state state;
     uint64_t epoch; /* the session it is about */
@@ -202,9 +166,6 @@ struct zkl_client {
     uint64_t series_clock;       /* counts series going idle: their eviction order */
     char *name;                  /* the metrics' client label (zkl_client_set_name), under mu */
     unsigned number;             /* 1, 2, ...: its place among the process's opens */
-#ifdef ZKL_FAULTS
-    zkl__faults faults;
-#endif
     /* listeners: their own recursive mutex, held while the worker calls them */
     pthread_mutex_t listen_mu;
     zkl__listener *listeners;
@@ -296,17 +257,8 @@ void zkl__worker_kick_locked(struct zkl_client *c);
  */
 void zkl__clients_count(int delta);
 bool zkl__many_clients(void);
-/* The count that is "many" now (the test hook's, if a test set one). */
+/* The count that is "many" now (a test's, if it tuned MANY_CLIENTS: base/fault.h). */
 int zkl__many_clients_threshold(void);
-#ifdef ZKL_FAULTS
-/* Test hook: "many" from this count on (-1: the measured threshold). */
-extern _Atomic int zkl__many_clients_from;
-/* Test hooks: a fault's value, read under c->mu; hook h run once (taken
- * under c->mu, run without it) if a test set it; whether one is set. */
-int zkl__fault_value(struct zkl_client *c, const int *field);
-void zkl__fault_run_once(struct zkl_client *c, zkl__fault_hook *h);
-bool zkl__fault_hook_set(struct zkl_client *c, const zkl__fault_hook *h);
-#endif
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);

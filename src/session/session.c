@@ -17,51 +17,19 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "base/fault.h"
 #include "base/tsan.h"
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "session/client.h"
 
-#ifdef ZKL_FAULTS
-/* A loaded completion thread: the watcher records a loss this much later. */
+/* A loaded completion thread (a test's fault): the watcher records a loss this much later. */
 static void event_delay_fault(zkl_client *c, int state)
 {
-    int ms = atomic_load(&c->faults.session_event_delay_ms);
+    int ms = ZKL_FAULT(c, EVENT_DELAY_MS, NULL);
     if (state != ZOO_CONNECTED_STATE && ms > 0)
         zkl__sleep_ms(ms);
 }
-
-int zkl__fault_value(zkl_client *c, const int *field)
-{
-    int v;
-    pthread_mutex_lock(&c->mu);
-    v = *field;
-    pthread_mutex_unlock(&c->mu);
-    return v;
-}
-
-void zkl__fault_run_once(zkl_client *c, zkl__fault_hook *h)
-{
-    zkl__fault_hook run;
-    pthread_mutex_lock(&c->mu);
-    run = *h;
-    h->fn = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (run.fn)
-        run.fn(c, run.arg);
-}
-
-bool zkl__fault_hook_set(zkl_client *c, const zkl__fault_hook *h)
-{
-    bool set;
-    pthread_mutex_lock(&c->mu);
-    set = h->fn != NULL;
-    pthread_mutex_unlock(&c->mu);
-    return set;
-}
-#else
-#define event_delay_fault(c, state) ((void)(c), (void)(state))
-#endif
 
 /* The session connected (again). Caller holds c->mu. */
 static void connected_locked(zkl_client *c, zkl__session *s, zhandle_t *zh)
@@ -351,9 +319,6 @@ bool zkl__canceled(zkl_client *c)
 
 static _Atomic int clients_running;
 static _Atomic int many_measured = ZKL_MANY_CLIENTS;
-#ifdef ZKL_FAULTS
-_Atomic int zkl__many_clients_from = -1;
-#endif
 
 #ifndef PR_FUTEX_HASH
 #define PR_FUTEX_HASH 78
@@ -388,12 +353,7 @@ void zkl__clients_count(int delta)
 
 int zkl__many_clients_threshold(void)
 {
-#ifdef ZKL_FAULTS
-    int set = atomic_load(&zkl__many_clients_from);
-    if (set >= 0)
-        return set;
-#endif
-    return atomic_load(&many_measured);
+    return (int)ZKL_TUNE(NULL, MANY_CLIENTS, atomic_load(&many_measured));
 }
 
 bool zkl__many_clients(void)

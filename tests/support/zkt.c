@@ -193,12 +193,7 @@ uint64_t zkt_lock_requests(zkl_client *c)
 {
     zkl_client_stats st;
     cr_assert_eq(zkl_client_stats_get(c, &st), ZKL_OK);
-    return st.requests - atomic_load(&c->faults.lease_syncs);
-}
-
-uint64_t zkt_lease_syncs(zkl_client *c)
-{
-    return atomic_load(&c->faults.lease_syncs);
+    return st.requests - zkt_lease_syncs(c);
 }
 
 uint64_t zkt_list_requests(zkl_client *c)
@@ -235,73 +230,48 @@ void zkt_expire(zkl_client *c)
 
 void zkt_fault_create_reply_lost(zkl_client *c, int n)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.create_reply_lost = n;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_CREATE_REPLY_LOST, n);
 }
 
 void zkt_fault_create_send_lost(zkl_client *c, int n)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.create_send_lost = n;
-    pthread_mutex_unlock(&c->mu);
-}
-
-void zkt_fault_next_uuid(zkl_client *c, const char *uuid)
-{
-    pthread_mutex_lock(&c->mu);
-    snprintf(c->faults.next_uuid, sizeof c->faults.next_uuid, "%s", uuid);
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_CREATE_SEND_LOST, n);
 }
 
 void zkt_fault_delete_lost(zkl_client *c, int n)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.delete_lost = n;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_DELETE_LOST, n);
 }
 
 void zkt_fault_bg_delete_lost(zkl_client *c, int n)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.bg_delete_lost = n;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_BG_DELETE_LOST, n);
 }
 
 void zkt_fault_deaf_bells(zkl_client *c)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.deaf_bells = true;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_DEAF_BELLS, 1);
 }
 
 void zkt_fault_await_ms(zkl_client *c, int ms)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.await_ms = ms;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_JOIN_AWAIT_MS, ms);
 }
 
 void zkt_fault_defer(zkl_client *c, int depth, int ms)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.defer_depth = depth;
-    c->faults.defer_ms = ms;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_DEEP_JOINER_DEPTH, depth);
+    zkt_fault_set(c, ZKL__FAULT_DEEP_JOINER_MS, ms);
 }
 
 void zkt_fault_note_delay(zkl_client *c, int ms)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.note_delay_ms = ms;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_NOTE_DELAY_MS, ms);
 }
 
 void zkt_fault_dispatch_pause(zkl_client *c, int us)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.dispatch_pause_us = us;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_DISPATCH_PAUSE_US, us);
 }
 
 void zkt_state_event(zkl_client *c, zkl_conn_state st)
@@ -325,35 +295,12 @@ int zkt_reports_queued(zkl_client *c)
 
 void zkt_fault_sleep_on_cv(zkl_client *c)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.sleep_on_cv = true;
-    pthread_mutex_unlock(&c->mu);
-}
-
-void zkt_many_clients_from(int n)
-{
-    atomic_store(&zkl__many_clients_from, n < 0 ? -1 : n);
+    zkt_fault_set(c, ZKL__FAULT_SLEEP_ON_CV, 1);
 }
 
 int zkt_many_clients_threshold(void)
 {
     return zkl__many_clients_threshold();
-}
-
-void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
-{
-    pthread_mutex_lock(&c->mu);
-    c->faults.after_settle.fn = fn;
-    c->faults.after_settle.arg = arg;
-    pthread_mutex_unlock(&c->mu);
-}
-
-void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
-{
-    pthread_mutex_lock(&c->mu);
-    c->faults.after_list.fn = fn;
-    c->faults.after_list.arg = arg;
-    pthread_mutex_unlock(&c->mu);
 }
 
 struct session_seen {
@@ -383,14 +330,12 @@ void zkt_expire_seen(zkl_client *c)
 
 void zkt_fault_session_event_delay(zkl_client *c, int ms)
 {
-    atomic_store(&c->faults.session_event_delay_ms, ms);
+    zkt_fault_set(c, ZKL__FAULT_EVENT_DELAY_MS, ms);
 }
 
 void zkt_defer_window(zkl_client *c, int us)
 {
-    pthread_mutex_lock(&c->mu);
-    c->faults.defer_us = us;
-    pthread_mutex_unlock(&c->mu);
+    zkt_fault_set(c, ZKL__FAULT_HOLD_BACK_US, us > 0 ? us : -1);
 }
 
 static pid_t server_pid(void)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "base/fault.h"
 #include "zklock/zklock.h"
 
 /*
@@ -78,7 +79,10 @@ void zkt_expire(zkl_client *c);
 /* The same, then wait until c itself has seen that session end. */
 void zkt_expire_seen(zkl_client *c);
 
-/* Fault hooks (see client_internal.h). */
+/* The library's fault hook (src/base/fault.h), answered by tests/support/faults.c:
+ * set site of c to value (a fault's count or amount; a tunable's value, -1: as built). */
+void zkt_fault_set(zkl_client *c, zkl__fault_site site, int value);
+/* Shorthands of it. */
 void zkt_fault_create_reply_lost(zkl_client *c, int n);
 void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);

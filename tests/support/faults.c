@@ -1,0 +1,184 @@
+/*
+ * faults.c - the tests' side of the library's one fault hook (src/base/
+ * fault.h): what each test asked of each client, and the hook that answers
+ * the library from it. The zkt_fault_* calls of zkt.h set it.
+ *
+ * The hook runs on any thread, sometimes under the client's c->mu, so it
+ * takes only its own mutex, a leaf; a test's function (after a listing,
+ * after a settle) runs with no lock held.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/fault.h"
+#include "zkt.h"
+
+typedef void (*point_fn)(zkl_client *, void *);
+
+/* What the tests asked of one client. */
+typedef struct asked {
+    zkl_client *c;
+    int counts[ZKL__FAULT_NSITES]; /* faults: how many times more (or how much) */
+    int tune[ZKL__FAULT_NSITES];   /* tunables: the value, or -1 */
+    char next_uuid[37];
+    point_fn after_listing, after_settle;
+    void *after_listing_arg, *after_settle_arg;
+    _Atomic uint64_t lease_syncs;
+    struct asked *next;
+} asked;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static asked *all;
+static _Atomic int many_clients = -1;
+
+/* The faults that fire a given number of times; the others are values that stay. */
+static int counted(zkl__fault_site site)
+{
+    return site == ZKL__FAULT_CREATE_SEND_LOST || site == ZKL__FAULT_CREATE_REPLY_LOST ||
+           site == ZKL__FAULT_DELETE_LOST || site == ZKL__FAULT_BG_DELETE_LOST;
+}
+
+/* c's record, made if need be; mu held. */
+static asked *of_locked(zkl_client *c)
+{
+    asked *a;
+    int i;
+    for (a = all; a; a = a->next)
+        if (a->c == c)
+            return a;
+    a = calloc(1, sizeof *a);
+    cr_assert(a, "out of memory");
+    a->c = c;
+    for (i = 0; i < ZKL__FAULT_NSITES; i++)
+        a->tune[i] = -1;
+    a->next = all;
+    all = a;
+    return a;
+}
+
+/* Run a point's function once, if one is set: taken under mu, run without. */
+static int run_point(asked *a, point_fn *fn, void **arg)
+{
+    point_fn f = *fn;
+    void *x = *arg;
+    *fn = NULL;
+    pthread_mutex_unlock(&mu);
+    if (f)
+        f(a->c, x);
+    return f != NULL;
+}
+
+static int answer(zkl_client *c, zkl__fault_site site, void *io)
+{
+    asked *a;
+    int v = site >= ZKL__FAULT_HOLD_BACK_US ? -1 : 0;
+    if (site == ZKL__FAULT_MANY_CLIENTS)
+        return atomic_load(&many_clients);
+    pthread_mutex_lock(&mu);
+    if (site == ZKL__FAULT_FREED) { /* its address may come again, with nothing asked */
+        asked **p = &all;
+        while (*p && (*p)->c != c)
+            p = &(*p)->next;
+        if ((a = *p) != NULL) {
+            *p = a->next;
+            free(a);
+        }
+        pthread_mutex_unlock(&mu);
+        return 0;
+    }
+    if (site == ZKL__FAULT_LEASE_SYNC) { /* counted for every client */
+        atomic_fetch_add(&of_locked(c)->lease_syncs, 1);
+        pthread_mutex_unlock(&mu);
+        return 0;
+    }
+    for (a = all; a && a->c != c; a = a->next)
+        ;
+    if (!a) {
+        pthread_mutex_unlock(&mu);
+        return v;
+    }
+    switch (site) {
+    case ZKL__FAULT_NEXT_UUID:
+        v = a->next_uuid[0] != '\0';
+        if (v)
+            memcpy(io, a->next_uuid, 37);
+        a->next_uuid[0] = '\0';
+        break;
+    case ZKL__FAULT_LISTING_WANTED: v = a->after_listing != NULL; break;
+    case ZKL__FAULT_AFTER_LISTING: return run_point(a, &a->after_listing, &a->after_listing_arg);
+    case ZKL__FAULT_AFTER_SETTLE: return run_point(a, &a->after_settle, &a->after_settle_arg);
+    default:
+        if (site >= ZKL__FAULT_HOLD_BACK_US) {
+            v = a->tune[site];
+        } else {
+            v = a->counts[site];
+            if (counted(site) && v > 0)
+                a->counts[site]--;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return counted(site) ? v > 0 : v;
+}
+
+/* The hook is in place from the start: the lease's syncs are counted for every client. */
+__attribute__((constructor)) static void install(void)
+{
+    zkl__fault_set(answer);
+}
+
+/* c's record; returned with mu held. */
+static asked *lock_of(zkl_client *c)
+{
+    pthread_mutex_lock(&mu);
+    return of_locked(c);
+}
+
+void zkt_fault_set(zkl_client *c, zkl__fault_site site, int value)
+{
+    asked *a = lock_of(c);
+    if (site >= ZKL__FAULT_HOLD_BACK_US)
+        a->tune[site] = value;
+    else
+        a->counts[site] = value;
+    pthread_mutex_unlock(&mu);
+}
+
+void zkt_fault_next_uuid(zkl_client *c, const char *uuid)
+{
+    asked *a = lock_of(c);
+    snprintf(a->next_uuid, sizeof a->next_uuid, "%s", uuid);
+    pthread_mutex_unlock(&mu);
+}
+
+void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
+{
+    asked *a = lock_of(c);
+    a->after_listing = fn;
+    a->after_listing_arg = arg;
+    pthread_mutex_unlock(&mu);
+}
+
+void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg)
+{
+    asked *a = lock_of(c);
+    a->after_settle = fn;
+    a->after_settle_arg = arg;
+    pthread_mutex_unlock(&mu);
+}
+
+uint64_t zkt_lease_syncs(zkl_client *c)
+{
+    asked *a = lock_of(c);
+    uint64_t n = atomic_load(&a->lease_syncs);
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+void zkt_many_clients_from(int n)
+{
+    atomic_store(&many_clients, n < 0 ? -1 : n);
+}
