@@ -24,7 +24,7 @@ static bool side_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
         zkl__op_keep(op, got);
         zkl__side_async_granted(sd, op->holds[0].epoch);
         op->at = 1; /* counted */
-        zkl__stats_acquired(sd->stats, sd->c, &op->holds[0], zkl__now_us() - op->started_us);
+        zkl__stats_acquired(sd->stats, sd->c, &op->holds[0], sd, zkl__now_us() - op->started_us);
     } else {
         zkl__stats_failed(sd->stats, st);
     }

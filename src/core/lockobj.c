@@ -29,6 +29,7 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
     o->c = c;
+    o->size = size;
     o->self = o;
     o->mine = mine;
     zkl__client_ref(c);
@@ -65,10 +66,9 @@ void zkl__lockobj_free(zkl__lockobj *o)
     if (!o)
         return;
     zkl__lockobj_detach(o);
-    for (int i = 0; i < o->nparts; i++) { /* holds never released (lost, or a fork's) */
-        zkl__stats_forget(o->c, &o->part[i]->stats);
+    zkl__stats_forget(o->c, o, o->size); /* holds never released (lost, or a fork's) */
+    for (int i = 0; i < o->nparts; i++)
         zkl__series_put(o->c, o->part[i]);
-    }
     pthread_mutex_lock(&o->c->mu);
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);

@@ -32,6 +32,7 @@ typedef struct zkl__lockobj {
     struct zkl__series *part[2];
     int nparts;
     int inside;                       /* threads inside a call on it that may wait (under c->mu) */
+    size_t size;                      /* of the whole object, which its sides and holds live in */
     struct zkl__lockobj *prev, *next; /* c->objs (utlist), under c->mu */
 } zkl__lockobj;
 

@@ -168,7 +168,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
         return st;
     re = zkl__holders_reenter(&sd->holders, sd->c);
     if (re > 0) {
-        zkl__stats_acquired(sd->stats, sd->c, NULL, zkl__now_us() - t0);
+        zkl__stats_acquired(sd->stats, sd->c, NULL, NULL, zkl__now_us() - t0);
         return ZKL_OK;
     }
     if (re < 0)
@@ -179,13 +179,13 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
         zkl__stats_failed(sd->stats, st);
         return st;
     }
-    zkl__stats_mark(sd->stats, sd->c, &hold); /* the table's copy carries the tally */
+    zkl__stats_mark(sd->stats, sd->c, &hold, sd); /* the table's copy carries the tally */
     st = zkl__holders_add(&sd->holders, &hold);
     if (st != ZKL_OK) {
         zkl__stats_unmark(sd->c, &hold);
         (void)let_go(sd, &hold, true);
     } else {
-        zkl__stats_acquired(sd->stats, sd->c, NULL, zkl__now_us() - t0);
+        zkl__stats_acquired(sd->stats, sd->c, NULL, NULL, zkl__now_us() - t0);
     }
     return st;
 }

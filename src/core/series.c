@@ -76,6 +76,7 @@ void zkl__series_put(zkl_client *c, zkl__series *s)
 
 void zkl__series_free_all(zkl_client *c)
 {
+    zkl__stats_free_all(c); /* (tallies left by a fork()ed child's holds) */
     zkl__series *s, *tmp;
     DL_FOREACH_SAFE(c->series, s, tmp)
     {

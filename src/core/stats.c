@@ -30,19 +30,21 @@ static void observe(zkl__hist *h, int64_t us)
 /* A live hold's tally: in c->marks, under c->mu. */
 typedef struct zkl__holdmark {
     zkl__lockstats *stats;
+    const char *owner; /* where its hold is kept: inside a lock object */
     uint64_t epoch;
     int64_t granted_us;
     bool counted; /* its loss and hold time are counted: its release adds nothing */
     struct zkl__holdmark *prev, *next;
 } zkl__holdmark;
 
-void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h)
+void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h, const void *owner)
 {
     zkl__holdmark *m;
     h->mark = NULL; /* (a hold passed on locally carries its old holder's) */
     if (!s || !(m = calloc(1, sizeof *m)))
         return; /* (counted at its release) */
     m->stats = s;
+    m->owner = owner;
     m->epoch = h->epoch;
     m->granted_us = h->granted_us;
     h->mark = m;
@@ -71,14 +73,15 @@ void zkl__stats_unmark(zkl_client *c, zkl__hold *h)
     (void)unmark(c, h);
 }
 
-void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, int64_t wait_us)
+void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, const void *owner,
+                         int64_t wait_us)
 {
     if (!s)
         return;
     ADD(s->acquisitions, 1);
     observe(&s->wait, wait_us);
     if (h)
-        zkl__stats_mark(s, c, h);
+        zkl__stats_mark(s, c, h, owner);
 }
 
 void zkl__stats_passed(zkl__lockstats *s)
@@ -124,17 +127,28 @@ void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired)
     }
 }
 
-void zkl__stats_forget(zkl_client *c, const zkl__lockstats *s)
+void zkl__stats_forget(zkl_client *c, const void *obj, size_t size)
 {
+    const char *lo = obj, *hi = lo + size;
     zkl__holdmark *m, *tmp;
     pthread_mutex_lock(&c->mu);
     DL_FOREACH_SAFE2(c->marks, m, tmp, next)
     {
-        if (m->stats == s) {
+        if (m->owner >= lo && m->owner < hi) {
             /* (m is in the list it walks: c->marks is not NULL) */
             DL_DELETE2(c->marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
             free(m);
         }
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__stats_free_all(zkl_client *c)
+{
+    zkl__holdmark *m, *tmp;
+    DL_FOREACH_SAFE2(c->marks, m, tmp, next)
+    {
+        DL_DELETE2(c->marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
+        free(m);
+    }
 }

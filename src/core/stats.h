@@ -37,9 +37,11 @@ extern const char *const zkl__bucket_le[ZKL__BUCKETS];
  * the program gets round to releasing it. Without memory for the tally the
  * hold is counted at its release, as it ends.
  */
-void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, int64_t wait_us);
-/* Only the tally of new hold h (the acquire is counted apart), and its undoing, uncounted. */
-void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h);
+void zkl__stats_acquired(zkl__lockstats *s, zkl_client *c, zkl__hold *h, const void *owner,
+                         int64_t wait_us);
+/* Only the tally of new hold h (the acquire is counted apart), and its undoing, uncounted.
+ * owner: where the hold is kept (a side, a semaphore: inside its lock object). */
+void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h, const void *owner);
 void zkl__stats_unmark(zkl_client *c, zkl__hold *h);
 /* A hold passed on locally, to another thread of the process. */
 void zkl__stats_passed(zkl__lockstats *s);
@@ -57,7 +59,10 @@ void zkl__stats_released(zkl__lockstats *s, zkl_client *c, zkl__hold *h, zkl_sta
  * The hook client.h's holds_lost_locked; c->mu held.
  */
 void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired);
-/* The lock object part whose stats are s is going: its tallies are dropped. */
-void zkl__stats_forget(zkl_client *c, const zkl__lockstats *s);
+/* The lock object at [obj, obj + size) is going: the tallies of holds kept in it are dropped
+ * (holds never released: lost, or a fork's). Several objects count into one series' stats. */
+void zkl__stats_forget(zkl_client *c, const void *obj, size_t size);
+/* Free every tally left on c (its close). c->mu not needed. */
+void zkl__stats_free_all(zkl_client *c);
 
 #endif

@@ -181,7 +181,8 @@ static bool ml_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c, z
     if (got && zkl__op_keep(op, got)) {
         zkl__side_async_granted(ml->v[op->stage].side, op->holds[op->nholds - 1].epoch);
         zkl__stats_acquired(ml->v[op->stage].side->stats, ml->v[op->stage].side->c,
-                            &op->holds[op->nholds - 1], zkl__now_us() - op->started_us);
+                            &op->holds[op->nholds - 1], ml->v[op->stage].side,
+                            zkl__now_us() - op->started_us);
         op->stage++;
     }
     if (op->at > 0 && st != ZKL_OK) {

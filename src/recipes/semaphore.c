@@ -253,7 +253,7 @@ zkl_status zkl_semaphore_acquire_many(zkl_semaphore *s, int n, int timeout_ms, z
         else
             st = lease_round(s, n - i, deadline, &leases[i], &got);
         for (k = 0; k < got; k++)
-            zkl__stats_acquired(s->stats, s->obj.c, &leases[i + k]->hold, zkl__now_us() - t0);
+            zkl__stats_acquired(s->stats, s->obj.c, &leases[i + k]->hold, s, zkl__now_us() - t0);
         if (st == ZKL_ELOST && zkl__now_ms() < deadline) {
             return_all(&leases[i], got); /* lost while counting: queue again */
             got = 0;
@@ -304,7 +304,7 @@ static void sem_counted(zkl_op *op, zkl_status st)
     }
     op->at = 1; /* granted: its leases' hold times count at release (sem_end) */
     for (i = 0; i < op->nholds; i++)
-        zkl__stats_acquired(stats, op->c, &op->holds[i], zkl__now_us() - op->started_us);
+        zkl__stats_acquired(stats, op->c, &op->holds[i], op->obj, zkl__now_us() - op->started_us);
 }
 
 static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,

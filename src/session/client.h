@@ -114,7 +114,7 @@ typedef struct zkl__hooks {
     /* session: LOST or LEASE_EXPIRED of session epoch is being told: the
      * holds of that session end now in the metrics (c->mu held) */
     void (*holds_lost_locked)(struct zkl_client *c, uint64_t epoch, bool lease_expired);
-    /* client: free the metrics' series at close (core/series.h) */
+    /* client: free the metrics' series and tallies at close (core/series.h, stats.h) */
     void (*series_free)(struct zkl_client *c);
 } zkl__hooks;
 

@@ -475,3 +475,31 @@ Test(metrics, one_text_for_a_process_of_several_clients, .timeout = 120)
     ok(zkl_client_close(c[2]), "close");
     free(path);
 }
+
+/*
+ * Objects of one path on one client count into one series, but each keeps
+ * its own holds' tallies: destroying one object drops only the tallies of
+ * holds kept in it (a use after free, under ASan, when it dropped them all).
+ */
+Test(metrics, destroying_an_object_of_a_path_leaves_the_others_holds, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("sharedseries"), *text;
+    zkl_mutex *m1, *m2;
+    ok(zkl_client_set_name(c, "main"), "name");
+    ok(zkl_mutex_create(c, path, &m1), "create");
+    ok(zkl_mutex_acquire(m1, 5000), "acquire");
+    ok(zkl_mutex_create(c, path, &m2), "a second object of the path");
+    ok(zkl_mutex_destroy(m2), "destroyed while the first holds");
+    lost_path = path;
+    zkt_expire_seen(c);
+    cr_assert(zkt_wait_for(lost_told, c, 10000), "the first object's loss was not counted");
+    cr_assert_eq(zkl_mutex_release(m1), ZKL_ELOST);
+    text = metrics(c);
+    cr_assert_eq(sample(text, "zklock_holds_lost_total", path, "mutex"), 1);
+    cr_assert_eq(sample(text, "zklock_hold_seconds_count", path, "mutex"), 1);
+    free(text);
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}

@@ -5,7 +5,8 @@
  *
  * The hook runs on any thread, sometimes under the client's c->mu, so it
  * takes only its own mutex, a leaf; a test's function (after a listing,
- * after a settle) runs with no lock held.
+ * after a settle) runs with no lock held. It never allocates: the failure
+ * sweep (test_fail_each.c) fails every allocation of its binary in turn.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -28,11 +29,11 @@ typedef struct asked {
     point_fn after_listing, after_settle;
     void *after_listing_arg, *after_settle_arg;
     _Atomic uint64_t lease_syncs;
-    struct asked *next;
 } asked;
 
+#define CLIENTS 512 /* open at once, at most, in one test */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static asked *all;
+static asked slots[CLIENTS];
 static _Atomic int many_clients = -1;
 
 /* The faults that fire a given number of times; the others are values that stay. */
@@ -42,21 +43,27 @@ static int counted(zkl__fault_site site)
            site == ZKL__FAULT_DELETE_LOST || site == ZKL__FAULT_BG_DELETE_LOST;
 }
 
-/* c's record, made if need be; mu held. */
+/* c's record (NULL: none); mu held. */
+static asked *find_locked(const zkl_client *c)
+{
+    int i;
+    for (i = 0; i < CLIENTS; i++)
+        if (slots[i].c == c)
+            return &slots[i];
+    return NULL;
+}
+
+/* c's record, made if need be (NULL: no slot left); mu held. */
 static asked *of_locked(zkl_client *c)
 {
-    asked *a;
+    asked *a = find_locked(c);
     int i;
-    for (a = all; a; a = a->next)
-        if (a->c == c)
-            return a;
-    a = calloc(1, sizeof *a);
-    cr_assert(a, "out of memory");
+    if (a || !(a = find_locked(NULL)))
+        return a;
+    memset(a, 0, sizeof *a);
     a->c = c;
     for (i = 0; i < ZKL__FAULT_NSITES; i++)
         a->tune[i] = -1;
-    a->next = all;
-    all = a;
     return a;
 }
 
@@ -80,24 +87,18 @@ static int answer(zkl_client *c, zkl__fault_site site, void *io)
         return atomic_load(&many_clients);
     pthread_mutex_lock(&mu);
     if (site == ZKL__FAULT_FREED) { /* its address may come again, with nothing asked */
-        asked **p = &all;
-        while (*p && (*p)->c != c)
-            p = &(*p)->next;
-        if ((a = *p) != NULL) {
-            *p = a->next;
-            free(a);
-        }
+        if ((a = find_locked(c)) != NULL)
+            a->c = NULL;
         pthread_mutex_unlock(&mu);
         return 0;
     }
     if (site == ZKL__FAULT_LEASE_SYNC) { /* counted for every client */
-        atomic_fetch_add(&of_locked(c)->lease_syncs, 1);
+        if ((a = of_locked(c)) != NULL)
+            atomic_fetch_add(&a->lease_syncs, 1);
         pthread_mutex_unlock(&mu);
         return 0;
     }
-    for (a = all; a && a->c != c; a = a->next)
-        ;
-    if (!a) {
+    if (!(a = find_locked(c))) {
         pthread_mutex_unlock(&mu);
         return v;
     }
@@ -133,8 +134,13 @@ __attribute__((constructor)) static void install(void)
 /* c's record; returned with mu held. */
 static asked *lock_of(zkl_client *c)
 {
+    asked *a;
     pthread_mutex_lock(&mu);
-    return of_locked(c);
+    a = of_locked(c);
+    if (!a)
+        pthread_mutex_unlock(&mu);
+    cr_assert(a, "more than %d clients asked for faults", CLIENTS);
+    return a;
 }
 
 void zkt_fault_set(zkl_client *c, zkl__fault_site site, int value)
