@@ -37,7 +37,7 @@
  *   3. engine     run the core's ready operations and due timers (async
  *                 acquires: core/engine.c, through a hook)
  *   4. lease      act on a lapsed lease (end the session), send renewals
- *   5. deferred   send held-back deletes whose moment is up
+ *   5. held back  send held-back deletes whose moment is up
  *   6. session    declare a long suspension lost; replace a lost session
  *   7. cleanup    try the next background delete
  */
@@ -70,8 +70,8 @@ static int64_t engine_phase(zkl_client *c, int64_t now_us)
 }
 
 static const phase_fn phases[] = {
-    events_phase,       zkl__revs_turn,    engine_phase, zkl__lease_turn,
-    zkl__deferred_turn, zkl__session_turn, zkl__bg_turn,
+    events_phase,        zkl__revs_turn,    engine_phase, zkl__lease_turn,
+    zkl__held_back_turn, zkl__session_turn, zkl__bg_turn,
 };
 
 /*

@@ -99,7 +99,7 @@ struct zkl__acq {
     bool no_carry;                /* the next create goes alone (a multi failed unapplied) */
     char *mk;                     /* mkdirs: the path being made */
     size_t mk_at;                 /* how much of a->path it is */
-    struct zkl__deferred *merged; /* held-back deletes riding in our multi */
+    struct zkl__heldback *merged; /* held-back deletes riding in our multi */
     /* requests in flight (at most three: a write and its listing, or the watches) */
     zkl__req *k[3];
     int nk;

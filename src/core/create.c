@@ -249,12 +249,12 @@ static zkl__step_result step_created(zkl__acq *op)
     zkl__acq_untrack(op);
     if (op->merged) {
         if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) { /* applied or not, they must go */
-            zkl__deferred *d;
+            zkl__heldback *d;
             for (d = op->merged; d; d = d->next)
                 zkl__bg_delete(op->c, d->path, NULL);
-            zkl__deferred_done(op->merged, true);
+            zkl__held_back_done(op->merged, true);
         } else {
-            zkl__deferred_done(op->merged, rc == ZOK);
+            zkl__held_back_done(op->merged, rc == ZOK);
         }
         op->merged = NULL;
         op->carried = rc == ZOK;
@@ -295,7 +295,7 @@ static void send_create(zkl__acq *op)
     int len = op->a.data ? op->a.data_len : c->node_data_len, rc;
     int mode = op->a.fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
     zkl__req *k;
-    zkl__deferred *d;
+    zkl__heldback *d;
     char *del[ZKL_MULTI_MAX];
     int ndel = 0;
     op->fault = create_fault(c);
@@ -304,7 +304,8 @@ static void send_create(zkl__acq *op)
         return;
     }
     /* this client's held-back deletes ride in one multi with the create */
-    op->merged = op->a.token_lazy && !op->no_carry && !op->fault ? zkl__take_deferred(op->s) : NULL;
+    op->merged =
+        op->a.token_lazy && !op->no_carry && !op->fault ? zkl__take_held_back(op->s) : NULL;
     op->no_carry = false;
     for (d = op->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
         del[ndel++] = d->path;

@@ -57,7 +57,7 @@ bool zkl__heads_others_joined(const char *parent, int64_t self);
 void zkl__heads_note(const char *parent, const char *name, int32_t seq, int64_t owner);
 
 /*
- * The bell (wait.c, "the watch on our own node, deferred"). A waiter right
+ * The bell (wait.c, "the watch on our own node, left to its bell"). A waiter right
  * behind a node of another session of this process (sequence s - 1 against
  * its s) needs a watch on its own node only for the hand-off from that
  * node, so it asks to be told when the lock is granted to the node two

@@ -41,7 +41,7 @@
 #include "services/revoke.h"
 
 /* How long a release holds its delete back (a test may tune it: base/fault.h). */
-static int defer_window_us(zkl_client *c, bool alone)
+static int hold_back_us(zkl_client *c, bool alone)
 {
     return (int)ZKL_TUNE(c, HOLD_BACK_US,
                          alone ? ZKL_HOLD_BACK_ALONE_US : ZKL_HOLD_BACK_CONTENDED_US);
@@ -109,7 +109,7 @@ zkl_status zkl__lock_release(zkl_client *c, zkl__hold *hold)
              * whoever queued since can be kept waiting, and for longer; with
              * others in line, every one of them waits the window, so it is
              * short: a caller that re-acquires at once fits in it. */
-            zkl__defer_delete(s, hold->node, defer_window_us(c, hold->alone));
+            zkl__hold_back_delete(s, hold->node, hold_back_us(c, hold->alone));
         if (s)
             zkl__session_put(s);
         free(hold->node);
@@ -127,7 +127,7 @@ typedef struct exists_arg {
     struct Stat *stat;
 } exists_arg;
 
-static int exists_op(zkl__session *s, void *arg)
+static int exists_try(zkl__session *s, void *arg)
 {
     exists_arg *e = arg;
     return zkl__zk_exists(s, e->node, e->stat);
@@ -137,7 +137,7 @@ static int exists_op(zkl__session *s, void *arg)
 static zkl_status stat_of(zkl_client *c, const char *path, struct Stat *stat, int *rc)
 {
     exists_arg arg = {path, stat};
-    return zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_op, &arg, rc);
+    return zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_try, &arg, rc);
 }
 
 zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
@@ -211,7 +211,7 @@ zkl_status zkl__participants(zkl_client *c, const char *path, const char *const 
     zkl__list_arg arg = {path, &kids};
     int rc;
     zkl_status st =
-        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_op, &arg, &rc);
+        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_try, &arg, &rc);
     if (st != ZKL_OK)
         return st;
     if (rc == ZNONODE) {

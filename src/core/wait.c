@@ -353,7 +353,7 @@ static zkl__step_result arm_self(zkl__acq *op)
 }
 
 /*
- * The watch on our own node, deferred. Behind a node of another session of
+ * The watch on our own node, left to its bell. Behind a node of another session of
  * this process, our own node's watch serves only the hand-off from that
  * node, once it held (handed_over); deep in a line it would be one more
  * watch a waiter keeps, on the server and in both clients, for nothing
@@ -362,7 +362,7 @@ static zkl__step_result arm_self(zkl__acq *op)
  * places ahead, or one, this process's grant readies us, and we watch our
  * node then, about a hand-off before it is needed. A bell that comes too
  * late, or never, only costs the listing at the hand-off (handed_over
- * wants our node watched). true: deferred.
+ * wants our node watched). true: left to the bell.
  *
  * Only where waits add up: when the client has other operations live (an
  * event loop's thousand waits, or threads sharing a client). The watch sent
@@ -370,7 +370,7 @@ static zkl__step_result arm_self(zkl__acq *op)
  * batch with the watch on the node ahead (docs/design/scale.md: measured),
  * for a watch's few hundred bytes beside a session's 38 KiB.
  */
-static bool self_deferred(zkl__acq *op, const char *prim)
+static bool self_by_bell(zkl__acq *op, const char *prim)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
     return seq > 0 && zkl__acq_seq(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
@@ -406,7 +406,7 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
     else
         arm_none(op, &op->ahead, 1);
     if ((aname && made_by_another(op, aname)) ||
-        (mine && (op->self.w || !self_deferred(op, l->v[v->watch]))))
+        (mine && (op->self.w || !self_by_bell(op, l->v[v->watch]))))
         arm_one(op, &op->self, op->name, 2);
     else
         arm_none(op, &op->self, 2);
@@ -527,8 +527,8 @@ static zkl__step_result step_deferred(zkl__acq *op)
  * the first cycle's waits carried that gap (docs/design/scale.md, "the
  * join burst"). A joiner ZKL_DEEP_JOINER_DEPTH sequences or more behind the last grant
  * noted here (heads.h: behind; in a line of this process's sessions, that
- * many waiters ahead) watches nothing yet: it rings a bell, as the deferred
- * watch on our own node does (heads.h), and watches the node ahead and its
+ * many waiters ahead) watches nothing yet: it waits for a bell, as a waiter
+ * whose own node's watch is left to its bell does (heads.h), and watches the node ahead and its
  * own when the lock is granted two places ahead or one, when one of those
  * two leaves without holding (heads.h: left), or after ZKL_DEEP_JOINER_MS, whichever
  * is first. Lines of up to 64 sessions are not deferred: the bell costs

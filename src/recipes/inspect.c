@@ -27,7 +27,7 @@ static const char *const all_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, ZKL
 static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
 {
     zkl__list_arg arg = {path, kids};
-    int rc = zkl__retry_on(s, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_op, &arg);
+    int rc = zkl__retry_on(s, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_try, &arg);
     if (rc == ZNONODE) {
         kids->n = 0;
         kids->v = NULL;

@@ -6,16 +6,16 @@
 #include "requests/calls.h"
 #include "requests/rc.h"
 
-int zkl__retry_on(zkl__session *s, int64_t deadline, zkl__op op, void *arg)
+int zkl__retry_on(zkl__session *s, int64_t deadline, zkl__try_fn fn, void *arg)
 {
     int rc, attempt = 0;
     do {
-        rc = op(s, arg);
+        rc = fn(s, arg);
     } while (zkl__rc_kind_of(rc) == ZKL__RC_RETRY && zkl__backoff(s->c, &attempt, deadline));
     return rc;
 }
 
-zkl_status zkl__retrying(zkl_client *c, int64_t deadline, zkl__op op, void *arg, int *rc)
+zkl_status zkl__retrying(zkl_client *c, int64_t deadline, zkl__try_fn fn, void *arg, int *rc)
 {
     zkl__session *s;
     int64_t prev;
@@ -23,13 +23,13 @@ zkl_status zkl__retrying(zkl_client *c, int64_t deadline, zkl__op op, void *arg,
     if (st != ZKL_OK)
         return st;
     prev = zkl__call_deadline(deadline);
-    *rc = zkl__retry_on(s, deadline, op, arg);
+    *rc = zkl__retry_on(s, deadline, fn, arg);
     zkl__call_deadline(prev);
     zkl__session_put(s);
     return ZKL_OK;
 }
 
-int zkl__list_op(zkl__session *s, void *arg)
+int zkl__list_try(zkl__session *s, void *arg)
 {
     zkl__list_arg *a = arg;
     zkl__names_free(a->out); /* a failed try may have left nothing, or a retry's leftovers */

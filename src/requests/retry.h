@@ -9,23 +9,23 @@
 #include "session/client.h"
 
 /* One try of a request on session s; returns the ZooKeeper rc. */
-typedef int (*zkl__op)(zkl__session *s, void *arg);
+typedef int (*zkl__try_fn)(zkl__session *s, void *arg);
 
-/* Try op on s until its rc is not retryable or the backoff gives up (deadline). */
-int zkl__retry_on(zkl__session *s, int64_t deadline, zkl__op op, void *arg);
+/* Try fn on s until its rc is not retryable or the backoff gives up (deadline). */
+int zkl__retry_on(zkl__session *s, int64_t deadline, zkl__try_fn fn, void *arg);
 
 /*
  * The same on the client's current session, whose calls give up at the
  * deadline. ZKL_OK with *rc the last try's rc, or the status of getting no
  * session (closing, canceled, none by the deadline).
  */
-zkl_status zkl__retrying(zkl_client *c, int64_t deadline, zkl__op op, void *arg, int *rc);
+zkl_status zkl__retrying(zkl_client *c, int64_t deadline, zkl__try_fn fn, void *arg, int *rc);
 
-/* The op of a listing: getChildren of path into *out (retry-safe: a read). */
+/* The try of a listing: getChildren of path into *out (retry-safe: a read). */
 typedef struct zkl__list_arg {
     const char *path;
     zkl__names *out;
 } zkl__list_arg;
-int zkl__list_op(zkl__session *s, void *arg);
+int zkl__list_try(zkl__session *s, void *arg);
 
 #endif

@@ -37,10 +37,10 @@ typedef struct async_delete {
 struct zkl__cleanup {
     bgdel *queue;         /* the background queue, oldest first (utlist) */
     async_delete *flying; /* deletes sent, reply still due (utlist) */
-    zkl__deferred *deferred;
-    _Atomic int n_deferred; /* read without c->mu by every request */
-    int64_t retry_at_us;    /* the queue's next try after a failure */
-    int failures;           /* tries failed in a row (the backoff) */
+    zkl__heldback *held_back;
+    _Atomic int n_held_back; /* read without c->mu by every request */
+    int64_t retry_at_us;     /* the queue's next try after a failure */
+    int failures;            /* tries failed in a row (the backoff) */
     int flying_n;
     int drainers; /* threads waiting for deletes to finish (on c->cv) */
     bool busy;    /* the worker is trying a queued delete */
@@ -63,7 +63,7 @@ static void bg_free(bgdel *d)
 void zkl__cleanup_free(zkl_client *c)
 {
     bgdel *d, *n;
-    zkl__deferred *f, *fn;
+    zkl__heldback *f, *fn;
     if (!c->cleanup)
         return;
     for (d = c->cleanup->queue; d; d = n) { /* all of it: no unlinking */
@@ -73,7 +73,7 @@ void zkl__cleanup_free(zkl_client *c)
     /* Held-back deletes are flushed before a close; in a fork()ed child they
      * are the parent's, and only their memory is ours (their sessions go
      * with the client). */
-    for (f = c->cleanup->deferred; f; f = fn) {
+    for (f = c->cleanup->held_back; f; f = fn) {
         fn = f->next;
         free(f);
     }
@@ -250,11 +250,11 @@ int zkl__delete_async(zkl__session *s, const char *path)
 
 /* ---- held-back deletes ---- */
 
-void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
+void zkl__hold_back_delete(zkl__session *s, const char *path, int window_us)
 {
     zkl_client *c = s->c;
     size_t n = strlen(path);
-    zkl__deferred *d = malloc(sizeof *d + n + 1);
+    zkl__heldback *d = malloc(sizeof *d + n + 1);
     if (!d) { /* no memory to hold it back: send it now */
         if (zkl__delete_async(s, path) != ZOK)
             zkl__bg_delete(c, path, NULL);
@@ -266,39 +266,39 @@ void zkl__defer_delete(zkl__session *s, const char *path, int window_us)
     d->next = NULL;
     pthread_mutex_lock(&c->mu);
     s->refs++;
-    LL_APPEND(c->cleanup->deferred, d);
-    atomic_fetch_add(&c->cleanup->n_deferred, 1);
+    LL_APPEND(c->cleanup->held_back, d);
+    atomic_fetch_add(&c->cleanup->n_held_back, 1);
     zkl__worker_kick_locked(c); /* the worker's timer */
     pthread_mutex_unlock(&c->mu);
 }
 
 /* Unlink the held-back deletes that match (s, or due by due_us) into a list,
  * at most max. Caller holds c->mu. */
-static zkl__deferred *take_locked(zkl_client *c, const zkl__session *s, int64_t due_us, int max)
+static zkl__heldback *take_locked(zkl_client *c, const zkl__session *s, int64_t due_us, int max)
 {
     struct zkl__cleanup *k = c->cleanup;
-    zkl__deferred *take = NULL, *d, *next;
+    zkl__heldback *take = NULL, *d, *next;
     int n = 0;
-    LL_FOREACH_SAFE(k->deferred, d, next)
+    LL_FOREACH_SAFE(k->held_back, d, next)
     {
         if (n >= max)
             break;
         if ((s && d->s != s) || d->due_us > due_us)
             continue;
-        LL_DELETE(k->deferred, d);
+        LL_DELETE(k->held_back, d);
         d->next = NULL;
         LL_APPEND(take, d);
         n++;
-        atomic_fetch_sub(&k->n_deferred, 1);
+        atomic_fetch_sub(&k->n_held_back, 1);
     }
     return take;
 }
 
-zkl__deferred *zkl__take_deferred(zkl__session *s)
+zkl__heldback *zkl__take_held_back(zkl__session *s)
 {
     zkl_client *c = s->c;
-    zkl__deferred *take;
-    if (atomic_load(&c->cleanup->n_deferred) == 0)
+    zkl__heldback *take;
+    if (atomic_load(&c->cleanup->n_held_back) == 0)
         return NULL;
     pthread_mutex_lock(&c->mu);
     take = take_locked(c, s, INT64_MAX, ZKL_MULTI_MAX);
@@ -306,9 +306,9 @@ zkl__deferred *zkl__take_deferred(zkl__session *s)
     return take;
 }
 
-void zkl__deferred_done(zkl__deferred *list, bool applied)
+void zkl__held_back_done(zkl__heldback *list, bool applied)
 {
-    zkl__deferred *d;
+    zkl__heldback *d;
     while ((d = list) != NULL) {
         zkl_client *c = d->s->c;
         list = d->next;
@@ -320,34 +320,34 @@ void zkl__deferred_done(zkl__deferred *list, bool applied)
     }
 }
 
-void zkl__flush_deferred(zkl_client *c, bool due_only)
+void zkl__flush_held_back(zkl_client *c, bool due_only)
 {
-    zkl__deferred *take;
+    zkl__heldback *take;
     pthread_mutex_lock(&c->mu);
     take = take_locked(c, NULL, due_only ? zkl__now_us() : INT64_MAX, INT32_MAX);
     pthread_mutex_unlock(&c->mu);
     /* a node of a session that is gone goes with it, or (lost only locally)
      * is deleted through the current session by the worker */
-    zkl__deferred_done(take, false);
+    zkl__held_back_done(take, false);
 }
 
 void zkl__cleanup_before_send(zkl_client *c)
 {
-    if (atomic_load(&c->cleanup->n_deferred) > 0)
-        zkl__flush_deferred(c, false);
+    if (atomic_load(&c->cleanup->n_held_back) > 0)
+        zkl__flush_held_back(c, false);
 }
 
-int64_t zkl__deferred_turn(zkl_client *c, int64_t now_us)
+int64_t zkl__held_back_turn(zkl_client *c, int64_t now_us)
 {
-    const zkl__deferred *d;
+    const zkl__heldback *d;
     int64_t due = INT64_MAX;
-    LL_FOREACH(c->cleanup->deferred, d)
+    LL_FOREACH(c->cleanup->held_back, d)
     if (d->due_us < due)
         due = d->due_us;
     if (due > now_us)
         return due;
     pthread_mutex_unlock(&c->mu);
-    zkl__flush_deferred(c, true);
+    zkl__flush_held_back(c, true);
     pthread_mutex_lock(&c->mu);
     return 0;
 }
@@ -363,7 +363,7 @@ zkl_status zkl__cleanup_drain(zkl_client *c, int64_t deadline, bool all)
 {
     struct zkl__cleanup *k = c->cleanup;
     zkl_status st = ZKL_OK;
-    zkl__flush_deferred(c, false);
+    zkl__flush_held_back(c, false);
     pthread_mutex_lock(&c->mu);
     k->drainers++;
     while (k->flying_n > 0 || (all && (k->queue || k->busy))) {

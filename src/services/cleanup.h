@@ -13,13 +13,13 @@
 #include "session/client.h"
 #include "base/tuning.h"
 
-/* A release's delete held back a moment (zkl__defer_delete). */
-typedef struct zkl__deferred {
+/* A release's delete held back a moment (zkl__hold_back_delete). */
+typedef struct zkl__heldback {
     zkl__session *s; /* with a reference, until sent */
     int64_t due_us;  /* zkl__now_us() by which the worker sends it */
-    struct zkl__deferred *next;
+    struct zkl__heldback *next;
     char path[];
-} zkl__deferred;
+} zkl__heldback;
 
 /* Give c its cleanup state (c->cleanup); ZKL_ENOMEM. Free tolerates none. */
 zkl_status zkl__cleanup_init(zkl_client *c);
@@ -40,13 +40,13 @@ int zkl__delete_async(zkl__session *s, const char *path);
 
 /* Queue path's delete to go out with this client's next request on s, or
  * after window_us at the latest (the worker sends it then). */
-void zkl__defer_delete(zkl__session *s, const char *path, int window_us);
+void zkl__hold_back_delete(zkl__session *s, const char *path, int window_us);
 /* Take this client's held-back deletes on session s (for a multi); NULL if none. */
-zkl__deferred *zkl__take_deferred(zkl__session *s);
+zkl__heldback *zkl__take_held_back(zkl__session *s);
 /* After a multi: the taken deletes are done (applied) or must still be sent. */
-void zkl__deferred_done(zkl__deferred *list, bool applied);
+void zkl__held_back_done(zkl__heldback *list, bool applied);
 /* Send held-back deletes now: all, or (due_only) those whose time is up. Without c->mu. */
-void zkl__flush_deferred(zkl_client *c, bool due_only);
+void zkl__flush_held_back(zkl_client *c, bool due_only);
 
 /*
  * Wait until the deletes in flight are answered and (all) the background
@@ -68,7 +68,7 @@ void zkl__cleanup_closed_locked(zkl_client *c, zkl__session *s);
  * returns 0 if it did something, else the zkl__now_us() time it wants to
  * run again (INT64_MAX: none).
  */
-int64_t zkl__deferred_turn(zkl_client *c, int64_t now_us);
+int64_t zkl__held_back_turn(zkl_client *c, int64_t now_us);
 int64_t zkl__bg_turn(zkl_client *c, int64_t now_us);
 
 #endif

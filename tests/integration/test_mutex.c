@@ -992,7 +992,7 @@ Test(mutex, an_await_ends_when_no_create_of_this_process_is_in_flight, .timeout 
 /*
  * A second wait of e's client, pending on another path that x holds: a
  * waiter defers the watch on its own node only where waits add up, when its
- * client has another live (wait.c, self_deferred).
+ * client has another live (wait.c, self_by_bell).
  */
 struct parked {
     char *path;
