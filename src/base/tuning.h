@@ -23,7 +23,7 @@
  * libzookeeper_mt's I/O thread in a blocking recv (3.8.0 leaves tv_usec
  * unset), and the rest then finishes in the background. */
 #define ZKL_CLOSE_WAIT_MS 2000
-/* Blocking waits leave the futex hash (sleep on eventfds, session.c) from
+/* Blocking waits leave the futex hash (sleep on eventfds, session/sleep.c) from
  * this many clients in the process, without a private futex hash... */
 #define ZKL_MANY_CLIENTS 128
 /* ... or from this many a chain of the process's private hash (Linux 6.16+):

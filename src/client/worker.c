@@ -81,7 +81,7 @@ static const phase_fn phases[] = {
  * client CPU per hand-off 1034/1390/1392 -> 740/1138/942 us, at 16 no worse
  * (439/486/381 -> 434/367/298). A kick writes the eventfd once while the
  * worker sleeps; wcv is still signalled, for the wait of a session that
- * cannot be opened (session.c) and for a worker without an eventfd (none
+ * cannot be opened (session/session.c) and for a worker without an eventfd (none
  * could be made).
  */
 #define on_fd(c) ((c)->wfd >= 0 && !ZKL_FAULT((c), SLEEP_ON_CV, NULL))

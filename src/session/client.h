@@ -234,6 +234,8 @@ void zkl__session_lose_locked(struct zkl_client *c, zkl_conn_state first);
  */
 int64_t zkl__session_turn(struct zkl_client *c, int64_t now_us);
 
+/* ---- the worker, as the lower floors see it (worker_link.c) ---- */
+
 /*
  * Whether work due at the zkl__now_us() time at needs the worker woken: it
  * sleeps past then. Caller holds c->mu.
@@ -244,6 +246,8 @@ bool zkl__worker_sleeps_past_locked(const struct zkl_client *c, int64_t at);
  * c->mu. Cheap while the worker runs (it looks around before it sleeps).
  */
 void zkl__worker_kick_locked(struct zkl_client *c);
+
+/* ---- where threads sleep (sleep.c) ---- */
 
 /*
  * Clients whose worker runs in this process: counted as workers start and
@@ -269,8 +273,10 @@ uint64_t zkl__state_gen(struct zkl_client *c);
 uint64_t zkl__epoch(struct zkl_client *c);
 /* zkl_client_cancel was called. */
 bool zkl__canceled(struct zkl_client *c);
-/* The calling thread is the client's worker. */
+/* The calling thread is the client's worker (worker_link.c). */
 bool zkl__on_worker(struct zkl_client *c);
+
+/* ---- the retry backoff (backoff.c) ---- */
 
 /*
  * After a retryable failure: wait out the backoff for try number *attempt
@@ -285,6 +291,9 @@ bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
  * change of the connection state cuts short.
  */
 bool zkl__backoff_until(struct zkl_client *c, int *attempt, int64_t deadline, int64_t *until);
+
+/* ---- the client's queries (session.c) ---- */
+
 /* Lock-object accounting, so zkl_client_close can refuse while objects live. */
 void zkl__client_ref(struct zkl_client *c);
 void zkl__client_unref(struct zkl_client *c);

@@ -1,7 +1,7 @@
 /*
  * session.c - ZooKeeper sessions of a client: opening one, Curator's
- * connection states from the session watcher, reference counts, epochs, the
- * retry backoff, and the worker's session phase (a long suspension is a loss;
+ * connection states from the session watcher, reference counts, epochs,
+ * and the worker's session phase (a long suspension is a loss;
  * a lost session is replaced as a whole).
  *
  * Why the watcher only records: libzookeeper_mt runs watchers and completions
@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "base/log.h"
 #include "base/status.h"
@@ -317,50 +316,6 @@ bool zkl__canceled(zkl_client *c)
     return v;
 }
 
-static _Atomic int clients_running;
-static _Atomic int many_measured = ZKL_MANY_CLIENTS;
-
-#ifndef PR_FUTEX_HASH
-#define PR_FUTEX_HASH 78
-#define PR_FUTEX_HASH_GET_SLOTS 2
-#endif
-
-/*
- * Where a condition variable stops being the cheaper sleep (client.h).
- * lockbench contended, eventfd sleeps against condition variables,
- * alternating, 2026-11-26 (16 slots on 2 CPUs): at 64 sessions 11 rounds,
- * level (rate 0.98 to 1.15 by round, median 1.01; p99/p50 lower in 7); at
- * 32 sessions 4 rounds, behind in 3. So chains of 4 blocked threads favour
- * the futex, and from 8 the eventfd is no worse: from 3 clients a slot (48
- * here; docs/design/scale.md). A kernel
- * without a private hash (the prctl fails, or reads 0: the global one,
- * sized by the machine) keeps ZKL_MANY_CLIENTS.
- */
-static int measure_many(void)
-{
-    int slots = prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0);
-    if (slots <= 0 || slots > INT_MAX / ZKL_MANY_CLIENTS_PER_SLOT)
-        return ZKL_MANY_CLIENTS;
-    return slots * ZKL_MANY_CLIENTS_PER_SLOT;
-}
-
-void zkl__clients_count(int delta)
-{
-    if (delta > 0)
-        atomic_store(&many_measured, measure_many());
-    atomic_fetch_add(&clients_running, delta);
-}
-
-int zkl__many_clients_threshold(void)
-{
-    return (int)ZKL_TUNE(NULL, MANY_CLIENTS, atomic_load(&many_measured));
-}
-
-bool zkl__many_clients(void)
-{
-    return atomic_load(&clients_running) >= zkl__many_clients_threshold();
-}
-
 zkl_status zkl__closed_fail(const zkl_client *c, const char *fn)
 {
     const char *sep = fn ? ": " : "";
@@ -372,39 +327,6 @@ zkl_status zkl__closed_fail(const zkl_client *c, const char *fn)
                          "here it holds nothing and can only be closed (open a new client)",
                          fn, sep);
     return zkl__fail(ZKL_ECLOSED, "%s%sclient is closing", fn, sep);
-}
-
-void zkl__worker_kick_locked(zkl_client *c)
-{
-    if (c->forked) /* its descriptor is the parent's worker's too */
-        return;
-    pthread_cond_signal(&c->wcv); /* the worker waits on it while a session cannot be opened */
-    if (c->worker_wake_us != 0 && !c->worker_kicked && c->wfd >= 0) {
-        c->worker_kicked = true;
-        zkl__wakefd_wake(c->wfd);
-    }
-}
-
-bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)
-{
-    return c->worker_wake_us == 0 || at < c->worker_wake_us;
-}
-
-bool zkl__on_worker(zkl_client *c)
-{
-    /* (worker_started is false in a forked child: the worker is the parent's) */
-    return c->worker_started && pthread_equal(pthread_self(), c->worker);
-}
-
-zkl_status zkl__refuse_on_worker(zkl_client *c, const char *fn)
-{
-    if (!zkl__on_worker(c))
-        return ZKL_OK;
-    return zkl__fail(ZKL_EDEADLOCK,
-                     "%s: called on the client's worker thread (from inside a zklock callback), "
-                     "which this call would wait for; use the async acquire, or call it from "
-                     "another thread",
-                     fn);
 }
 
 void zkl__client_ref(zkl_client *c)
@@ -419,40 +341,4 @@ void zkl__client_unref(zkl_client *c)
     pthread_mutex_lock(&c->mu);
     c->handles--;
     pthread_mutex_unlock(&c->mu);
-}
-
-bool zkl__backoff_until(zkl_client *c, int *attempt, int64_t deadline, int64_t *until)
-{
-    int64_t delay;
-    /* A wait for ever is not bounded by the retries: it rides out an outage
-     * as long as its session may live (a lost one is replaced, and the wait
-     * queues again there), at retry_max_ms apart at most. */
-    if (*attempt >= c->opts.retry_max && deadline != INT64_MAX)
-        return false;
-    delay = (int64_t)c->opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
-    if (delay > c->opts.retry_max_ms)
-        delay = c->opts.retry_max_ms;
-    (*attempt)++;
-    *until = zkl__now_ms() + delay;
-    if (*until > deadline)
-        *until = deadline;
-    return true;
-}
-
-bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
-{
-    int64_t until;
-    uint64_t gen;
-    bool canceled;
-    if (!zkl__backoff_until(c, attempt, deadline, &until))
-        return false;
-    pthread_mutex_lock(&c->mu);
-    gen = c->state_gen;
-    while (!c->closing && !c->canceled && c->state_gen == gen) {
-        if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
-            break;
-    }
-    canceled = c->canceled;
-    pthread_mutex_unlock(&c->mu);
-    return !canceled && zkl__now_ms() < deadline;
 }
