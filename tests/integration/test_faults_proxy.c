@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "faultproxy.h"
+#include "waiter.h"
 #include "zkt.h"
 
 /* ================= the proxy itself, against an echo server ================= */
@@ -430,60 +431,6 @@ static char **participants(zkl_mutex *m, size_t *n)
     return v;
 }
 
-/* A thread that acquires, reports, holds until told, and releases. */
-struct waiter {
-    zkl_mutex *m;
-    int timeout_ms;
-    atomic_int *order; /* optional: rank of this grant among the waiters sharing it */
-    zkl_status st, release_st;
-    char msg[256]; /* zkl_errmsg() of a failed acquire */
-    int64_t got_at;
-    int rank;
-    char *node;
-    pthread_t t;
-    atomic_int done, release_now, released;
-};
-
-static void *waiter_main(void *arg)
-{
-    struct waiter *w = arg;
-    zkl_status st = zkl_mutex_acquire(w->m, w->timeout_ms);
-    w->got_at = zkt_now_ms();
-    if (st != ZKL_OK)
-        snprintf(w->msg, sizeof w->msg, "%s", zkl_errmsg());
-    if (st == ZKL_OK) {
-        if (w->order)
-            w->rank = atomic_fetch_add(w->order, 1) + 1;
-        if (zkl_mutex_node(w->m, &w->node) != ZKL_OK)
-            w->node = NULL;
-    }
-    w->st = st;
-    atomic_store(&w->done, 1);
-    while (st == ZKL_OK && !atomic_load(&w->release_now))
-        zkt_sleep_ms(5);
-    if (st == ZKL_OK)
-        w->release_st = zkl_mutex_release(w->m);
-    atomic_store(&w->released, 1);
-    return NULL;
-}
-
-static void waiter_start(struct waiter *w, zkl_mutex *m, int timeout_ms, atomic_int *order)
-{
-    w->m = m;
-    w->timeout_ms = timeout_ms;
-    w->order = order;
-    cr_assert_eq(pthread_create(&w->t, NULL, waiter_main, w), 0);
-}
-
-/* Tell it to release (if it holds) and join it. */
-static void waiter_finish(struct waiter *w)
-{
-    atomic_store(&w->release_now, 1);
-    pthread_join(w->t, NULL);
-    free(w->node);
-    w->node = NULL;
-}
-
 static int flag_set(void *arg)
 {
     return atomic_load((atomic_int *)arg);
@@ -579,7 +526,7 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
 {
     struct duo d;
     struct timeline mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t stall_at, sus_c, sus_m, lost_c, lost_m, lease_c, lease_m;
     int granted;
     bool held_at_grant;
@@ -587,7 +534,7 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     granted = zkl_client_session_timeout(d.px);
     ok(zkl_mutex_on_state(d.mpx, on_hold_state, &mt), "on_state");
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 30000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
     zkt_sleep_ms(100);
     cr_assert_not(atomic_load(&w.done), "the other session got a held lock");
@@ -632,7 +579,7 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
     fp_stall(d.fp, false);
     cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session after the stall");
     cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "the other releases");
     duo_close(&d);
 }
@@ -645,13 +592,13 @@ Test(proxy_faults, holder_stall_suspends_before_another_gets_the_lock, .timeout 
 Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 90)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t stall_at, sus_c, lost_c, back_at;
     int granted;
     duo_open(&d, "pxexpire", 4000);
     granted = zkl_client_session_timeout(d.px);
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 30000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
 
     stall_at = zkt_now_ms();
@@ -674,7 +621,7 @@ Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 9
     cr_assert_not(zkl_mutex_is_held(d.mpx));
     cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session");
     cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     /* the holder's client works again in its new session, through the proxy */
     ok(zkl_mutex_acquire(d.mpx, 10000), "lock again in the new session");
@@ -691,11 +638,11 @@ Test(proxy_faults, holder_back_after_expiry_hears_lost_from_server, .timeout = 9
 Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it, .timeout = 90)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t t0, sus_c, lost_c;
     duo_open(&d, "pxdeaf", 4000);
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 40000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 40000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the other session never queued");
 
     t0 = zkt_now_ms();
@@ -714,7 +661,7 @@ Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it
     cut_clean(d.fp);
     cr_assert(zkt_wait_for(reconnected_after_lost, &d.ct, 20000), "no new session afterwards");
     cr_assert_eq(zkl_mutex_release(d.mpx), ZKL_ELOST);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     duo_close(&d);
 }
@@ -727,11 +674,11 @@ Test(proxy_faults, holder_deaf_past_session_timeout_loses_before_another_gets_it
 Test(proxy_faults, short_stall_is_harmless, .timeout = 60)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t resumed;
     duo_open(&d, "pxhiccup", 6000);
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 30000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
     fp_stall(d.fp, true);
     zkt_sleep_ms(500);
@@ -748,7 +695,7 @@ Test(proxy_faults, short_stall_is_harmless, .timeout = 60)
     cr_assert_eq(client_stats(d.px).bg_deletes, 0, "the late delete was retried in the background");
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_SUSPENDED), 0, "a 1 s stall of a 6 s session suspended");
     cr_assert_eq(stats(d.fp).cut, 0);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     duo_close(&d);
 }
@@ -767,13 +714,13 @@ Test(proxy_faults, cut_with_create_reply_in_flight_adopts_the_node, .timeout = 6
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path("pxadopt"), *made;
     zkl_mutex *m;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t sid = zkl_client_session_id(c);
     make_parent(zh, path);
     ok(zkl_mutex_create(c, path, &m), "create");
 
     fp_drop_replies(fp, true);
-    waiter_start(&w, m, 20000, NULL);
+    zkt_waiter_start(&w, m, 20000, NULL);
     cr_assert(children_reach(zh, path, 1, 5000), "the create never reached the server");
     made = only_child(zh, path);
     zkt_sleep_ms(50);
@@ -789,7 +736,7 @@ Test(proxy_faults, cut_with_create_reply_in_flight_adopts_the_node, .timeout = 6
     cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0, "a short cut must not lose the session");
     cr_assert_geq(tl_count(&ct, ZKL_STATE_SUSPENDED), 1, "the cut went unnoticed");
     cr_assert_eq(client_stats(c).bg_deletes, 0, "something was deleted in the background");
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     ok(zkl_client_drain(c, 5000), "drain");
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
@@ -814,12 +761,12 @@ Test(proxy_faults, cut_with_create_unsent_creates_once, .timeout = 60)
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path("pxunsent"), *made;
     zkl_mutex *m;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     make_parent(zh, path);
     ok(zkl_mutex_create(c, path, &m), "create");
 
     fp_stall(fp, true);
-    waiter_start(&w, m, 20000, NULL);
+    zkt_waiter_start(&w, m, 20000, NULL);
     zkt_sleep_ms(300);
     cr_assert_eq(zkt_children(zh, path), 0, "a request went through a stalled link");
     cr_assert_not(atomic_load(&w.done));
@@ -833,7 +780,7 @@ Test(proxy_faults, cut_with_create_unsent_creates_once, .timeout = 60)
     cr_assert(w.node);
     cr_assert_str_eq(w.node, made);
     cr_assert_eq(tl_count(&ct, ZKL_STATE_LOST), 0);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     ok(zkl_client_drain(c, 5000), "drain");
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
@@ -866,14 +813,14 @@ static int count_above(void *arg)
 Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     char **line;
     size_t n;
     int i;
     duo_open(&d, "pxcuts", 4000);
     ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
     fp_drop_replies(d.fp, true);
-    waiter_start(&w, d.mpx, 30000, NULL);
+    zkt_waiter_start(&w, d.mpx, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000),
               "the waiter's create never reached the server");
     line = participants(d.mdirect, &n);
@@ -900,7 +847,7 @@ Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
     cr_assert_str_eq(w.node, line[1], "the waiter holds with another node than it queued with");
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
     cr_assert_eq(client_stats(d.px).bg_deletes, 0, "something was deleted in the background");
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     ok(zkl_client_drain(d.px, 5000), "drain");
     ok(zkl_client_drain(d.direct, 5000), "drain");
@@ -918,11 +865,11 @@ Test(proxy_faults, repeated_cuts_while_waiting_keep_one_node, .timeout = 90)
 Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t back_at;
     duo_open(&d, "pxrelease", 4000);
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 30000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
 
     fp_stall(d.fp, true);
@@ -943,7 +890,7 @@ Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60
     cr_assert_geq(client_stats(d.px).bg_deletes, 1, "the failed delete was not retried");
     cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1, "only the waiter's node is left");
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     duo_close(&d);
 }
@@ -956,10 +903,10 @@ Test(proxy_faults, cut_while_release_unsent_deletes_in_background, .timeout = 60
 Test(proxy_faults, cut_while_release_reply_in_flight, .timeout = 60)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     duo_open(&d, "pxrelreply", 4000);
     ok(zkl_mutex_acquire(d.mpx, 5000), "holder acquires");
-    waiter_start(&w, d.mdirect, 30000, NULL);
+    zkt_waiter_start(&w, d.mdirect, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
 
     fp_drop_replies(d.fp, true);
@@ -971,7 +918,7 @@ Test(proxy_faults, cut_while_release_reply_in_flight, .timeout = 60)
     cr_assert_geq(client_stats(d.px).bg_deletes, 1, "a delete without a reply was not retried");
     cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1);
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     /* the holder's client is still good for locking */
     ok(zkl_mutex_acquire(d.mpx, 10000), "lock again");
@@ -996,7 +943,7 @@ static void waiters_keep_their_place(bool release_during_outage)
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path(release_during_outage ? "pxplace2" : "pxplace");
     zkl_mutex *mh, *m1, *m2;
-    struct waiter w1 = {0}, w2 = {0};
+    zkt_waiter w1 = {0}, w2 = {0};
     atomic_int order = 0;
     char **before, **after;
     size_t nb, na, i;
@@ -1004,9 +951,9 @@ static void waiters_keep_their_place(bool release_during_outage)
     ok(zkl_mutex_create(c1, path, &m1), "create");
     ok(zkl_mutex_create(c2, path, &m2), "create");
     ok(zkl_mutex_acquire(mh, 5000), "holder acquires");
-    waiter_start(&w1, m1, 30000, &order);
+    zkt_waiter_start(&w1, m1, 30000, &order);
     cr_assert(children_reach(zh, path, 2, 5000), "W1 never queued");
-    waiter_start(&w2, m2, 30000, &order);
+    zkt_waiter_start(&w2, m2, 30000, &order);
     cr_assert(children_reach(zh, path, 3, 5000), "W2 never queued");
     before = participants(mh, &nb);
     cr_assert_eq(nb, 3);
@@ -1050,8 +997,8 @@ static void waiters_keep_their_place(bool release_during_outage)
     cr_assert_str_eq(w2.node, before[2], "W2 holds with another node than it queued with");
     cr_assert_eq(tl_count(&t1, ZKL_STATE_LOST), 0, "W1 lost its session");
     cr_assert_eq(tl_count(&t2, ZKL_STATE_LOST), 0, "W2 lost its session");
-    waiter_finish(&w1);
-    waiter_finish(&w2);
+    zkt_waiter_finish(&w1);
+    zkt_waiter_finish(&w2);
     ok(w1.release_st, "release");
     ok(w2.release_st, "release");
     ok(zkl_client_drain(c1, 5000), "drain");
@@ -1235,12 +1182,12 @@ static void waiter_cut_off(const char *name, int timeout_ms, int cancel_after_ms
                            struct cut_off *out)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     int64_t t0;
     duo_open(&d, name, 10000);
     out->path = strdup(d.path);
     ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
-    waiter_start(&w, d.mpx, timeout_ms, NULL);
+    zkt_waiter_start(&w, d.mpx, timeout_ms, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 2000), "the waiter never queued");
     fp_refuse(d.fp, true);
     fp_cut(d.fp);
@@ -1261,7 +1208,7 @@ static void waiter_cut_off(const char *name, int timeout_ms, int cancel_after_ms
     ok(zkl_client_drain(d.px, 10000), "drain");
     cr_assert_eq(zkt_children_settle(d.zh, d.path, 1), 1, "the waiter's node outlived its acquire");
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0, "the session was lost");
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(zkl_mutex_release(d.mdirect), "release");
     duo_close(&d);
 }
@@ -1357,11 +1304,11 @@ Test(proxy_faults, revocation_watch_lost_to_a_cut_is_armed_again, .timeout = 60)
 Test(proxy_faults, watch_request_lost_to_a_cut_is_made_again, .timeout = 60)
 {
     struct duo d;
-    struct waiter w = {0};
+    zkt_waiter w = {0};
     duo_open(&d, "pxarm", 10000);
     ok(zkl_mutex_acquire(d.mdirect, 5000), "holder acquires");
     fp_delay(d.fp, 300);
-    waiter_start(&w, d.mpx, 30000, NULL);
+    zkt_waiter_start(&w, d.mpx, 30000, NULL);
     cr_assert(children_reach(d.zh, d.path, 2, 5000), "the waiter never queued");
     /* its listing is back after ~300 ms more; the watch request then takes 600 */
     zkt_sleep_ms(500);
@@ -1376,7 +1323,7 @@ Test(proxy_faults, watch_request_lost_to_a_cut_is_made_again, .timeout = 60)
               "the waiter never got the lock: it sleeps on a watch that was never set");
     ok(w.st, "acquire across the cut");
     cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0);
-    waiter_finish(&w);
+    zkt_waiter_finish(&w);
     ok(w.release_st, "release");
     duo_close(&d);
 }

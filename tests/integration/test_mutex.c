@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waiter.h"
 #include "zkt.h"
 
 Test(mutex, acquire_release_leaves_nothing)
@@ -315,59 +316,6 @@ Test(mutex, eight_sessions_with_lookahead_never_two_holders, .timeout = 300)
 /* ---- look-ahead: what it may and may not conclude ---- */
 
 /* Acquires on its own thread, holds until told, releases there (holds are per thread). */
-struct waiter {
-    zkl_mutex *m;
-    int timeout_ms;
-    zkl_status st, release_st;
-    atomic_int done, let_go;
-    pthread_t t;
-};
-
-static void *wait_for(void *arg)
-{
-    struct waiter *w = arg;
-    w->st = zkl_mutex_acquire(w->m, w->timeout_ms);
-    atomic_store(&w->done, 1);
-    if (w->st != ZKL_OK)
-        return NULL;
-    while (!atomic_load(&w->let_go))
-        zkt_sleep_ms(5);
-    w->release_st = zkl_mutex_release(w->m);
-    return NULL;
-}
-
-static void waiter_start(struct waiter *w, zkl_mutex *m, int timeout_ms)
-{
-    w->m = m;
-    w->timeout_ms = timeout_ms;
-    pthread_create(&w->t, NULL, wait_for, w);
-}
-
-static void waiter_until_done(struct waiter *w)
-{
-    while (!atomic_load(&w->done))
-        zkt_sleep_ms(5);
-}
-
-static void waiter_release(struct waiter *w)
-{
-    atomic_store(&w->let_go, 1);
-    pthread_join(w->t, NULL);
-    ok(w->release_st, "release on the holder's thread");
-}
-
-/* Waiters w[0..n-1] (named by the letters of names) are granted in that order, each released in
- * turn. */
-static void in_turn(struct waiter *const *w, const char *names, int n)
-{
-    int i;
-    for (i = 0; i < n; i++) {
-        waiter_until_done(w[i]);
-        cr_assert_eq(w[i]->st, ZKL_OK, "%c acquires in turn: %s", names[i], zkl_strerror(w[i]->st));
-        waiter_release(w[i]);
-    }
-}
-
 /* The lock's requests of c: not the lease's renewals, which come every T/3
  * while anything is held or wanted, whatever the lock does. */
 static uint64_t requests_of(zkl_client *c)
@@ -387,7 +335,7 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     zhandle_t *zh = zkt_raw();
     char *path = zkt_path("lookahead");
     zkl_mutex *ma, *mx, *mb, *mc;
-    struct waiter x = {0}, b = {0}, w = {0};
+    zkt_waiter x = {0}, b = {0}, w = {0};
     uint64_t before;
     ok(zkl_mutex_create(ca, path, &ma), "create a");
     ok(zkl_mutex_create(cx, path, &mx), "create x");
@@ -395,11 +343,11 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     ok(zkl_mutex_create(cc, path, &mc), "create c");
     ok(zkl_mutex_set_lookahead(mc, ZKL_LOOKAHEAD_ON), "lookahead");
     ok(zkl_mutex_acquire(ma, 5000), "a acquires");
-    waiter_start(&x, mx, 1500);
+    zkt_waiter_start(&x, mx, 1500, NULL);
     cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
-    waiter_start(&b, mb, 30000);
+    zkt_waiter_start(&b, mb, 30000, NULL);
     cr_assert_eq(zkt_children_settle(zh, path, 3), 3);
-    waiter_start(&w, mc, 30000);
+    zkt_waiter_start(&w, mc, 30000, NULL);
     cr_assert_eq(zkt_children_settle(zh, path, 4), 4);
 
     pthread_join(x.t, NULL);
@@ -409,15 +357,15 @@ Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
     cr_assert_not(atomic_load(&w.done), "c must wait: the node ahead of its own left, a holds");
 
     ok(zkl_mutex_release(ma), "a releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after a");
     before = zkt_requests_settle(cc);
     cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
-    waiter_release(&b);
-    waiter_until_done(&w);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&w);
     ok(w.st, "c acquires after b");
     cr_assert_eq(requests_of(cc), before, "the hand-off to c needed no listing");
-    waiter_release(&w);
+    zkt_waiter_release(&w);
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "znodes left behind");
     ok(zkl_mutex_destroy(ma), "destroy");
     ok(zkl_mutex_destroy(mx), "destroy");
@@ -447,45 +395,6 @@ Test(mutex, set_lookahead_refuses_null_and_unknown_modes)
 
 /* ---- a release's delete held back for the next request ---- */
 
-/* n sessions, each with a zkl_mutex on one path (zkt_path(what)). */
-struct party {
-    int n;
-    zkl_client *c[4];
-    zkl_mutex *m[4];
-    zhandle_t *zh;
-    char *path;
-};
-
-/* session_ms: the clients' session timeout (0: zkt's 4 s). */
-static void party_open_ms(struct party *p, int n, const char *what, int session_ms)
-{
-    int i;
-    p->n = n;
-    p->zh = zkt_raw();
-    p->path = zkt_path(what);
-    for (i = 0; i < n; i++) {
-        p->c[i] = zkt_client(session_ms);
-        ok(zkl_mutex_create(p->c[i], p->path, &p->m[i]), "create");
-    }
-}
-
-static void party_open(struct party *p, int n, const char *what)
-{
-    party_open_ms(p, n, what, 0);
-}
-
-static void party_close(struct party *p)
-{
-    int i;
-    cr_assert_eq(zkt_children_settle(p->zh, p->path, 0), 0, "znodes left behind");
-    for (i = 0; i < p->n; i++) {
-        ok(zkl_mutex_destroy(p->m[i]), "destroy");
-        ok(zkl_client_close(p->c[i]), "close");
-    }
-    zookeeper_close(p->zh);
-    free(p->path);
-}
-
 /* ---- behind a holder of this process (core/heads.h) ---- */
 
 /*
@@ -495,29 +404,29 @@ static void party_close(struct party *p)
  */
 static void behind_a_holder_no_listing(const char *what, zkl_lookahead mode)
 {
-    struct party p;
-    struct waiter b = {0}, w = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, w = {0};
     uint64_t before;
-    party_open(&p, 3, what);
+    zkt_party_open(&p, 3, what, 0);
     ok(zkl_mutex_set_lookahead(p.m[2], mode), "lookahead");
     ok(zkl_mutex_acquire(p.m[0], 5000), "a acquires");
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
-    waiter_start(&w, p.m[2], 30000);
+    zkt_waiter_start(&w, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
     before = zkt_requests_settle(p.c[2]);
     ok(zkl_mutex_release(p.m[0]), "a releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after a");
     zkt_sleep_ms(300);
     cr_assert_not(atomic_load(&w.done), "c must wait: b holds");
-    waiter_release(&b);
-    waiter_until_done(&w);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&w);
     ok(w.st, "c acquires after b");
     cr_assert_eq(requests_of(p.c[2]), before, "c listed again: %llu requests, not %llu",
                  (unsigned long long)requests_of(p.c[2]), (unsigned long long)before);
-    waiter_release(&w);
-    party_close(&p);
+    zkt_waiter_release(&w);
+    zkt_party_close(&p);
 }
 
 Test(mutex, lookahead_behind_a_holder_needs_no_listing, .timeout = 60)
@@ -537,17 +446,17 @@ Test(mutex, behind_a_holder_of_this_process_the_hand_off_needs_no_listing, .time
  */
 static void quitters_hand_nothing_over(const char *what, zkl_lookahead mode, int quitters)
 {
-    struct party p;
-    struct waiter q[2] = {{0}}, w = {0};
+    zkt_party p;
+    zkt_waiter q[2] = {{0}}, w = {0};
     int i, c = quitters + 1;
-    party_open(&p, quitters + 2, what);
+    zkt_party_open(&p, quitters + 2, what, 0);
     ok(zkl_mutex_set_lookahead(p.m[c], mode), "lookahead");
     ok(zkl_mutex_acquire(p.m[0], 5000), "a acquires");
     for (i = 0; i < quitters; i++) {
-        waiter_start(&q[i], p.m[i + 1], 1000 + 1500 * i);
+        zkt_waiter_start(&q[i], p.m[i + 1], 1000 + 1500 * i, NULL);
         cr_assert_eq(zkt_children_settle(p.zh, p.path, i + 2), i + 2);
     }
-    waiter_start(&w, p.m[c], 30000);
+    zkt_waiter_start(&w, p.m[c], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, c + 1), c + 1);
     for (i = 0; i < quitters; i++) {
         pthread_join(q[i].t, NULL);
@@ -556,10 +465,10 @@ static void quitters_hand_nothing_over(const char *what, zkl_lookahead mode, int
     zkt_sleep_ms(500);
     cr_assert_not(atomic_load(&w.done), "c was granted while a holds");
     ok(zkl_mutex_release(p.m[0]), "a releases");
-    waiter_until_done(&w);
+    zkt_waiter_until_done(&w);
     ok(w.st, "c acquires after a");
-    waiter_release(&w);
-    party_close(&p);
+    zkt_waiter_release(&w);
+    zkt_party_close(&p);
 }
 
 Test(mutex, lookahead_trusts_only_a_node_that_held, .timeout = 60)
@@ -574,7 +483,7 @@ Test(mutex, a_node_that_never_held_hands_nothing_over, .timeout = 60)
 
 /* A's thread when told: release, then acquire again at once; requests counted. */
 struct relock {
-    struct waiter w;
+    zkt_waiter w;
     zkl_client *c;
     uint64_t before, after;
     zkl_status release_st, acquire_st;
@@ -588,7 +497,7 @@ static void *relock_main(void *arg)
     atomic_store(&r->w.done, 1);
     if (r->w.st != ZKL_OK)
         return NULL;
-    while (!atomic_load(&r->w.let_go))
+    while (!atomic_load(&r->w.release_now))
         zkt_sleep_ms(5);
     r->before = zkt_lock_requests(r->c);
     r->release_st = zkl_mutex_release(r->w.m);
@@ -622,19 +531,19 @@ static void relock_join(struct relock *r)
  * p->m[0] (x) holds; a (waiter a, or relock r) and then b queue. x's release
  * gives a the lock with b in line (a contended hold); returns once a holds.
  */
-static void line_behind_x(struct party *p, struct waiter *a, struct relock *r, struct waiter *b)
+static void line_behind_x(zkt_party *p, zkt_waiter *a, struct relock *r, zkt_waiter *b)
 {
     ok(zkl_mutex_acquire(p->m[0], 5000), "x acquires");
     if (r)
         relock_start(r, p->c[1], p->m[1]);
     else
-        waiter_start(a, p->m[1], 30000);
+        zkt_waiter_start(a, p->m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p->zh, p->path, 2), 2);
-    waiter_start(b, p->m[2], 30000);
+    zkt_waiter_start(b, p->m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p->zh, p->path, 3), 3);
     ok(zkl_mutex_release(p->m[0]), "x releases");
     a = r ? &r->w : a;
-    waiter_until_done(a);
+    zkt_waiter_until_done(a);
     ok(a->st, "a acquires after x, b in line");
 }
 
@@ -646,20 +555,20 @@ static void line_behind_x(struct party *p, struct waiter *a, struct relock *r, s
  */
 Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
 {
-    struct party p;
+    zkt_party p;
     struct relock r = {0};
-    struct waiter b = {0};
+    zkt_waiter b = {0};
     int64_t t0;
-    party_open(&p, 3, "relock");
+    zkt_party_open(&p, 3, "relock", 0);
     zkt_defer_window(p.c[1], 20 * 1000 * 1000);
     line_behind_x(&p, NULL, &r, &b);
     t0 = zkt_now_ms();
-    atomic_store(&r.w.let_go, 1); /* a: release, acquire again (behind b) */
-    waiter_until_done(&b);
+    atomic_store(&r.w.release_now, 1); /* a: release, acquire again (behind b) */
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after a");
     cr_assert_lt(zkt_now_ms() - t0, 15000, "b waited for the window, not for a's next request");
     zkt_requests_settle(p.c[1]); /* a waits behind b, its watches set (slow under valgrind) */
-    waiter_release(&b);
+    zkt_waiter_release(&b);
     relock_join(&r);
     /* delete+create as one multi, the watch on b (then the head, so its
      * going needs no listing) and, b being of this process, on a's own node
@@ -668,7 +577,7 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
     cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain sends a's last delete, still held back");
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -684,11 +593,11 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
  */
 Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
 {
-    struct party p;
-    struct waiter a, b;
+    zkt_party p;
+    zkt_waiter a, b;
     int64_t t0, waited;
     int round;
-    party_open_ms(&p, 3, "window", 30000);
+    zkt_party_open(&p, 3, "window", 30000);
     for (round = 0; round < 3; round++) {
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
@@ -701,8 +610,8 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
         }
         line_behind_x(&p, &a, NULL, &b);
         t0 = zkt_now_ms();
-        waiter_release(&a);
-        waiter_until_done(&b);
+        zkt_waiter_release(&a);
+        zkt_waiter_until_done(&b);
         waited = zkt_now_ms() - t0;
         ok(b.st, "b acquires after a");
         /* Not sent at all, b would time out (30 s); the upper bounds leave
@@ -712,11 +621,11 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
                       round, (long long)waited);
         else
             cr_assert_lt(waited, 6000, "default window: b waited %lld ms", (long long)waited);
-        waiter_release(&b);
+        zkt_waiter_release(&b);
         cr_assert_eq(zkt_children_settle(p.zh, p.path, 0), 0, "znodes left behind");
     }
     zkt_many_clients_from(-1);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /* A lock node of "another process": a raw session's, in Curator's form. */
@@ -742,41 +651,41 @@ static char *foreign_node(zhandle_t *zh, const char *path)
  */
 Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
 {
-    struct party p;
+    zkt_party p;
     struct relock r = {0};
-    struct waiter d = {0}, e = {0};
+    zkt_waiter d = {0}, e = {0};
     uint64_t before;
     char *other;
-    party_open(&p, 4, "autolook"); /* x, a, d, e */
+    zkt_party_open(&p, 4, "autolook", 0); /* x, a, d, e */
     zkt_defer_window(p.c[1], 5 * 1000 * 1000);
 
     /* (a) line: x holds, d, then a (third) */
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
-    waiter_start(&d, p.m[2], 30000);
+    zkt_waiter_start(&d, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     relock_start(&r, p.c[1], p.m[1]);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
     before = zkt_requests_settle(p.c[1]); /* a has listed and armed its watch */
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&d);
+    zkt_waiter_until_done(&d);
     ok(d.st, "d acquires after x");
     cr_assert_eq(zkt_requests_settle(p.c[1]), before, "a first acquire does not look ahead");
     cr_assert_not(atomic_load(&r.w.done), "a waits: d holds");
 
     /* (b) e queues behind a; d's release gives a the lock with e in line */
-    waiter_start(&e, p.m[3], 30000);
+    zkt_waiter_start(&e, p.m[3], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
-    waiter_release(&d);
-    waiter_until_done(&r.w);
+    zkt_waiter_release(&d);
+    zkt_waiter_until_done(&r.w);
     ok(r.w.st, "a acquires after d, e in line");
     cr_assert_eq(requests_of(p.c[1]), before, "d's release handed a the lock with no request");
     other = foreign_node(p.zh, p.path);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, other */
-    atomic_store(&r.w.let_go, 1); /* a releases and acquires at once: e, other, a */
-    waiter_until_done(&e);
+    atomic_store(&r.w.release_now, 1); /* a releases and acquires at once: e, other, a */
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after a");
     zkt_requests_settle(p.c[1]);
-    waiter_release(&e); /* a, which watches e too, is next: e held here */
+    zkt_waiter_release(&e); /* a, which watches e too, is next: e held here */
     before = zkt_requests_settle(p.c[1]);
     cr_assert_not(atomic_load(&r.reacquired), "a waits: the other process holds");
     cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
@@ -787,7 +696,7 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[1], 5000), "drain");
     free(other);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -798,35 +707,35 @@ Test(mutex, auto_lookahead_only_when_a_release_was_carried, .timeout = 60)
  */
 Test(mutex, auto_lookahead_not_behind_a_node_of_this_process, .timeout = 60)
 {
-    struct party p;
+    zkt_party p;
     struct relock r = {0};
-    struct waiter d = {0}, e = {0};
-    party_open(&p, 3, "autolook-here"); /* a, d, e */
+    zkt_waiter d = {0}, e = {0};
+    zkt_party_open(&p, 3, "autolook-here", 0); /* a, d, e */
     /* a held alone: its window is 1 ms unless the test sets one (under
      * valgrind the delete then went out on its own: 4 requests) */
     zkt_defer_window(p.c[0], 5 * 1000 * 1000);
     relock_start(&r, p.c[0], p.m[0]);
-    waiter_until_done(&r.w);
+    zkt_waiter_until_done(&r.w);
     ok(r.w.st, "a acquires");
-    waiter_start(&e, p.m[2], 30000);
+    zkt_waiter_start(&e, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
-    waiter_start(&d, p.m[1], 30000);
+    zkt_waiter_start(&d, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3); /* a, e, d */
-    atomic_store(&r.w.let_go, 1);                          /* e, d, a */
-    waiter_until_done(&e);
+    atomic_store(&r.w.release_now, 1);                     /* e, d, a */
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after a");
     zkt_requests_settle(p.c[0]); /* a waits behind d, its watches set */
-    waiter_release(&e);
-    waiter_until_done(&d);
+    zkt_waiter_release(&e);
+    zkt_waiter_until_done(&d);
     ok(d.st, "d acquires after e");
-    waiter_release(&d);
+    zkt_waiter_release(&d);
     relock_join(&r);
     /* the multi and the watches on d and on a's own node: none on e, and no
      * listing (d's sequence is just below a's: wait.c, known predecessor) */
     cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));
     ok(zkl_client_drain(p.c[0], 5000), "drain");
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -838,30 +747,30 @@ Test(mutex, auto_lookahead_not_behind_a_node_of_this_process, .timeout = 60)
  */
 Test(mutex, a_foreign_node_between_is_waited_for, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, a = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, a = {0};
     char *other;
-    party_open(&p, 3, "known-pred-foreign"); /* x, b, a */
+    zkt_party_open(&p, 3, "known-pred-foreign", 0); /* x, b, a */
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     zkt_requests_settle(p.c[1]); /* b waits: its node is noted */
     other = foreign_node(p.zh, p.path);
-    waiter_start(&a, p.m[2], 30000);
+    zkt_waiter_start(&a, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4); /* x, b, other, a */
     zkt_requests_settle(p.c[2]);
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
-    waiter_release(&b);
+    zkt_waiter_release(&b);
     zkt_sleep_ms(500);
     cr_assert_not(atomic_load(&a.done), "a was granted while the other process's node is ahead");
     cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
-    waiter_until_done(&a);
+    zkt_waiter_until_done(&a);
     ok(a.st, "a acquires after the other");
-    waiter_release(&a);
+    zkt_waiter_release(&a);
     free(other);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -876,20 +785,20 @@ Test(mutex, a_foreign_node_between_is_waited_for, .timeout = 60)
  */
 Test(mutex, a_joiner_awaits_the_note_of_the_node_ahead, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, a = {0}, c = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, a = {0}, c = {0};
     int64_t t0;
-    party_open(&p, 4, "await-note"); /* x, b, a, c */
+    zkt_party_open(&p, 4, "await-note", 0); /* x, b, a, c */
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
     zkt_fault_note_delay(p.c[1], 1000);
     zkt_fault_note_delay(p.c[3], 6000);
     zkt_fault_await_ms(p.c[2], 10000); /* (a slow run's note still in time) */
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2); /* b's create is answered */
     t0 = zkt_now_ms();
-    waiter_start(&a, p.m[2], 30000);
+    zkt_waiter_start(&a, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
-    waiter_start(&c, p.m[3], 30000);
+    zkt_waiter_start(&c, p.m[3], 30000, NULL);
     /* b's note rings a: it watches b (and its own node) well before c's note */
     while (requests_of(p.c[2]) < 2 && zkt_now_ms() - t0 < 3000)
         zkt_sleep_ms(5);
@@ -898,18 +807,18 @@ Test(mutex, a_joiner_awaits_the_note_of_the_node_ahead, .timeout = 60)
     cr_assert_eq(zkt_list_requests(p.c[2]), 0, "a listed %llu times instead of awaiting b's note",
                  (unsigned long long)zkt_list_requests(p.c[2]));
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
     cr_assert_not(atomic_load(&a.done), "a was granted while b holds");
-    waiter_release(&b);
-    waiter_until_done(&a);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&a);
     ok(a.st, "a acquires after b");
     cr_assert_not(atomic_load(&c.done), "c was granted while a holds");
-    waiter_release(&a);
-    waiter_until_done(&c);
+    zkt_waiter_release(&a);
+    zkt_waiter_until_done(&c);
     ok(c.st, "c acquires after a");
-    waiter_release(&c);
-    party_close(&p);
+    zkt_waiter_release(&c);
+    zkt_party_close(&p);
 }
 
 /*
@@ -919,31 +828,31 @@ Test(mutex, a_joiner_awaits_the_note_of_the_node_ahead, .timeout = 60)
  */
 Test(mutex, a_note_that_comes_too_late_costs_the_bound, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, a = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, a = {0};
     int64_t t0;
-    party_open(&p, 3, "await-bound"); /* x, b, a */
+    zkt_party_open(&p, 3, "await-bound", 0); /* x, b, a */
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
     zkt_fault_note_delay(p.c[1], 3000);
     zkt_fault_await_ms(p.c[2], 300);
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     t0 = zkt_now_ms();
-    waiter_start(&a, p.m[2], 30000);
+    zkt_waiter_start(&a, p.m[2], 30000, NULL);
     while (zkt_list_requests(p.c[2]) == 0 && zkt_now_ms() - t0 < 2500)
         zkt_sleep_ms(5);
     cr_assert_eq(zkt_list_requests(p.c[2]), 1, "a did not list within 2.5 s");
     cr_assert_geq(zkt_now_ms() - t0, 250, "a listed before its bound (%lld ms)",
                   (long long)(zkt_now_ms() - t0));
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
     cr_assert_not(atomic_load(&a.done), "a was granted while b holds");
-    waiter_release(&b);
-    waiter_until_done(&a);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&a);
     ok(a.st, "a acquires after b");
-    waiter_release(&a);
-    party_close(&p);
+    zkt_waiter_release(&a);
+    zkt_party_close(&p);
 }
 
 /*
@@ -955,19 +864,19 @@ Test(mutex, a_note_that_comes_too_late_costs_the_bound, .timeout = 60)
  */
 Test(mutex, an_await_ends_when_no_create_of_this_process_is_in_flight, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, a = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, a = {0};
     char *other;
     int64_t t0;
-    party_open(&p, 3, "await-none"); /* x, b, other, a */
+    zkt_party_open(&p, 3, "await-none", 0); /* x, b, other, a */
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
     zkt_fault_note_delay(p.c[1], 1000);
     zkt_fault_await_ms(p.c[2], 20000);
     t0 = zkt_now_ms();
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     other = foreign_node(p.zh, p.path);
-    waiter_start(&a, p.m[2], 30000);
+    zkt_waiter_start(&a, p.m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4);
     zkt_sleep_ms(300);
     if (zkt_now_ms() - t0 < 900) /* (else too slow a run to tell) */
@@ -976,17 +885,17 @@ Test(mutex, an_await_ends_when_no_create_of_this_process_is_in_flight, .timeout 
         zkt_sleep_ms(5);
     cr_assert_eq(zkt_list_requests(p.c[2]), 1, "a did not list when b's create was noted");
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
-    waiter_release(&b);
+    zkt_waiter_release(&b);
     zkt_sleep_ms(300);
     cr_assert_not(atomic_load(&a.done), "a was granted while the other process's node is ahead");
     cr_assert_eq(zoo_delete(p.zh, other, -1), ZOK);
-    waiter_until_done(&a);
+    zkt_waiter_until_done(&a);
     ok(a.st, "a acquires after the other");
-    waiter_release(&a);
+    zkt_waiter_release(&a);
     free(other);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1035,16 +944,16 @@ static void unpark(struct parked *k)
 }
 
 /* x holds; b, d and e (sessions of this process) queue behind in that order. */
-static void line_of_four(struct party *p, struct waiter *b, struct waiter *d, struct waiter *e)
+static void line_of_four(zkt_party *p, zkt_waiter *b, zkt_waiter *d, zkt_waiter *e)
 {
     ok(zkl_mutex_acquire(p->m[0], 5000), "x acquires");
-    waiter_start(b, p->m[1], 30000);
+    zkt_waiter_start(b, p->m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p->zh, p->path, 2), 2);
     zkt_requests_settle(p->c[1]);
-    waiter_start(d, p->m[2], 30000);
+    zkt_waiter_start(d, p->m[2], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p->zh, p->path, 3), 3);
     zkt_requests_settle(p->c[2]);
-    waiter_start(e, p->m[3], 30000);
+    zkt_waiter_start(e, p->m[3], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p->zh, p->path, 4), 4);
 }
 
@@ -1057,11 +966,11 @@ static void line_of_four(struct party *p, struct waiter *b, struct waiter *d, st
  */
 Test(mutex, a_deep_waiter_watches_its_own_node_late, .timeout = 60)
 {
-    struct party p;
+    zkt_party p;
     struct parked k = {0};
-    struct waiter b = {0}, d = {0}, e = {0};
+    zkt_waiter b = {0}, d = {0}, e = {0};
     uint64_t n0, n;
-    party_open(&p, 4, "self-late"); /* x, b, d, e */
+    zkt_party_open(&p, 4, "self-late", 0); /* x, b, d, e */
     park(&k, p.c[0], p.c[3]);
     n0 = zkt_requests_settle(p.c[3]);
     line_of_four(&p, &b, &d, &e);
@@ -1069,21 +978,21 @@ Test(mutex, a_deep_waiter_watches_its_own_node_late, .timeout = 60)
     cr_assert_eq(n, 2, "e's requests before b holds (its create, its watch on d): %llu",
                  (unsigned long long)n);
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
     n = zkt_requests_settle(p.c[3]) - n0;
     cr_assert_eq(n, 3, "e's requests once b holds (and the watch on its own node): %llu",
                  (unsigned long long)n);
-    waiter_release(&b);
-    waiter_until_done(&d);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&d);
     ok(d.st, "d acquires after b");
-    waiter_release(&d);
-    waiter_until_done(&e);
+    zkt_waiter_release(&d);
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after d");
     cr_assert_eq(zkt_list_requests(p.c[3]), 0, "e listed");
-    waiter_release(&e);
+    zkt_waiter_release(&e);
     unpark(&k);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1094,13 +1003,13 @@ Test(mutex, a_deep_waiter_watches_its_own_node_late, .timeout = 60)
  */
 Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
 {
-    struct party p;
+    zkt_party p;
     struct parked k = {0};
-    struct waiter b = {0}, d = {0}, e = {0};
+    zkt_waiter b = {0}, d = {0}, e = {0};
     char victim[512], **v;
     uint64_t n0;
     size_t n;
-    party_open(&p, 4, "self-never"); /* x, b, d, e */
+    zkt_party_open(&p, 4, "self-never", 0); /* x, b, d, e */
     zkt_fault_deaf_bells(p.c[3]);
     park(&k, p.c[0], p.c[3]);
     n0 = zkt_requests_settle(p.c[3]);
@@ -1112,23 +1021,23 @@ Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
     zkl_strings_free(v, n);
     cr_assert_eq(zoo_delete(p.zh, victim, -1), ZOK);
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
-    waiter_release(&b);
-    waiter_until_done(&d);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&d);
     ok(d.st, "d acquires after b");
     zkt_sleep_ms(300);
     cr_assert_not(atomic_load(&e.done), "e was granted while d holds");
-    waiter_release(&d);
-    waiter_until_done(&e);
+    zkt_waiter_release(&d);
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after d");
     ok(zkl_mutex_participants(p.m[0], &v, &n), "participants");
     cr_assert_eq(n, 1, "e holds, and its node is not in line");
     cr_assert_str_neq(v[0], victim, "e must hold with a new node");
     zkl_strings_free(v, n);
-    waiter_release(&e);
+    zkt_waiter_release(&e);
     unpark(&k);
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1137,11 +1046,11 @@ Test(mutex, a_deep_waiter_never_rung_lists_at_the_hand_off, .timeout = 60)
  * ZKL_DEEP_JOINER_DEPTH, 100 outside tests), for bound_ms at most. Returns e's
  * request count before it joined.
  */
-static uint64_t deferring_line(struct party *p, const char *name, int bound_ms, bool deaf,
-                               struct waiter *b, struct waiter *d, struct waiter *e)
+static uint64_t deferring_line(zkt_party *p, const char *name, int bound_ms, bool deaf,
+                               zkt_waiter *b, zkt_waiter *d, zkt_waiter *e)
 {
     uint64_t n0;
-    party_open(p, 4, name); /* x, b, d, e */
+    zkt_party_open(p, 4, name, 0); /* x, b, d, e */
     zkt_fault_defer(p->c[3], 2, bound_ms);
     if (deaf)
         zkt_fault_deaf_bells(p->c[3]);
@@ -1159,30 +1068,30 @@ static uint64_t deferring_line(struct party *p, const char *name, int bound_ms, 
  */
 Test(mutex, a_deep_joiner_watches_nothing_until_the_lock_nears, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, d = {0}, e = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, d = {0}, e = {0};
     uint64_t n0 = deferring_line(&p, "defer", 30000, false, &b, &d, &e), n;
     zkt_sleep_ms(200);
     n = zkt_requests_settle(p.c[3]) - n0;
     cr_assert_eq(n, 1, "e's requests before b holds (its create alone): %llu",
                  (unsigned long long)n);
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
     n = zkt_requests_settle(p.c[3]) - n0;
     cr_assert_eq(n, 3, "e's requests once b holds (and its watches on d and on its own node): %llu",
                  (unsigned long long)n);
-    waiter_release(&b);
-    waiter_until_done(&d);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&d);
     ok(d.st, "d acquires after b");
     zkt_sleep_ms(100);
     cr_assert_not(atomic_load(&e.done), "e was granted while d holds");
-    waiter_release(&d);
-    waiter_until_done(&e);
+    zkt_waiter_release(&d);
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after d");
     cr_assert_eq(zkt_list_requests(p.c[3]), 0, "e listed");
-    waiter_release(&e);
-    party_close(&p);
+    zkt_waiter_release(&e);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1191,8 +1100,8 @@ Test(mutex, a_deep_joiner_watches_nothing_until_the_lock_nears, .timeout = 60)
  */
 Test(mutex, a_deferred_joiner_never_rung_watches_after_the_bound, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, d = {0}, e = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, d = {0}, e = {0};
     uint64_t n0 = deferring_line(&p, "defer-bound", 300, true, &b, &d, &e), n;
     zkt_sleep_ms(800);
     n = zkt_requests_settle(p.c[3]) - n0;
@@ -1200,8 +1109,8 @@ Test(mutex, a_deferred_joiner_never_rung_watches_after_the_bound, .timeout = 60)
                  (unsigned long long)n);
     cr_assert_not(atomic_load(&e.done), "e was granted while x holds");
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    in_turn((struct waiter *[]){&b, &d, &e}, "bde", 3);
-    party_close(&p);
+    zkt_in_turn((zkt_waiter *[]){&b, &d, &e}, "bde", 3);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1212,40 +1121,40 @@ Test(mutex, a_deferred_joiner_never_rung_watches_after_the_bound, .timeout = 60)
  */
 Test(mutex, a_node_leaving_unheld_rings_the_deferred_behind_it, .timeout = 60)
 {
-    struct party p;
-    struct waiter b = {0}, d = {0}, e = {0};
+    zkt_party p;
+    zkt_waiter b = {0}, d = {0}, e = {0};
     uint64_t n0;
     int i;
-    party_open(&p, 4, "defer-left"); /* x, b, d, e */
+    zkt_party_open(&p, 4, "defer-left", 0); /* x, b, d, e */
     zkt_fault_defer(p.c[3], 2, 30000);
     n0 = zkt_requests_settle(p.c[3]);
     ok(zkl_mutex_acquire(p.m[0], 5000), "x acquires");
-    waiter_start(&b, p.m[1], 30000);
+    zkt_waiter_start(&b, p.m[1], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2);
     zkt_requests_settle(p.c[1]);
-    waiter_start(&d, p.m[2], 1500);
+    zkt_waiter_start(&d, p.m[2], 1500, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 3), 3);
     zkt_requests_settle(p.c[2]);
-    waiter_start(&e, p.m[3], 30000);
+    zkt_waiter_start(&e, p.m[3], 30000, NULL);
     cr_assert_eq(zkt_children_settle(p.zh, p.path, 4), 4);
     cr_assert_eq(zkt_requests_settle(p.c[3]) - n0, 1, "e deferred its watches");
-    waiter_until_done(&d);
+    zkt_waiter_until_done(&d);
     cr_assert_eq(d.st, ZKL_ETIMEDOUT, "d timed out: %s", zkl_strerror(d.st));
     for (i = 0; i < 200 && zkt_list_requests(p.c[3]) == 0; i++)
         zkt_sleep_ms(10);
     cr_assert_eq(zkt_list_requests(p.c[3]), 1, "e looked again when d left");
     cr_assert_not(atomic_load(&e.done), "e was granted while x holds");
     ok(zkl_mutex_release(p.m[0]), "x releases");
-    waiter_until_done(&b);
+    zkt_waiter_until_done(&b);
     ok(b.st, "b acquires after x");
     zkt_sleep_ms(100);
     cr_assert_not(atomic_load(&e.done), "e was granted while b holds");
-    waiter_release(&b);
-    waiter_until_done(&e);
+    zkt_waiter_release(&b);
+    zkt_waiter_until_done(&e);
     ok(e.st, "e acquires after b");
-    waiter_release(&e);
-    waiter_release(&d);
-    party_close(&p);
+    zkt_waiter_release(&e);
+    zkt_waiter_release(&d);
+    zkt_party_close(&p);
 }
 
 /*
@@ -1281,12 +1190,12 @@ static void *cycle_main(void *arg)
 
 Test(mutex, a_line_of_this_process_lists_only_to_form, .timeout = 120)
 {
-    struct party p;
+    zkt_party p;
     struct cycler y[4];
     atomic_int inside = 0, overlaps = 0;
     uint64_t lists = 0, acquires = 0;
     int i;
-    party_open(&p, 4, "known-pred-line");
+    zkt_party_open(&p, 4, "known-pred-line", 0);
     for (i = 0; i < 4; i++) {
         y[i] = (struct cycler){p.m[i], p.c[i], &inside, &overlaps, 50, ZKL_OK, 0};
         pthread_create(&y[i].t, NULL, cycle_main, &y[i]);
@@ -1305,7 +1214,7 @@ Test(mutex, a_line_of_this_process_lists_only_to_form, .timeout = 120)
                  (unsigned long long)acquires);
     for (i = 0; i < 4; i++)
         ok(zkl_client_drain(p.c[i], 5000), "drain");
-    party_close(&p);
+    zkt_party_close(&p);
 }
 
 /* Threads of one process sharing one zkl_mutex object contend through ZooKeeper. */
