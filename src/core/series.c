@@ -14,19 +14,28 @@ static void series_free(zkl__series *s)
     free(s);
 }
 
-zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, bool hands_off)
+/* The series of (path, side) on c with one more reference, or NULL if there is none; c->mu held. */
+static zkl__series *take_locked(zkl_client *c, const char *path, const char *side)
 {
-    zkl__series *s, *made;
-    pthread_mutex_lock(&c->mu);
+    zkl__series *s;
     DL_FOREACH(c->series, s)
     if (s->side == side && !strcmp(s->path, path)) {
         if (s->refs++ == 0)
             c->series_idle--;
-        pthread_mutex_unlock(&c->mu);
         return s;
     }
+    return NULL;
+}
+
+zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, bool hands_off)
+{
+    zkl__series *s, *made;
+    pthread_mutex_lock(&c->mu);
+    s = take_locked(c, path, side);
     pthread_mutex_unlock(&c->mu);
-    made = calloc(1, sizeof *made);
+    if (s)
+        return s;
+    made = calloc(1, sizeof *made); /* (not under c->mu) */
     if (!made || !(made->path = strdup(path))) {
         free(made);
         return NULL;
@@ -36,18 +45,15 @@ zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, 
     made->created = zkl__unix_s();
     made->refs = 1;
     pthread_mutex_lock(&c->mu);
-    DL_FOREACH(c->series, s) /* made meanwhile by another thread? */
-    if (s->side == side && !strcmp(s->path, path)) {
-        if (s->refs++ == 0)
-            c->series_idle--;
-        pthread_mutex_unlock(&c->mu);
-        series_free(made);
-        return s;
+    if (!(s = take_locked(c, path, side))) { /* (or made meanwhile by another thread) */
+        DL_APPEND(c->series, made);
+        c->hooks.series_free = zkl__series_free_all;
     }
-    DL_APPEND(c->series, made);
-    c->hooks.series_free = zkl__series_free_all;
     pthread_mutex_unlock(&c->mu);
-    return made;
+    if (!s)
+        return made;
+    series_free(made);
+    return s;
 }
 
 void zkl__series_put(zkl_client *c, zkl__series *s)
