@@ -264,6 +264,26 @@ int zkl_client_session_timeout(zkl_client *c);
  */
 zkl_status zkl_client_set_name(zkl_client *c, const char *name);
 
+/*
+ * In-process hints. When several clients of one process wait for one mutex
+ * (threads with a client each, or an event loop's), what one of them
+ * learns spares the others requests: a node granted here hands the lock to
+ * the waiter behind it without a listing, a joiner finds the node just
+ * ahead of its own without one, and deep joiners of one burst defer their
+ * watches (docs/design/scale.md). Across processes there is nothing to
+ * share and nothing changes. Only requests are spared: what a grant rests
+ * on is the same either way.
+ *
+ * On by default; ZKL_PROCESS_HINTS=off (or 0) in the environment at open
+ * turns them off for that client (a value other than on, off, 1 or 0 fails
+ * the open with ZKL_EINVAL). zkl_client_set_process_hints turns them on (1)
+ * or off (0) for the acquires c starts from then on; it gives ZKL_EINVAL
+ * for NULL or another value. zkl_client_process_hints says which (-1 for
+ * NULL). Any thread, any time.
+ */
+zkl_status zkl_client_set_process_hints(zkl_client *c, int on);
+int zkl_client_process_hints(zkl_client *c);
+
 /* Where the lease's ensemble lag came from (zkl_client_ensemble_lag). */
 typedef enum zkl_lag_source {
     ZKL_LAG_GIVEN = 0,   /* ensemble_lag_ms as the caller gave it (0: standalone) */

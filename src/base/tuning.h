@@ -55,16 +55,15 @@
 /* ... and a hold with others in line, whom every microsecond keeps waiting. */
 #define ZKL_HOLD_BACK_CONTENDED_US 100
 
-/* ---- the in-process hints (core/heads.c, core/wait.c) ---- */
+/* ---- the in-process room (core/inproc.c, core/wait.c) ---- */
 
-/* Grants remembered: about a fifth of a second of them at 600 a second. */
-#define ZKL_HEADS_GRANTS 128
-/* Nodes made remembered, direct-mapped by parent and sequence: a line's
- * worth, even when a thousand waiters join at once. */
-#define ZKL_HEADS_MADE 2048
-/* Parents remembered (who noted a node there last, the head seen, creates
- * in flight), direct-mapped by path hash. */
-#define ZKL_HEADS_PARENTS 256
+/* Grants remembered per line: a waiter asks about the node two places ahead
+ * of its own when that node goes, a grant or two later. */
+#define ZKL_INPROC_GRANTS 32
+/* Nodes made remembered per line (about 200 bytes each, freed with the
+ * line's last acquire): a line of a thousand waiters of this process, and
+ * some. The oldest noted goes first, ringing its waiter's bell. */
+#define ZKL_INPROC_MADE 4096
 /* A joiner this many places or more behind, in a line of this process's
  * sessions, defers its watches (wait.c); lines of up to 64 sessions are not
  * deferred. Set between lockbench's 64 and 256 rows: not yet measured

@@ -172,6 +172,19 @@ static const zkl__hooks hooks = {
     .closed_locked = closed_locked,
 };
 
+/* ZKL_PROCESS_HINTS in the environment: on (the default, also "1") or off ("0"). */
+static zkl_status hints_from_env(zkl_client *c)
+{
+    const char *v = getenv("ZKL_PROCESS_HINTS");
+    bool on = !v || strcmp(v, "on") == 0 || strcmp(v, "1") == 0;
+    if (!on && strcmp(v, "off") != 0 && strcmp(v, "0") != 0)
+        return zkl__fail(
+            ZKL_EINVAL,
+            "zkl_client_open: ZKL_PROCESS_HINTS is \"%s\" in the environment: on or off", v);
+    atomic_store(&c->process_hints, on);
+    return ZKL_OK;
+}
+
 /* Everything but the session and the worker; NULL with *st set on failure. */
 static zkl_client *client_new(const char *connect, const zkl_client_options *opts, zkl_status *st)
 {
@@ -190,6 +203,10 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
         c->lag_source = ZKL_LAG_ASSUMED;
     }
     c->hooks = hooks;
+    if ((*st = hints_from_env(c)) != ZKL_OK) {
+        free(c);
+        return NULL;
+    }
     c->next_epoch = 1;
     c->created = zkl__unix_s();
     c->wfd = -1; /* the worker's, made when it starts */
@@ -480,6 +497,28 @@ zkl_status zkl_client_set_name(zkl_client *c, const char *name)
                          name);
     }
     return ZKL_OK;
+}
+
+zkl_status zkl_client_set_process_hints(zkl_client *c, int on)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__clear_err();
+    if (!c)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_set_process_hints: client is NULL");
+    if (on != 0 && on != 1)
+        return zkl__fail(ZKL_EINVAL, "zkl_client_set_process_hints: on is %d, not 0 or 1", on);
+    atomic_store(&c->process_hints, on == 1);
+    return ZKL_OK;
+}
+
+int zkl_client_process_hints(zkl_client *c)
+{
+    ZKL__REFUSE_IN_LOG_AS(-1);
+    if (!c) {
+        (void)zkl__fail(ZKL_EINVAL, "zkl_client_process_hints: client is NULL");
+        return -1;
+    }
+    return zkl__process_hints(c) ? 1 : 0;
 }
 
 int zkl_client_ensemble_lag(zkl_client *c, zkl_lag_source *source)

@@ -84,9 +84,13 @@ struct zkl__acq {
     zkl__names kids; /* a listing to look at */
     bool have_kids, alone, carried;
     /* our create went without the listing: the node just ahead may be known
-     * here (heads.h), else the first round lists (wait.c) */
+     * here (inproc.h), else the first round lists (wait.c) */
     bool unlisted;
-    /* our create is counted in flight (heads.h: zkl__heads_create_sent) */
+    /* what this process knows of the line (inproc.h; NULL: a driver that
+     * does not grant the head, or the client's in-process hints are off) */
+    struct zkl__inproc *inproc;
+    int32_t bell_seq; /* the node whose bell we set there (-1: none) */
+    /* our create is counted in flight (inproc.h: zkl__inproc_create_sent) */
     bool in_flight;
     /* the note of node await_seq awaited (wait.c), until await_until */
     bool awaiting;
@@ -123,8 +127,8 @@ struct zkl__acq {
     struct zkl__revwatch *rev;
     /* the engine's, under c->mu */
     bool ready, running, queued, done, cancel_req, granted, blocking;
-    bool bell;          /* the bell rang: the lock is two places ahead (wait.c, heads.h) */
-    bool noted;         /* the awaited note came, or no create is in flight (heads.h) */
+    bool bell;          /* the bell rang: the lock is two places ahead (wait.c, inproc.h) */
+    bool noted;         /* the awaited note came, or no create is in flight (inproc.h) */
     pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
     int wfd;            /* or on this eventfd, made at its first sleep (-1: none) */
     bool asleep;        /* the blocking owner sleeps on wfd: wake it there */
@@ -157,9 +161,9 @@ bool zkl__acq_cancel_locked(zkl__acq *op);
 
 /* ---- op.c: what steps share ---- */
 
-/* Our create no longer counts in flight (heads.h); idempotent. */
+/* Our create no longer counts in flight (inproc.h); idempotent. */
 void zkl__acq_flight_end(zkl__acq *op);
-/* op no longer awaits a note (heads.h, wait.c); idempotent. */
+/* op no longer awaits a note (inproc.h, wait.c); idempotent. */
 void zkl__acq_unawait(zkl__acq *op);
 /* Readies op (a reply came, a watch fired): c->mu held / not held. */
 void zkl__acq_ready_locked(zkl__acq *op);
@@ -167,9 +171,12 @@ void zkl__acq_ready_locked(zkl__acq *op);
 void zkl__acq_ready_locked_fn(void *op);
 /* For zkl__req: a reply came (completion thread, no lock held). */
 void zkl__acq_notify(void *op);
-/* A zkl__bell_fn (heads.h): op of client c (if still live) has its bell rung, and is readied. */
-void zkl__acq_bell(void *c, void *op);
-/* The same for a joiner's await (heads.h: zkl__heads_await): sets op->noted. */
+/*
+ * The bell of op's node seq (inproc.h: zkl__inproc_bell): false if not set.
+ * When it rings, op->bell is set and op readied.
+ */
+bool zkl__acq_bell_at(zkl__acq *op, int32_t seq);
+/* A zkl__bell_fn for a joiner's await (inproc.h: zkl__inproc_await): sets op->noted. */
 void zkl__acq_noted(void *c, void *op);
 /* The sequence of node name in op's line (by its driver's markers), -1 if it has none. */
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name);

@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
-#include "core/heads.h"
+#include "core/inproc.h"
 #include "requests/rc.h"
 #include "services/chroot.h"
 #include "services/cleanup.h"
@@ -284,7 +284,7 @@ static bool unlisted_join(const zkl__acq *op, int mode)
 {
     return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
            op->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(op->c) &&
-           zkl__heads_others_joined(op->a.path, zkl__session_id(op->s));
+           zkl__inproc_others_joined(op->inproc, zkl__session_id(op->s));
 }
 
 /* Send the create with the first listing behind it (one round trip). */
@@ -317,7 +317,7 @@ static void send_create(zkl__acq *op)
         return;
     if (!op->in_flight && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
         mode == ZOO_EPHEMERAL_SEQUENTIAL)
-        op->in_flight = zkl__heads_create_sent(op->a.path);
+        op->in_flight = zkl__inproc_create_sent(op->inproc);
     if (op->a.known_granted || (op->unlisted = unlisted_join(op, mode)))
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);

@@ -16,9 +16,9 @@
  * notice, same thread), a change of the connection state, a cancel or the
  * close (the changed_locked hook readies every live operation), a timer
  * (the blocking owner's timed wait, or the worker's heap of async timers),
- * and a bell (zkl__acq_bell: another client of the process granted the lock
- * two places ahead; it runs under heads.c's mutex, which is taken before
- * c->mu, never under it).
+ * and a bell (zkl__acq_bell_at: another client of the process granted the
+ * lock two places ahead; it runs under the line's in-process record's
+ * mutex, which is taken before c->mu, never under it).
  * Readiness is only "look again": each step checks what it waits for, and
  * yields again if it has not come.
  *
@@ -39,7 +39,8 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "core/acq.h"
-#include "core/heads.h"
+#include "core/inproc.h"
+#include "services/chroot.h"
 #include "requests/calls.h"
 
 /* ---- the timer heap (async operations only; c->mu held) ---- */
@@ -129,7 +130,6 @@ static void engine_free(zkl_client *c)
 {
     if (!c->engine)
         return;
-    zkl__heads_forget(c); /* no bell of its operations rings from now on */
     if (c->engine->efd >= 0)
         close(c->engine->efd);
     free(c->engine->heap);
@@ -142,7 +142,6 @@ struct zkl__engine *zkl__engine_locked(zkl_client *c)
 {
     if (c->engine)
         return c->engine;
-    zkl__heads_init();
     c->engine = calloc(1, sizeof *c->engine);
     if (!c->engine)
         return NULL;
@@ -171,11 +170,16 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
      * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
     op->call_until = a->deadline > floor ? a->deadline : floor;
     op->blocking = blocking;
+    op->bell_seq = -1;
+    if ((a->driver->facts & ZKL__D_HEAD_HOLDS) && zkl__process_hints(c))
+        op->inproc = zkl__inproc_get(zkl__chroot_of(c->connect),
+                                     a->path); /* NULL without memory: hints are only hints */
     op->done_fn = done_fn;
     op->done_arg = arg;
     pthread_mutex_lock(&c->mu);
     if (!zkl__engine_locked(c)) {
         pthread_mutex_unlock(&c->mu);
+        zkl__inproc_put(op->inproc);
         free(op);
         return NULL;
     }
@@ -191,6 +195,11 @@ void zkl__acq_free(zkl__acq *op)
     if (!op)
         return;
     c = op->c;
+    /* nothing of the in-process record may point at op once it is freed */
+    zkl__acq_unawait(op);
+    zkl__acq_flight_end(op);
+    zkl__inproc_drop(op->inproc, op->bell_seq, op);
+    zkl__inproc_put(op->inproc);
     pthread_mutex_lock(&c->mu);
     heap_remove(c->engine, op);
     DL_DELETE(c->engine->live, op);
@@ -245,14 +254,15 @@ static void run_steps(zkl__acq *op)
  * CPU per hand-off median 462 us on cv, 500 on eventfds; at 1024 sessions,
  * 3 rounds, 1057/607/650 on cv against 606/558/510 (64 and 256 sessions:
  * level within the noise). So only from zkl__many_clients() on: 3 clients a
- * chain of the futex hash (48 here; session/client.h).
+ * chain of the futex hash (48 here; session/client.h), and only with the
+ * client's in-process hints on (zkl_client_set_process_hints).
  * Returns false at wake_ms. Caller holds c->mu; let go while it sleeps.
  */
 static bool sleep_blocking_locked(zkl__acq *op, pthread_cond_t *cv, bool *no_fd)
 {
     zkl_client *c = op->c;
     if (op->wfd < 0 && !*no_fd && may_use_fd(c)) {
-        if (!zkl__many_clients())
+        if (!zkl__process_hints(c) || !zkl__many_clients())
             *no_fd = true; /* for this acquire */
         else
             *no_fd = (op->wfd = zkl__wakefd_new()) < 0;

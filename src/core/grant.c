@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/acq.h"
-#include "core/heads.h"
+#include "core/inproc.h"
 #include "requests/rc.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
@@ -31,9 +31,9 @@ static zkl__step_result finish(zkl__acq *op, zkl_status st)
 /* Let go of everything of the place in line but the node (the caller's to delete). */
 static void leave_place(zkl__acq *op)
 {
-    /* a node of ours leaves the line without holding: heads.h */
+    /* a node of ours leaves the line without holding: inproc.h */
     if (op->node && op->name && (op->a.driver->facts & ZKL__D_HEAD_HOLDS))
-        zkl__heads_left(op->a.path, zkl__acq_seq(op, op->name));
+        zkl__inproc_left(op->inproc, zkl__acq_seq(op, op->name));
     free(op->defer_name);
     op->defer_name = NULL;
     zkl__acq_flight_end(op);
@@ -221,8 +221,9 @@ static zkl__step_result commit(zkl__acq *op)
         zkl__revwatch_stop(rev);
         return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
     }
-    if (op->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: heads.h */
-        zkl__heads_note(op->a.path, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
+    if (op->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: inproc.h */
+        zkl__inproc_granted(op->inproc, op->name, zkl__acq_seq(op, op->name),
+                            zkl__session_id(op->s));
     op->hold.c = op->c;
     op->hold.node = op->node;
     op->hold.czxid = op->czxid;

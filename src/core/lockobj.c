@@ -8,7 +8,9 @@
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "core/inproc.h"
 #include "core/lockobj.h"
+#include "services/chroot.h"
 
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
@@ -32,6 +34,9 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->size = size;
     o->self = o;
     o->mine = mine;
+    /* what is noted of the line outlives an acquire while the object lives
+     * (NULL without memory: only hints are lost) */
+    o->inproc = zkl__inproc_get(zkl__chroot_of(c->connect), path);
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
     DL_APPEND(c->objs, o);
@@ -73,6 +78,7 @@ void zkl__lockobj_free(zkl__lockobj *o)
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);
     zkl__client_unref(o->c);
+    zkl__inproc_put(o->inproc);
     free(o->path);
     free(o);
 }

@@ -20,6 +20,8 @@
 typedef struct zkl__lockobj {
     zkl_client *c;
     char *path; /* the object's own copy */
+    /* a reference on what this process knows of the line (core/inproc.h) */
+    struct zkl__inproc *inproc;
     void *self; /* the public object (the lock object itself), handed to the callback */
     /* whether self holds anything in session epoch (called on the worker) */
     bool (*mine)(void *self, uint64_t epoch);

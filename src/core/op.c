@@ -2,7 +2,7 @@
  * op.c - what the steps of an acquire share (acq.h): readiness, the requests
  * an operation has in flight, its timers, its watches, and how it gives up.
  * The engine (engine.c) runs operations; this file only marks them ready
- * (a reply, a watch, a bell: heads.h).
+ * (a reply, a watch, a bell: inproc.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "core/acq.h"
-#include "core/heads.h"
+#include "core/inproc.h"
 
 void zkl__acq_ready_locked(zkl__acq *op)
 {
@@ -47,33 +47,39 @@ void zkl__acq_ready_locked_fn(void *arg)
     zkl__acq_ready_locked(arg);
 }
 
-/* A bell (noted: an await) rang for op arg of client (heads.h): its flag set, op ready. */
+/*
+ * A bell (noted: an await) rang for op arg of client (inproc.h): its flag
+ * set, op ready. op is alive: it lets go of its bell and await before it is
+ * freed, under the record's mutex this runs under.
+ */
 static void rung(void *client, void *arg, bool noted)
 {
     zkl_client *c = client;
-    zkl__acq *op;
+    zkl__acq *op = arg;
     pthread_mutex_lock(&c->mu);
-    if (ZKL_FAULT(c, DEAF_BELLS, NULL)) {
-        pthread_mutex_unlock(&c->mu);
-        return;
-    }
-    /* arg may be gone (freed, even reused): only a live one hears it, and
-     * each says only "look again now", which is never wrong */
-    DL_FOREACH(c->engine->live, op)
-    if (op == arg) {
+    if (!ZKL_FAULT(c, DEAF_BELLS, NULL)) {
         if (noted)
             op->noted = true;
         else
             op->bell = true;
         zkl__acq_ready_locked(op);
-        break;
     }
     pthread_mutex_unlock(&c->mu);
 }
 
-void zkl__acq_bell(void *client, void *arg)
+static void bell_rung(void *client, void *arg)
 {
     rung(client, arg, false);
+}
+
+bool zkl__acq_bell_at(zkl__acq *op, int32_t seq)
+{
+    if (op->bell_seq >= 0 && op->bell_seq != seq)
+        zkl__inproc_drop(op->inproc, op->bell_seq, op); /* a node of an earlier place */
+    if (!zkl__inproc_bell(op->inproc, op->name, seq, bell_rung, op->c, op))
+        return false;
+    op->bell_seq = seq;
+    return true;
 }
 
 void zkl__acq_noted(void *client, void *arg)
@@ -84,14 +90,14 @@ void zkl__acq_noted(void *client, void *arg)
 void zkl__acq_flight_end(zkl__acq *op)
 {
     if (op->in_flight)
-        zkl__heads_create_done(op->a.path);
+        zkl__inproc_create_done(op->inproc);
     op->in_flight = false;
 }
 
 void zkl__acq_unawait(zkl__acq *op)
 {
     if (op->awaiting)
-        zkl__heads_unawait(op->a.path, op->await_seq, op);
+        zkl__inproc_unawait(op->inproc, op->await_seq, op);
     op->awaiting = false;
 }
 

@@ -17,7 +17,7 @@
 #include "base/tuning.h"
 #include "base/util.h"
 #include "core/acq.h"
-#include "core/heads.h"
+#include "core/inproc.h"
 #include "requests/rc.h"
 
 /* A test's delay before our node is noted made (base/fault.h). */
@@ -28,7 +28,7 @@ static void note_delay(zkl_client *c)
         zkl__sleep_ms(ms);
 }
 
-/* The driver grants exactly the head of the line (heads.h may be used). */
+/* The driver grants exactly the head of the line (inproc.h may be used). */
 static bool head_holds(const zkl__acq *op)
 {
     return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) != 0;
@@ -50,7 +50,7 @@ static bool self_intact(const zkl__acq *op)
  * if given), has fired for its deletion, and that deletion makes us the
  * holder. Either the listing the verdict came from showed it
  * (ZKL__V_HANDOFF), or this process saw that node at the head of the line
- * (heads.h): nothing was ahead of it then, nothing can be put ahead since,
+ * (inproc.h): nothing was ahead of it then, nothing can be put ahead since,
  * and nothing is between it and us; our own node must then be watched and
  * still there (self_intact), which no listing has shown since we joined.
  * With our node watched, its going (an operator's delete) stops either
@@ -78,7 +78,7 @@ static bool handed_over(const zkl__acq *op, const char *name)
     if (op->self.w && !intact)
         return false;
     return (op->v.flags & ZKL__V_HANDOFF) ||
-           (head_holds(op) && intact && zkl__heads_seen(op->a.path, prim->name, prim->owner));
+           (head_holds(op) && intact && zkl__inproc_seen(op->inproc, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -171,7 +171,7 @@ static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
 
 /*
  * The look-ahead's node went, and this process had seen it at the head of
- * the line (heads.h): only the node we watch can be ahead of us now, so its
+ * the line (inproc.h): only the node we watch can be ahead of us now, so its
  * deletion hands us the lock as if a listing had shown us next (the verdict
  * gains ZKL__V_HANDOFF; handed_over still wants that deletion, on our live
  * session, of a node not ours). Not for a node of our own session: its
@@ -184,7 +184,7 @@ static bool ahead_was_head(const zkl__acq *op)
            !op->v.watch_parent && op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w &&
            !op->prim.ours && zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
            !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
-           zkl__heads_seen(op->a.path, op->ahead.name, op->ahead.owner);
+           zkl__inproc_seen(op->inproc, op->ahead.name, op->ahead.owner);
 }
 
 /* The connection state changed since the round began, or the wait is to end (c->mu held). */
@@ -299,10 +299,10 @@ static zkl__step_result step_armed(zkl__acq *op)
     return judge(op, rc, ZKL_OK);
 }
 
-/* The session of this process that made node name (a mutex's: heads.h), 0: none noted. */
+/* The session of this process that made node name (a mutex's: inproc.h), 0: none noted. */
 static int64_t made_here(const zkl__acq *op, const char *name)
 {
-    return head_holds(op) ? zkl__heads_made_by(op->a.path, name, zkl__acq_seq(op, name)) : 0;
+    return head_holds(op) ? zkl__inproc_made_by(op->inproc, name, zkl__acq_seq(op, name)) : 0;
 }
 
 /* Whether another session of this process made node name. */
@@ -341,7 +341,7 @@ static void arm_none(zkl__acq *op, zkl__armed *x, int i)
     op->rcs[i] = ZNOTHING;
 }
 
-/* The bell rang (heads.h): our own node is watched now, the node ahead still. */
+/* The bell rang (inproc.h): our own node is watched now, the node ahead still. */
 static zkl__step_result arm_self(zkl__acq *op)
 {
     op->k[0] = op->k[1] = NULL;
@@ -358,7 +358,7 @@ static zkl__step_result arm_self(zkl__acq *op)
  * node, once it held (handed_over); deep in a line it would be one more
  * watch a waiter keeps, on the server and in both clients, for nothing
  * until then. So a waiter right behind such a node (its sequence just
- * below ours) rings a bell instead (heads.h): when the lock is granted two
+ * below ours) rings a bell instead (inproc.h): when the lock is granted two
  * places ahead, or one, this process's grant readies us, and we watch our
  * node then, about a hand-off before it is needed. A bell that comes too
  * late, or never, only costs the listing at the hand-off (handed_over
@@ -374,7 +374,7 @@ static bool self_by_bell(zkl__acq *op, const char *prim)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
     return seq > 0 && zkl__acq_seq(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
-           zkl__heads_bell(op->a.path, op->name, seq, zkl__acq_bell, op->c, op);
+           zkl__acq_bell_at(op, seq);
 }
 
 /*
@@ -526,30 +526,30 @@ static zkl__step_result step_deferred(zkl__acq *op)
  * while the head's hand-off waited behind them in the server's queue, and
  * the first cycle's waits carried that gap (docs/design/scale.md, "the
  * join burst"). A joiner ZKL_DEEP_JOINER_DEPTH sequences or more behind the last grant
- * noted here (heads.h: behind; in a line of this process's sessions, that
+ * noted here (inproc.h: behind; in a line of this process's sessions, that
  * many waiters ahead) watches nothing yet: it waits for a bell, as a waiter
- * whose own node's watch is left to its bell does (heads.h), and watches the node ahead and its
+ * whose own node's watch is left to its bell does (inproc.h), and watches the node ahead and its
  * own when the lock is granted two places ahead or one, when one of those
- * two leaves without holding (heads.h: left), or after ZKL_DEEP_JOINER_MS, whichever
+ * two leaves without holding (inproc.h: left), or after ZKL_DEEP_JOINER_MS, whichever
  * is first. Lines of up to 64 sessions are not deferred: the bell costs
  * its waiter one wake-up more. The price: a joiner deferred does not see,
  * until the bound, a node ahead deleted by someone other than this process
  * (an operator, or another process's session ending), nor a grant whose
  * bell was lost (our node's note pushed out of the table by a node of
- * another path, heads.c); the bound is then its extra wait. true: deferred.
+ * another path, inproc.c); the bound is then its extra wait. true: deferred.
  */
 static bool deferred(zkl__acq *op, int32_t seq, const char *name)
 {
     int depth = (int)ZKL_TUNE(op->c, DEEP_JOINER_DEPTH, ZKL_DEEP_JOINER_DEPTH);
     int64_t until;
-    if (op->prim.w || op->self.w || zkl__heads_behind(op->a.path, seq) < depth)
+    if (op->prim.w || op->self.w || zkl__inproc_behind(op->inproc, seq) < depth)
         return false;
     if (!(op->defer_name = strdup(name)))
         return false;
     pthread_mutex_lock(&op->c->mu);
     op->bell = false;
     pthread_mutex_unlock(&op->c->mu);
-    if (!zkl__heads_bell(op->a.path, op->name, seq, zkl__acq_bell, op->c, op)) {
+    if (!zkl__acq_bell_at(op, seq)) {
         free(op->defer_name);
         op->defer_name = NULL;
         return false;
@@ -570,7 +570,7 @@ static bool deferred(zkl__acq *op, int32_t seq, const char *name)
  * line (no ZKL__V_HANDOFF), nor the node before it (no look-ahead). Being
  * of this process, it is watched with our own node (arm_nodes), and its
  * going hands us the lock once it held here (handed_over), as behind any
- * such node. As everywhere (heads.h), every child of the path is taken to be
+ * such node. As everywhere (inproc.h), every child of the path is taken to be
  * a lock node with a server-made sequence.
  */
 static bool known_predecessor(zkl__acq *op)
@@ -580,7 +580,7 @@ static bool known_predecessor(zkl__acq *op)
     int64_t by;
     if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
         return false;
-    by = zkl__heads_made_at(op->a.path, seq - 1, name, sizeof name);
+    by = zkl__inproc_made_at(op->inproc, seq - 1, name, sizeof name);
     if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
         return false;
     if (!deferred(op, seq, name))
@@ -622,7 +622,7 @@ static zkl__step_result step_await(zkl__acq *op)
  * own node before the node just ahead, made here too, is noted, and each
  * listed a line of up to a thousand names (docs/design/scale.md, "the join
  * burst"). So while a create of this process under the path is in flight,
- * a joiner whose node s - 1 is not known waits for its note (heads.h),
+ * a joiner whose node s - 1 is not known waits for its note (inproc.h),
  * bounded by ZKL_JOIN_AWAIT_MS and the deadline. With none in flight it lists at
  * once, so a line of separate processes pays nothing; a joiner behind
  * another process's node, while this process's own creates are in flight,
@@ -640,7 +640,7 @@ static bool await_note(zkl__acq *op)
     pthread_mutex_lock(&op->c->mu);
     op->noted = false;
     pthread_mutex_unlock(&op->c->mu);
-    if (!zkl__heads_await(op->a.path, seq - 1, zkl__acq_noted, op->c, op))
+    if (!zkl__inproc_await(op->inproc, seq - 1, zkl__acq_noted, op->c, op))
         return false;
     op->awaiting = true;
     op->await_seq = seq - 1;
@@ -673,9 +673,8 @@ zkl__step_result zkl__step_wait(zkl__acq *op)
 {
     note_delay(op->c);
     if (head_holds(op))
-        zkl__heads_note_made(op->a.path, op->name, zkl__acq_seq(op, op->name),
-                             zkl__session_id(op->s));
-    zkl__acq_flight_end(op); /* noted: joiners behind it may go on (heads.h) */
+        zkl__inproc_made(op->inproc, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
+    zkl__acq_flight_end(op); /* noted: joiners behind it may go on (inproc.h) */
     op->attempt = 0;
     op->step = step_round;
     return ZKL__STEP_AGAIN;

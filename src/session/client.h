@@ -177,7 +177,10 @@ struct zkl_client {
     int handles; /* live lock objects made on this client */
     int granted_timeout;
     zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
-    bool locks_ready;          /* mu, cv, wcv and listen_mu are initialised */
+    /* acquires started from now on use the in-process room (core/inproc.h):
+     * zkl_client_set_process_hints, ZKL_PROCESS_HINTS */
+    _Atomic bool process_hints;
+    bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
     bool connected;
     bool ever_connected;
     bool closing;
@@ -196,6 +199,12 @@ static inline bool zkl__forked(const struct zkl_client *c)
 {
     return c->forked;
 }
+/* Whether c's acquires use what other clients of the process know (core/inproc.h). */
+static inline bool zkl__process_hints(struct zkl_client *c)
+{
+    return atomic_load(&c->process_hints);
+}
+
 /* ZKL_ECLOSED for fn (NULL: no prefix): the client is closing, or is a forked
  * child's copy (saying so). */
 zkl_status zkl__closed_fail(const struct zkl_client *c, const char *fn);

@@ -94,3 +94,40 @@ void zkt_party_close(zkt_party *p)
     zookeeper_close(p->zh);
     free(p->path);
 }
+
+static void *relock_main(void *arg)
+{
+    zkt_relock *r = arg;
+    r->w.st = zkl_mutex_acquire(r->w.m, r->w.timeout_ms);
+    atomic_store(&r->w.done, 1);
+    if (r->w.st != ZKL_OK)
+        return NULL;
+    while (!atomic_load(&r->w.release_now))
+        zkt_sleep_ms(5);
+    r->before = zkt_lock_requests(r->c);
+    r->release_st = zkl_mutex_release(r->w.m);
+    r->acquire_st = zkl_mutex_acquire(r->w.m, 30000);
+    r->after = zkt_lock_requests(r->c);
+    atomic_store(&r->reacquired, 1);
+    if (r->acquire_st == ZKL_OK)
+        r->w.release_st = zkl_mutex_release(r->w.m);
+    return NULL;
+}
+
+void zkt_relock_start(zkt_relock *r, zkl_client *c, zkl_mutex *m)
+{
+    r->c = c;
+    r->w.m = m;
+    r->w.timeout_ms = 30000;
+    cr_assert_eq(pthread_create(&r->w.t, NULL, relock_main, r), 0);
+}
+
+void zkt_relock_join(zkt_relock *r)
+{
+    while (!atomic_load(&r->reacquired))
+        zkt_sleep_ms(5);
+    pthread_join(r->w.t, NULL);
+    ok(r->release_st, "release");
+    ok(r->acquire_st, "acquire again");
+    ok(r->w.release_st, "release again");
+}

@@ -39,6 +39,22 @@ void zkt_waiter_release(zkt_waiter *w);
  * in turn. */
 void zkt_in_turn(zkt_waiter *const *w, const char *names, int n);
 
+/*
+ * A waiter that, told to release (w.release_now), releases and at once
+ * acquires again, counting the lock's requests of c around the two
+ * (before, after); zkt_relock_join waits for it and checks every call.
+ */
+typedef struct zkt_relock {
+    zkt_waiter w;
+    zkl_client *c;
+    uint64_t before, after;
+    zkl_status release_st, acquire_st;
+    atomic_int reacquired;
+} zkt_relock;
+
+void zkt_relock_start(zkt_relock *r, zkl_client *c, zkl_mutex *m);
+void zkt_relock_join(zkt_relock *r);
+
 /* n sessions (at most 4), each with a zkl_mutex on one path (zkt_path(what)). */
 typedef struct zkt_party {
     int n;
