@@ -21,6 +21,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+/* uthash exits the process when it cannot allocate; a library must not. With
+ * this, an add that runs out of memory leaves the table as it was, and the
+ * element's hh.tbl NULL (then only a hint is lost). */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 #include <utlist.h>
 
@@ -124,8 +128,15 @@ static zkl__inproc *get(const char *abs, size_t n)
         pthread_mutex_init(&p->mu, NULL);
         p->head_seq = -1;
         HASH_ADD_KEYPTR(hh, table, p->key, n, p);
-        live++;
-    } else if (!p || !p->key) {
+        if (p->hh.tbl) {
+            live++;
+        } else { /* no memory for the table */
+            pthread_mutex_destroy(&p->mu);
+            free(p->key);
+            p->key = NULL;
+        }
+    }
+    if (p && !p->key) {
         free(p);
         p = NULL;
     }
@@ -232,11 +243,15 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
         m->owner = owner;
         memcpy(m->name, name, n + 1);
         HASH_ADD_INT(p->made, seq, m);
-        DL_APPEND(p->made_order, m);
-        p->nmade++;
-        HASH_FIND_INT(p->awaits, &seq, a);
-        if (a)
-            await_ring_locked(p, a); /* the node just ahead of that joiner's */
+        if (!m->hh.tbl) { /* no memory: not noted */
+            free(m);
+        } else {
+            DL_APPEND(p->made_order, m);
+            p->nmade++;
+            HASH_FIND_INT(p->awaits, &seq, a);
+            if (a)
+                await_ring_locked(p, a); /* the node just ahead of that joiner's */
+        }
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -408,7 +423,9 @@ bool zkl__inproc_await(zkl__inproc *p, int32_t seq, zkl__bell_fn fn, void *c, vo
         a->c = c;
         a->waiter = waiter;
         HASH_ADD_INT(p->awaits, seq, a);
-        set = true;
+        set = a->hh.tbl != NULL;
+        if (!set)
+            free(a); /* no memory: the joiner lists */
     }
     pthread_mutex_unlock(&p->mu);
     return set;
