@@ -55,7 +55,7 @@
 /* ... and a hold with others in line, whom every microsecond keeps waiting. */
 #define ZKL_HOLD_BACK_CONTENDED_US 100
 
-/* ---- the in-process room (core/inproc.c, core/wait.c) ---- */
+/* ---- the in-process room (core/engine/inproc.c, core/engine/wait.c) ---- */
 
 /* Grants remembered per line: a waiter asks about the node two places ahead
  * of its own when that node goes, a grant or two later. */
@@ -79,7 +79,7 @@
 
 /* ---- metrics ---- */
 
-/* Series of gone lock objects kept per client (core/series.h). */
+/* Series of gone lock objects kept per client (core/objects/series.h). */
 #define ZKL_SERIES_KEPT 256
 
 #endif

@@ -8,7 +8,7 @@
  * its CPUs, not its threads: 16 chains on 2 CPUs. A process with a thousand
  * clients has thousands of blocked threads; at 1024 clients, futex_wake was
  * a fifth of its CPU. The worker and a blocking acquire's waiter sleep here
- * instead (client/worker.c, core/engine.c).
+ * instead (client/worker.c, core/engine/engine.c).
  */
 #ifndef ZKL_WAKEFD_H
 #define ZKL_WAKEFD_H

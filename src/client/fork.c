@@ -19,7 +19,7 @@
  * (the registry's lock first, then each c->mu, in list order), so the
  * child's copy of each client is not half-updated; the child marks each one
  * and lets the locks go. No zklock thread holds one c->mu while it blocks
- * on another (a second client's is only ever tried: core/async.c), and no
+ * on another (a second client's is only ever tried: core/async/async.c), and no
  * user code runs under c->mu, so the handler cannot deadlock. Locks that a
  * vanished thread may hold in the child (a reentrancy table's, a
  * semaphore's, listen_mu) are never taken for a forked client: the calls

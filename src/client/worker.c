@@ -35,7 +35,7 @@
  *   1. events     tell queued connection events (user first, then recipes)
  *   2. revocation run revoke callbacks, arm revocation watches
  *   3. engine     run the core's ready operations and due timers (async
- *                 acquires: core/engine.c, through a hook)
+ *                 acquires: core/engine/engine.c, through a hook)
  *   4. lease      act on a lapsed lease (end the session), send renewals
  *   5. held back  send held-back deletes whose moment is up
  *   6. session    declare a long suspension lost; replace a lost session

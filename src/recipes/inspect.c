@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/driver.h"
-#include "core/internals.h"
+#include "core/policy/driver.h"
+#include "core/engine/internals.h"
 #include "base/path.h"
 #include "base/seq.h"
 #include "base/status.h"

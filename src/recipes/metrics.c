@@ -1,10 +1,10 @@
 /*
  * metrics.c - zkl_client_metrics and zkl_process_metrics (zklock/metrics.h),
- * on core/metrics.c.
+ * on core/objects/metrics.c.
  */
 #include "base/log.h"
 #include "base/status.h"
-#include "core/metrics.h"
+#include "core/objects/metrics.h"
 #include "zklock/metrics.h"
 
 zkl_status zkl_client_metrics(zkl_client *c, char *buf, size_t len, size_t *needed)

@@ -11,8 +11,8 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/async.h"
-#include "core/lockobj.h"
+#include "core/async/async.h"
+#include "core/objects/lockobj.h"
 #include "recipes/sides.h"
 #include "zklock/multilock.h"
 

@@ -1,6 +1,6 @@
 /*
  * mutex.c - zkl_mutex, Curator's InterProcessMutex: the standard driver (hold
- * at index 0, watch the node just before ours; core/drivers.c) over the
+ * at index 0, watch the node just before ours; core/policy/drivers.c) over the
  * lock-internals core, behind the shared reentrancy layer. Nothing here talks
  * to ZooKeeper.
  */
@@ -9,9 +9,9 @@
 
 #include "base/log.h"
 #include "base/path.h"
-#include "core/async.h"
-#include "core/lockobj.h"
-#include "core/reentrant.h"
+#include "core/async/async.h"
+#include "core/objects/lockobj.h"
+#include "core/objects/reentrant.h"
 #include "recipes/sides.h"
 #include "base/status.h"
 #include "zklock/mutex.h"

@@ -1,6 +1,6 @@
 /*
  * rwlock.c - zkl_rwlock, Curator's InterProcessReadWriteLock: two reentrant
- * sides over one path, the core's read and write drivers (core/drivers.c),
+ * sides over one path, the core's read and write drivers (core/policy/drivers.c),
  * and the downgrade of a writer to a reader (Curator 5.5).
  */
 #include <stdlib.h>
@@ -8,10 +8,10 @@
 
 #include "base/log.h"
 #include "base/path.h"
-#include "core/async.h"
-#include "core/lockobj.h"
+#include "core/async/async.h"
+#include "core/objects/lockobj.h"
 #include "recipes/sides.h"
-#include "core/reentrant.h"
+#include "core/objects/reentrant.h"
 #include "base/status.h"
 #include "zklock/rwlock.h"
 

@@ -17,9 +17,9 @@
 #include <utlist.h>
 
 #include "base/log.h"
-#include "core/async.h"
-#include "core/internals.h"
-#include "core/lockobj.h"
+#include "core/async/async.h"
+#include "core/engine/internals.h"
+#include "core/objects/lockobj.h"
 #include "services/lease.h"
 #include "base/path.h"
 #include "base/status.h"

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "core/reentrant.h"
+#include "core/objects/reentrant.h"
 #include "zklock/mutex.h"
 #include "zklock/rwlock.h"
 

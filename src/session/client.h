@@ -106,7 +106,7 @@ typedef struct zkl__hooks {
     /* session, client: the connection state changed, or the client was
      * canceled or is closing: waits must look again (c->mu held) */
     void (*changed_locked)(struct zkl_client *c);
-    /* client: the engine's worker phase (core/engine.c), set by the core
+    /* client: the engine's worker phase (core/engine/engine.c), set by the core
      * with its first operation (c->mu held; as the phases of worker.c) */
     int64_t (*engine_turn)(struct zkl_client *c, int64_t now_us);
     /* client: free the engine's state at close (nothing outstanding) */
@@ -114,14 +114,14 @@ typedef struct zkl__hooks {
     /* session: LOST or LEASE_EXPIRED of session epoch is being told: the
      * holds of that session end now in the metrics (c->mu held) */
     void (*holds_lost_locked)(struct zkl_client *c, uint64_t epoch, bool lease_expired);
-    /* client: free the metrics' series and tallies at close (core/series.h, stats.h) */
+    /* client: free the metrics' series and tallies at close (core/objects/series.h, stats.h) */
     void (*series_free)(struct zkl_client *c);
 } zkl__hooks;
 
 struct zkl__cleanup; /* services/cleanup.h */
 struct zkl__revs;    /* services/revoke.h */
 struct zkl__lease;   /* services/lease.h */
-struct zkl__engine;  /* core/engine.c */
+struct zkl__engine;  /* core/engine/engine.c */
 
 struct zkl_client {
     pthread_mutex_t mu;
@@ -145,7 +145,7 @@ struct zkl_client {
     _Atomic uint64_t req_kind[ZKL__REQ_KINDS];
     _Atomic uint64_t sessions_lost;
     _Atomic uint64_t lease_expired_epoch; /* the last session whose lease ran out */
-    struct zkl__lockobj *objs; /* the lock objects made on it (core/lockobj.c), under mu */
+    struct zkl__lockobj *objs; /* the lock objects made on it (core/objects/lockobj.c), under mu */
     double created;            /* when it was opened, Unix seconds (the metrics' _created) */
     uint64_t watch_events, sessions;
     pthread_t worker;
@@ -160,8 +160,8 @@ struct zkl_client {
     struct zkl__revs *revs;
     struct zkl__lease *lease;
     struct zkl__engine *engine;  /* the core's, once it has run an operation */
-    struct zkl__holdmark *marks; /* the live holds' tallies (core/stats.c), under mu */
-    struct zkl__series *series;  /* what the metrics count into (core/series.h), under mu */
+    struct zkl__holdmark *marks; /* the live holds' tallies (core/objects/stats.c), under mu */
+    struct zkl__series *series;  /* what the metrics count into (core/objects/series.h), under mu */
     int series_idle;             /* of them, those no live object counts into */
     uint64_t series_clock;       /* counts series going idle: their eviction order */
     char *name;                  /* the metrics' client label (zkl_client_set_name), under mu */
@@ -177,7 +177,7 @@ struct zkl_client {
     int handles; /* live lock objects made on this client */
     int granted_timeout;
     zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
-    /* acquires started from now on use the in-process room (core/inproc.h):
+    /* acquires started from now on use the in-process room (core/engine/inproc.h):
      * zkl_client_set_process_hints, ZKL_PROCESS_HINTS */
     _Atomic bool process_hints;
     bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
@@ -199,7 +199,7 @@ static inline bool zkl__forked(const struct zkl_client *c)
 {
     return c->forked;
 }
-/* Whether c's acquires use what other clients of the process know (core/inproc.h). */
+/* Whether c's acquires use what other clients of the process know (core/engine/inproc.h). */
 static inline bool zkl__process_hints(struct zkl_client *c)
 {
     return atomic_load(&c->process_hints);
@@ -261,7 +261,7 @@ void zkl__worker_kick_locked(struct zkl_client *c);
 /*
  * Clients whose worker runs in this process: counted as workers start and
  * stop (client/worker.c). With many, zklock's blocking waits sleep on
- * eventfds, out of the futex hash (base/wakefd.h, core/engine.c); with few,
+ * eventfds, out of the futex hash (base/wakefd.h, core/engine/engine.c); with few,
  * a condition variable is cheaper. "Many" is where the hash's chains grow
  * long: each client keeps about two threads blocked on futexes (a blocking
  * waiter and libzookeeper_mt's completion thread), so from

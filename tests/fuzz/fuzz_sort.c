@@ -10,7 +10,7 @@
  *  - a contender that listed the same children in another order (a shuffle
  *    here) gets the same keys at every place and the same names wherever a
  *    key is unique. The standard driver (zkl__decide_standard, in
- *    core/drivers.c) decides from the index alone, so this is what makes
+ *    core/policy/drivers.c) decides from the index alone, so this is what makes
  *    two contenders agree on who holds the lock and whom each watches;
  *  - the one-pass view of each name (zkl__line_of: its rank and the nearest
  *    counted names ahead, as the drivers see the line) is the one the full

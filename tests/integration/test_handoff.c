@@ -1,5 +1,5 @@
 /*
- * test_handoff.c - local hand-off (lock cohorting, core/cohort.c): threads
+ * test_handoff.c - local hand-off (lock cohorting, core/objects/cohort.c): threads
  * of one client pass the node among themselves while remote clients wait.
  * Exclusion with the checker, fencing tokens across streaks, both bounds
  * (a remote waiter waits at most one streak), session loss, lease expiry and

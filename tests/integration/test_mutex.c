@@ -326,7 +326,7 @@ static uint64_t requests_of(zkl_client *c)
 /*
  * A holds; X (gives up soon), B and C queue behind, C with the look-ahead
  * (watching B, and X ahead of it). X's going is no reason for C to hold; A's
- * going makes B the head, and C, having seen A hold (core/inproc.h), takes
+ * going makes B the head, and C, having seen A hold (core/engine/inproc.h), takes
  * the lock on B's release with no further request.
  */
 Test(mutex, lookahead_grants_only_what_the_line_allows, .timeout = 60)
@@ -440,7 +440,7 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
     zkt_relock_join(&r);
     /* delete+create as one multi, the watch on b (then the head, so its
      * going needs no listing) and, b being of this process, on a's own node
-     * (core/inproc.h). No listing: b's sequence is just below a's (wait.c,
+     * (core/engine/inproc.h). No listing: b's sequence is just below a's (wait.c,
      * known predecessor). Sent apart, and listed, it would be five */
     cr_assert_eq(r.after - r.before, 3, "requests for a's release and acquire: %llu",
                  (unsigned long long)(r.after - r.before));

@@ -1,5 +1,5 @@
 /*
- * test_process_hints.c - the in-process room's off switch (core/inproc.h,
+ * test_process_hints.c - the in-process room's off switch (core/engine/inproc.h,
  * zkl_client_set_process_hints, ZKL_PROCESS_HINTS) and the life of its
  * records, against the real server. What the hints save, with them on, is
  * tested with each mechanism (test_mutex.c); here, that turning them off
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/inproc.h"
+#include "core/engine/inproc.h"
 #include "waiter.h"
 #include "zkt.h"
 
@@ -104,7 +104,7 @@ Test(process_hints, a_line_record_lives_while_its_objects_do)
 
 /* ---- what the hints save (on) ---- */
 
-/* ---- behind a holder of this process (core/inproc.h) ---- */
+/* ---- behind a holder of this process (core/engine/inproc.h) ---- */
 
 /*
  * A holds, B and C wait, C watching B (and, looking ahead, A). A's going
@@ -265,7 +265,7 @@ Test(process_hints, auto_lookahead_only_when_a_release_was_carried, .timeout = 6
 
 /*
  * Behind a node made in this process, a carried acquire does not look
- * ahead (core/inproc.h): that node's going, once it held here, hands the
+ * ahead (core/engine/inproc.h): that node's going, once it held here, hands the
  * lock over anyway, while a's own node is there (a watch on it). A pair in a
  * line of this process's clients: 4 requests.
  */
@@ -522,7 +522,7 @@ static void line_of_four(zkt_party *p, zkt_waiter *b, zkt_waiter *d, zkt_waiter 
 }
 
 /*
- * The watch on a waiter's own node, deferred (wait.c; core/inproc.h, the
+ * The watch on a waiter's own node, deferred (wait.c; core/engine/inproc.h, the
  * bell). In a line of this process's sessions x holds and b, d, e wait: b
  * and d, within two places of the holder, watch their own nodes at once; e,
  * three places behind, watches only d until the lock is granted two places

@@ -146,7 +146,7 @@ static void *sharer_main(void *arg)
 /*
  * A line of 8 waits from 4 clients, two threads each: the clients have two
  * waits live, so the waiters deep in the line defer the watch on their own
- * node and are rung by the grants ahead of them (core/inproc.h: another
+ * node and are rung by the grants ahead of them (core/engine/inproc.h: another
  * client's c->mu taken under the bells' mutex); each client closes as soon
  * as its two threads are done, while the others' grants go on ringing.
  */

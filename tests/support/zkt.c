@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/acq.h"
-#include "core/async.h"
+#include "core/engine/acq.h"
+#include "core/async/async.h"
 #include "session/client.h"
 #include "expire.h"
 #include "zkt.h"

@@ -88,10 +88,10 @@ void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
 void zkt_fault_delete_lost(zkl_client *c, int n);
 void zkt_fault_bg_delete_lost(zkl_client *c, int n);
-/* c's waits never hear their bells (core/inproc.h): a deferred watch on a waiter's own node
+/* c's waits never hear their bells (core/engine/inproc.h): a deferred watch on a waiter's own node
  * is never set. */
 void zkt_fault_deaf_bells(zkl_client *c);
-/* A joiner of c awaits the note of the node ahead (core/wait.c, await_note) at most ms. */
+/* A joiner of c awaits the note of the node ahead (core/engine/wait.c, await_note) at most ms. */
 void zkt_fault_await_ms(zkl_client *c, int ms);
 /* A joiner of c defers its watches from depth places (wait.c, ZKL_DEEP_JOINER_DEPTH), for ms at
  * most. */

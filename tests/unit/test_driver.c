@@ -1,6 +1,6 @@
 /*
- * test_driver.c - the drivers' decisions (core/drivers.c) and the core's
- * reading of them (core/decide.c: the hand-off and the look-ahead) on
+ * test_driver.c - the drivers' decisions (core/policy/drivers.c) and the core's
+ * reading of them (core/policy/decide.c: the hand-off and the look-ahead) on
  * hand-made child lists: who holds, whom to watch, foreign names. Each view
  * is found in one pass over the listing as given (zkl__line_of) and checked
  * against the view from the full sort (zkl__line_at). No server.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/seq.h"
-#include "core/driver.h"
+#include "core/policy/driver.h"
 
 #define N0 "_c_aaaaaaaa-f501-47b0-b66a-1afeebcbeb00-lock-0000000000"
 #define N1 "_c_bbbbbbbb-f501-47b0-b66a-1afeebcbeb00-lock-0000000001"

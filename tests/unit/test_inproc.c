@@ -1,5 +1,5 @@
 /*
- * test_inproc.c - the in-process room (core/inproc.h) without a server:
+ * test_inproc.c - the in-process room (core/engine/inproc.h) without a server:
  * one record per line, freed with its last reference; nodes made by
  * sequence; the bell a grant two places ahead rings; the joiner's await;
  * and a NULL record (the room turned off) that knows nothing.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/tuning.h"
-#include "core/inproc.h"
+#include "core/engine/inproc.h"
 
 /* A node name of sequence seq, as the server spells it. */
 static const char *node(char *buf, size_t n, int32_t seq)

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "core/driver.h"
+#include "core/policy/driver.h"
 
 /*
  * Whether the view less the name at index gone (ahead of us) would make self

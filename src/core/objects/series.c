@@ -6,7 +6,7 @@
 #include <utlist.h>
 
 #include "base/util.h"
-#include "core/series.h"
+#include "core/objects/series.h"
 
 static void series_free(zkl__series *s)
 {

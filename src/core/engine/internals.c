@@ -32,7 +32,7 @@
 #include "base/seq.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/acq.h"
+#include "core/engine/acq.h"
 #include "requests/calls.h"
 #include "requests/rc.h"
 #include "requests/retry.h"

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "services/lease.h"
-#include "core/cohort.h"
-#include "core/stats.h"
-#include "core/reentrant.h"
+#include "core/objects/cohort.h"
+#include "core/objects/stats.h"
+#include "core/objects/reentrant.h"
 #include "base/status.h"
 #include "base/util.h"
 

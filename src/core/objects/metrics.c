@@ -8,10 +8,10 @@
 
 #include "base/status.h"
 #include "client/fork.h"
-#include "core/lockobj.h"
-#include "core/metrics.h"
-#include "core/series.h"
-#include "core/stats.h"
+#include "core/objects/lockobj.h"
+#include "core/objects/metrics.h"
+#include "core/objects/series.h"
+#include "core/objects/stats.h"
 #include "services/cleanup.h"
 
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/holders.h"
+#include "core/objects/holders.h"
 #include "services/lease.h"
 #include "services/revoke.h"
 #include "base/status.h"

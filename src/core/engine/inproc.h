@@ -11,7 +11,7 @@
  *
  * One record per line: the lock path as the server sees it (the client's
  * chroot, then the path). Every lock object takes a reference when it is
- * made and gives it back when it is freed (core/lockobj.c), so that what
+ * made and gives it back when it is freed (core/objects/lockobj.c), so that what
  * was noted outlives one acquire while the lock is in use; every acquire of
  * a mutex takes one with its start and gives it back when it is freed, after
  * letting go of its bell and await (zkl__inproc_drop). The last reference

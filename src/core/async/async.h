@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "core/hold.h"
-#include "core/reentrant.h"
+#include "core/engine/hold.h"
+#include "core/objects/reentrant.h"
 #include "zklock/async.h"
 
 typedef struct zkl__plan zkl__plan;

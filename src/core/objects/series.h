@@ -1,6 +1,6 @@
 /*
  * series.h - what the metrics count into: one series per client, lock path
- * and side (core/metrics.c writes them with those labels). Every lock object
+ * and side (core/objects/metrics.c writes them with those labels). Every lock object
  * of the same path and side on a client counts into the same series, so a
  * program that makes an object per request adds to one series, not one per
  * object; and a series outlives its objects, so its counters only grow.
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/stats.h"
+#include "core/objects/stats.h"
 #include "session/client.h"
 #include "base/tuning.h"
 

@@ -29,9 +29,9 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/acq.h"
-#include "core/async.h"
-#include "core/lockobj.h"
+#include "core/engine/acq.h"
+#include "core/async/async.h"
+#include "core/objects/lockobj.h"
 #include "services/lease.h"
 
 static void op_free(zkl_op *op)

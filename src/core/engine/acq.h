@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "base/seq.h"
-#include "core/driver.h"
-#include "core/hold.h"
+#include "core/policy/driver.h"
+#include "core/engine/hold.h"
 #include "requests/pending.h"
 #include "session/client.h"
 

@@ -12,8 +12,8 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
-#include "core/acq.h"
-#include "core/inproc.h"
+#include "core/engine/acq.h"
+#include "core/engine/inproc.h"
 
 void zkl__acq_ready_locked(zkl__acq *op)
 {

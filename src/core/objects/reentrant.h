@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-#include "core/holders.h"
-#include "core/internals.h"
+#include "core/objects/holders.h"
+#include "core/engine/internals.h"
 
 typedef struct zkl__side {
     zkl_client *c;

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "core/hold.h"
+#include "core/engine/hold.h"
 #include "session/client.h"
 
 #define ZKL__BUCKETS 12 /* bounds in stats.c's bucket_us, then +Inf */

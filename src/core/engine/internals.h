@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/hold.h"
+#include "core/engine/hold.h"
 #include "session/client.h"
 
 /*

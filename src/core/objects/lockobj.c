@@ -8,8 +8,8 @@
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/inproc.h"
-#include "core/lockobj.h"
+#include "core/engine/inproc.h"
+#include "core/objects/lockobj.h"
 #include "services/chroot.h"
 
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,

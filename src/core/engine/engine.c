@@ -38,8 +38,8 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
-#include "core/acq.h"
-#include "core/inproc.h"
+#include "core/engine/acq.h"
+#include "core/engine/inproc.h"
 #include "services/chroot.h"
 #include "requests/calls.h"
 

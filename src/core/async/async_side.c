@@ -6,8 +6,8 @@
  */
 #include "base/status.h"
 #include "base/util.h"
-#include "core/async.h"
-#include "core/lockobj.h"
+#include "core/async/async.h"
+#include "core/objects/lockobj.h"
 
 static bool side_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
                       zkl__acquire_args *a, zkl_status *final)

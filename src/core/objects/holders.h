@@ -15,7 +15,7 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-#include "core/internals.h"
+#include "core/engine/internals.h"
 
 typedef struct zkl__holder {
     uint64_t tid;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/driver.h"
+#include "core/policy/driver.h"
 
 /* When a waiter looks ahead (zkl__acquire_args.lookahead). */
 typedef enum zkl__lookahead {
@@ -27,7 +27,7 @@ typedef struct zkl__hold {
     struct zkl__revwatch *rev;  /* revocation watch on node, if revocable */
     bool alone;                 /* ours was the only node when we got the lock */
     int64_t granted_us;         /* zkl__now_us() of the grant to its holder (metrics) */
-    struct zkl__holdmark *mark; /* its tally in the metrics (core/stats.h), or NULL */
+    struct zkl__holdmark *mark; /* its tally in the metrics (core/objects/stats.h), or NULL */
 } zkl__hold;
 
 typedef struct zkl__acquire_args {

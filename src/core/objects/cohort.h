@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/hold.h"
+#include "core/engine/hold.h"
 #include "session/client.h"
 
 typedef struct zkl__cohort zkl__cohort;

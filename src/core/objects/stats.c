@@ -6,7 +6,7 @@
 
 #include "base/status.h"
 #include "base/util.h"
-#include "core/stats.h"
+#include "core/objects/stats.h"
 
 const char *const zkl__bucket_le[ZKL__BUCKETS] = {"0.001", "0.0025", "0.005", "0.01",
                                                   "0.025", "0.05",   "0.1",   "0.25",

@@ -29,7 +29,7 @@
 #include <utlist.h>
 
 #include "base/tuning.h"
-#include "core/inproc.h"
+#include "core/engine/inproc.h"
 
 #define NAME_MAX_ 72 /* "_c_" UUID "-lock-" sequence is 55 */
 
@@ -54,6 +54,7 @@ typedef struct await_note {
     zkl__bell_fn fn;
     void *c, *waiter;
     UT_hash_handle hh;
+    struct await_note *next; /* forget_all's list */
 } await_note;
 
 struct zkl__inproc {
@@ -78,16 +79,21 @@ static size_t live;
 /* Everything p knew, forgotten (p->mu held, or not yet shared). */
 static void forget_all(zkl__inproc *p)
 {
-    made_note *m, *mt;
-    await_note *a, *at;
-    for (m = p->made; m; m = mt) {
-        mt = m->hh.next;
-        HASH_DEL(p->made, m);
+    made_note *m, *mt, *order = p->made_order;
+    await_note *a, *list = NULL;
+    for (a = p->awaits; a; a = a->hh.next) {
+        a->next = list;
+        list = a;
+    }
+    /* the tables first (their buckets), then every element, by its list */
+    HASH_CLEAR(hh, p->made);
+    HASH_CLEAR(hh, p->awaits);
+    DL_FOREACH_SAFE(order, m, mt)
+    {
         free(m);
     }
-    for (a = p->awaits; a; a = at) {
-        at = a->hh.next;
-        HASH_DEL(p->awaits, a);
+    while ((a = list)) {
+        list = a->next;
         free(a);
     }
     p->made_order = NULL;
@@ -235,10 +241,6 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
     pthread_mutex_lock(&p->mu);
     p->last_owner = owner;
     if (seq >= 0 && n < NAME_MAX_ && !made_locked(p, seq) && (m = calloc(1, sizeof *m))) {
-        if (p->nmade >= ZKL_INPROC_MADE) {
-            ring_locked(p->made_order); /* its waiter watches now, instead of a bell */
-            unmade_locked(p, p->made_order);
-        }
         m->seq = seq;
         m->owner = owner;
         memcpy(m->name, name, n + 1);
@@ -247,7 +249,10 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
             free(m);
         } else {
             DL_APPEND(p->made_order, m);
-            p->nmade++;
+            if (++p->nmade > ZKL_INPROC_MADE) { /* the oldest goes */
+                ring_locked(p->made_order);     /* its waiter watches now, instead of a bell */
+                unmade_locked(p, p->made_order);
+            }
             HASH_FIND_INT(p->awaits, &seq, a);
             if (a)
                 await_ring_locked(p, a); /* the node just ahead of that joiner's */
@@ -392,15 +397,21 @@ bool zkl__inproc_create_sent(zkl__inproc *p)
 
 void zkl__inproc_create_done(zkl__inproc *p)
 {
-    await_note *a, *t;
+    await_note *a, *list = NULL;
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
     if (p->creates > 0 && --p->creates == 0) {
-        /* nothing in flight: every joiner lists */
-        for (a = p->awaits; a; a = t) {
-            t = a->hh.next;
-            await_ring_locked(p, a);
+        /* nothing in flight: every joiner lists (the table let go of first) */
+        for (a = p->awaits; a; a = a->hh.next) {
+            a->next = list;
+            list = a;
+        }
+        HASH_CLEAR(hh, p->awaits);
+        while ((a = list)) {
+            list = a->next;
+            a->fn(a->c, a->waiter);
+            free(a);
         }
     }
     pthread_mutex_unlock(&p->mu);

@@ -8,7 +8,7 @@
 #include <utlist.h>
 
 #include "base/util.h"
-#include "core/cohort.h"
+#include "core/objects/cohort.h"
 #include "services/lease.h"
 
 enum { W_WAITING, W_ACQUIRE, W_GRANTED };

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "core/driver.h"
+#include "core/policy/driver.h"
 
 static const char *const mutex_markers[] = {ZKL_MUTEX_MARKER, NULL};
 static const char *const rw_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, NULL};

@@ -1,10 +1,10 @@
 /*
  * wait.c - the wait in line (acq.h), Curator's internalLockLoop: list,
- * find our view of the line (one pass, no sort: core/driver.h), ask the driver, watch the one node
- * it names (or the child list), sleep until that watch fires, and again. Two changes of ours: a
- * waiter may also watch the node ahead of its own (the look-ahead), so that the hand-off to it
- * needs no listing (core/decide.c), and a listing taken after our session changed is never trusted
- * (CURATOR-604).
+ * find our view of the line (one pass, no sort: core/policy/driver.h), ask the driver, watch the
+ * one node it names (or the child list), sleep until that watch fires, and again. Two changes of
+ * ours: a waiter may also watch the node ahead of its own (the look-ahead), so that the hand-off to
+ * it needs no listing (core/policy/decide.c), and a listing taken after our session changed is
+ * never trusted (CURATOR-604).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +16,8 @@
 #include "base/status.h"
 #include "base/tuning.h"
 #include "base/util.h"
-#include "core/acq.h"
-#include "core/inproc.h"
+#include "core/engine/acq.h"
+#include "core/engine/inproc.h"
 #include "requests/rc.h"
 
 /* A test's delay before our node is noted made (base/fault.h). */
