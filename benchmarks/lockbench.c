@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <zookeeper/zookeeper.h>
 
 #include "benchutil.h"
@@ -48,6 +49,12 @@ static int opt_warmup_pairs; /* timed workloads: pairs before the window */
 static int opt_remote = 2;   /* threads: other clients on the path */
 static int opt_handoff_streak = 100, opt_handoff_ms = 50; /* threads: 0: no local hand-off */
 static const char *lib = LIB;
+/* Across processes (lockbench.md): contended's shared parent (kept), the
+ * wall-clock start of its window (ms since the epoch, -1: at once), and a file
+ * for the window's acquire latencies (us, one a line). */
+static const char *opt_path;
+static int64_t opt_start_at = -1;
+static const char *opt_samples;
 
 enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
 
@@ -433,6 +440,54 @@ static int64_t cpu_us(void)
            ru.ru_stime.tv_usec;
 }
 
+/* Wall-clock milliseconds since the epoch. */
+static int64_t epoch_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * --start-at: sleep until the shared window opens (true, with how long this
+ * process waited), or say it is too late (false): lockbench.md's stderr lines.
+ */
+static bool wait_for_start(int64_t *waited_ms)
+{
+    int64_t ready = epoch_ms();
+    struct timespec at;
+    if (ready > opt_start_at) {
+        fprintf(stderr,
+                "start-at: ready_ms=%lld late_ms=%lld: the start time passed before the warm-up "
+                "ended; no row\n",
+                (long long)ready, (long long)(ready - opt_start_at));
+        return false;
+    }
+    *waited_ms = opt_start_at - ready;
+    fprintf(stderr, "start-at: ready_ms=%lld wait_ms=%lld\n", (long long)ready,
+            (long long)*waited_ms);
+    at.tv_sec = (time_t)(opt_start_at / 1000);
+    at.tv_nsec = (long)(opt_start_at % 1000) * 1000000;
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+    return true;
+}
+
+/* --samples: every acquire of the window, in microseconds, one a line. */
+static void write_samples(const char *file, const bu_samples *acq)
+{
+    FILE *f = fopen(file, "w");
+    size_t i;
+    if (!f) {
+        fprintf(stderr, "lockbench: --samples %s: %s\n", file, strerror(errno));
+        return;
+    }
+    for (i = 0; i < acq->n; i++)
+        fprintf(f, "%lld\n", (long long)(acq->v[i] / 1000));
+    if (fclose(f) != 0)
+        fprintf(stderr, "lockbench: --samples %s: %s\n", file, strerror(errno));
+}
+
 /* Run one row and print its JSON line; returns its error count. */
 static int bench(const char *workload, int clients, enum kind kind)
 {
@@ -447,7 +502,8 @@ static int bench(const char *workload, int clients, enum kind kind)
     uint64_t handoffs = 0;
     struct local_share share = {0, 0};
     int64_t server_max_ms = -1;
-    bool reset = false, contended = false;
+    bool reset = false, contended = false, late = false;
+    int64_t start_wait_ms = 0;
     char extra[768] = "";
     size_t min_ops = SIZE_MAX, max_ops = 0;
     double secs;
@@ -463,7 +519,11 @@ static int bench(const char *workload, int clients, enum kind kind)
     n = clients + b.remote;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    bu_fresh_path(b.parent, sizeof b.parent, workload);
+    contended = strcmp(workload, "contended") == 0;
+    if (contended && opt_path)
+        snprintf(b.parent, sizeof b.parent, "%s", opt_path);
+    else
+        bu_fresh_path(b.parent, sizeof b.parent, workload);
     if (!make_parent(b.parent))
         return 1;
 
@@ -514,10 +574,13 @@ static int bench(const char *workload, int clients, enum kind kind)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
     client_counters(ws, n, &creq0, &cw0);
+    if (contended && opt_start_at >= 0 && !wait_for_start(&start_wait_ms)) {
+        late = true;
+        opt_seconds = 0; /* the workers run out at once */
+    }
     /* threads and contended: the server's worst request latency in the row,
      * beside the other clients' worst wait or the acquires' p99 (before the
      * first count: srst zeroes it) */
-    contended = strcmp(workload, "contended") == 0;
     reset = (b.threads || contended) && bu_server_stats_reset(zk_connect);
     before = bu_packets_received(zk_connect);
     cpu0 = cpu_us();
@@ -567,7 +630,12 @@ static int bench(const char *workload, int clients, enum kind kind)
     }
     for (i = n - 1; i >= 0; i--) /* worker 0 last: the threads share its client */
         teardown_worker(&ws[i]);
-    bu_cleanup_path(zk_connect, b.parent);
+    if (!(contended && opt_path)) /* a given path: others may still use it */
+        bu_cleanup_path(zk_connect, b.parent);
+    if (late)
+        exit(3); /* no row (lockbench.md): its window would be short and less contended */
+    if (contended && opt_samples)
+        write_samples(opt_samples, &acq);
 
     bu_samples_sort(&acq);
     bu_samples_sort(&rel);
@@ -584,6 +652,10 @@ static int bench(const char *workload, int clients, enum kind kind)
                  (long long)bu_pct_us(&racq, 0.50), (long long)bu_pct_us(&racq, 1.0),
                  share.worst_holds, (long long)(share.worst_span_ns / 1000),
                  (long long)server_max_ms);
+    else if (contended && opt_start_at >= 0) /* across processes */
+        snprintf(extra, sizeof extra,
+                 "\"server_max_latency_ms\":%lld,\"start_at_ms\":%lld,\"start_wait_ms\":%lld,",
+                 (long long)server_max_ms, (long long)opt_start_at, (long long)start_wait_ms);
     else if (contended) /* a slow p99 beside a server stall, or not */
         snprintf(extra, sizeof extra, "\"server_max_latency_ms\":%lld,", (long long)server_max_ms);
     printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
@@ -682,21 +754,26 @@ static const char *const all_workloads[] = {"memory",      "uncontended", "conte
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
-            "                 [--pairs N] [--server-warmup S] [--lookahead] [--verbose]\n"
-            "Workloads: uncontended contended independent rwlock semaphore floor memory threads\n"
-            "(default: all). --seconds: length of the timed workloads (default 10);\n"
-            "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
-            "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
-            "--server-warmup: seconds of load before measuring (default 3 on a server\n"
-            "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
-            "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n"
-            "threads (asked for by name): --clients threads (16) share one client and one\n"
-            "mutex with --local-handoff STREAK,MS (100,50; off: none), while --remote (2)\n"
-            "other clients contend on the same path; their waits are in the row.\n"
-            "--warmup-pairs K: in a timed workload each client first does K pairs, then all\n"
-            "wait for each other, then the window starts (lockbench.md).\n");
+    fprintf(
+        f,
+        "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
+        "                 [--pairs N] [--server-warmup S] [--lookahead] [--verbose]\n"
+        "Workloads: uncontended contended independent rwlock semaphore floor memory threads\n"
+        "(default: all). --seconds: length of the timed workloads (default 10);\n"
+        "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
+        "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
+        "--server-warmup: seconds of load before measuring (default 3 on a server\n"
+        "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
+        "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n"
+        "threads (asked for by name): --clients threads (16) share one client and one\n"
+        "mutex with --local-handoff STREAK,MS (100,50; off: none), while --remote (2)\n"
+        "other clients contend on the same path; their waits are in the row.\n"
+        "--warmup-pairs K: in a timed workload each client first does K pairs, then all\n"
+        "wait for each other, then the window starts (lockbench.md).\n"
+        "Across processes (contended only, lockbench.md): --path P shares the parent P\n"
+        "(made if missing, kept); --start-at EPOCH_MS opens the window at that wall-clock\n"
+        "time (too late: exit 3, no row); --samples FILE writes the window's acquires (us).\n"
+        "ZKL_PROCESS_HINTS=off in the environment: lib zklock-hints-off (core/engine/inproc.h).\n");
 }
 
 int main(int argc, char **argv)
@@ -712,6 +789,9 @@ int main(int argc, char **argv)
                                          {"remote", required_argument, NULL, 'R'},
                                          {"local-handoff", required_argument, NULL, 'H'},
                                          {"warmup-pairs", required_argument, NULL, 'K'},
+                                         {"path", required_argument, NULL, 'P'},
+                                         {"start-at", required_argument, NULL, 'T'},
+                                         {"samples", required_argument, NULL, 'S'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
@@ -721,6 +801,11 @@ int main(int argc, char **argv)
     int opt, i, errors = 0;
 
     bu_signals_init("lockbench");
+    {
+        const char *h = getenv("ZKL_PROCESS_HINTS");
+        if (h && (strcmp(h, "off") == 0 || strcmp(h, "0") == 0))
+            lib = "zklock-hints-off-" ZKLOCK_VERSION;
+    }
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
         case 'z': zk_connect = optarg; break;
@@ -756,6 +841,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'P':
+            if (optarg[0] != '/' || strlen(optarg) > 200) {
+                fprintf(stderr, "lockbench: --path wants an absolute path (at most 200 bytes)\n");
+                return 2;
+            }
+            opt_path = optarg;
+            break;
+        case 'T':
+            opt_start_at = (int64_t)bench_parse_num("lockbench", "--start-at", optarg, 0);
+            break;
+        case 'S': opt_samples = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
