@@ -55,6 +55,8 @@ static const char *lib = LIB;
 static const char *opt_path;
 static int64_t opt_start_at = -1;
 static const char *opt_samples;
+/* contended on this many paths at once (the clients dealt round), 1: one */
+static int opt_lines = 1;
 
 enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
 
@@ -328,6 +330,8 @@ static bool setup_worker(struct bench *b, struct worker *w, const struct worker 
     case K_MUTEX:
         if (strcmp(b->workload, "independent") == 0)
             snprintf(path, sizeof path, "%s/lock-%d", b->parent, w->idx);
+        else if (strcmp(b->workload, "contended") == 0 && opt_lines > 1)
+            snprintf(path, sizeof path, "%s/lock-%d", b->parent, w->idx % opt_lines);
         else
             snprintf(path, sizeof path, "%s/lock", b->parent);
         st = zkl_mutex_create(w->c, path, &w->m);
@@ -540,7 +544,9 @@ static int bench(const char *workload, int clients, enum kind kind)
         ws[i].idx = i;
         ws[i].remote = i >= clients;
         ws[i].rng = bu_seed();
-        ws[i].h = strcmp(workload, "independent") == 0 ? &own[i] : &shared;
+        ws[i].h = strcmp(workload, "independent") == 0 ? &own[i]
+                  : contended && opt_lines > 1         ? &own[i % opt_lines]
+                                                       : &shared;
         ok = setup_worker(&b, &ws[i], &ws[0]);
     }
     b.warm_left = n;
@@ -656,6 +662,10 @@ static int bench(const char *workload, int clients, enum kind kind)
         snprintf(extra, sizeof extra,
                  "\"server_max_latency_ms\":%lld,\"start_at_ms\":%lld,\"start_wait_ms\":%lld,",
                  (long long)server_max_ms, (long long)opt_start_at, (long long)start_wait_ms);
+    else if (contended && opt_lines > 1) /* several lines: the longest acquire of all */
+        snprintf(extra, sizeof extra,
+                 "\"server_max_latency_ms\":%lld,\"lines\":%d,\"acquire_max_us\":%lld,",
+                 (long long)server_max_ms, opt_lines, (long long)bu_pct_us(&acq, 1.0));
     else if (contended) /* a slow p99 beside a server stall, or not */
         snprintf(extra, sizeof extra, "\"server_max_latency_ms\":%lld,", (long long)server_max_ms);
     printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"clients\":%d,\"seconds\":%.3f,"
@@ -792,6 +802,7 @@ int main(int argc, char **argv)
                                          {"path", required_argument, NULL, 'P'},
                                          {"start-at", required_argument, NULL, 'T'},
                                          {"samples", required_argument, NULL, 'S'},
+                                         {"lines", required_argument, NULL, 'N'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool selected[sizeof all_workloads / sizeof *all_workloads] = {false};
@@ -852,6 +863,7 @@ int main(int argc, char **argv)
             opt_start_at = (int64_t)bench_parse_num("lockbench", "--start-at", optarg, 0);
             break;
         case 'S': opt_samples = optarg; break;
+        case 'N': opt_lines = (int)bench_parse_num("lockbench", "--lines", optarg, 1); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -67,6 +67,54 @@ typedef struct zkl__armed {
 /* Reported when an op is done (engine.c's owner: blocking waiter or async handle). */
 typedef void (*zkl__acq_done_fn)(zkl__acq *op, void *arg);
 
+/* Where an async operation is in the engine (a blocking one stays IDLE until DONE). */
+typedef enum zkl__run {
+    ZKL__RUN_IDLE,    /* waiting for something to ready it */
+    ZKL__RUN_QUEUED,  /* on the engine's ready list */
+    ZKL__RUN_RUNNING, /* its steps run on the worker */
+    ZKL__RUN_DONE,    /* its last step ran */
+} zkl__run;
+
+/* The steps' flags (zkl__acq.flags), no lock. */
+enum {
+    ZKL__AF_HAVE_KIDS = 1u << 0, /* kids holds a listing to look at */
+    ZKL__AF_ALONE = 1u << 1,     /* ours was the only node (the hold's alone) */
+    ZKL__AF_CARRIED = 1u << 2,   /* our create carried held-back deletes */
+    /* our create went without the listing: the node just ahead may be known
+     * here (inproc.h), else the first round lists (wait.c) */
+    ZKL__AF_UNLISTED = 1u << 3,
+    ZKL__AF_IN_FLIGHT = 1u << 4, /* our create counts in flight (zkl__inproc_create_sent) */
+    ZKL__AF_AWAITING = 1u << 5,  /* the note of node await_seq awaited (wait.c) */
+    ZKL__AF_UNCERTAIN = 1u << 6, /* a try may have reached the server: recover by prefix first */
+    ZKL__AF_NO_CARRY = 1u << 7,  /* the next create goes alone (a multi failed unapplied) */
+};
+
+/* What the operation has been told, and how its owner waits (zkl__acq.mu_flags), under c->mu. */
+enum {
+    ZKL__AM_READY = 1u << 0,    /* something happened: its steps look again */
+    ZKL__AM_CANCEL = 1u << 1,   /* zkl__acq_cancel_locked asked it to stop */
+    ZKL__AM_GRANTED = 1u << 2,  /* it holds: a cancel comes too late */
+    ZKL__AM_BLOCKING = 1u << 3, /* its owner runs it on its own thread */
+    ZKL__AM_ASLEEP = 1u << 4,   /* the blocking owner sleeps on wfd: wake it there */
+    ZKL__AM_BELL = 1u << 5,     /* the bell rang: the lock is two places ahead (inproc.h) */
+    ZKL__AM_NOTED = 1u << 6,    /* the awaited note came, or no create is in flight */
+};
+
+/* Whether word w has flag f; set or clear f in *w as on says (returns on). */
+static inline bool zkl__has(unsigned w, unsigned f)
+{
+    return (w & f) != 0;
+}
+
+static inline bool zkl__acq_flag(unsigned *w, unsigned f, bool on)
+{
+    if (on)
+        *w |= f;
+    else
+        *w &= ~f;
+    return on;
+}
+
 struct zkl__acq {
     zkl_client *c;
     zkl__acquire_args a;
@@ -81,26 +129,19 @@ struct zkl__acq {
     char *node; /* full path of our node */
     const char *name;
     int64_t czxid;
-    zkl__names kids; /* a listing to look at */
-    bool have_kids, alone, carried;
-    /* our create went without the listing: the node just ahead may be known
-     * here (inproc.h), else the first round lists (wait.c) */
-    bool unlisted;
+    zkl__names kids; /* a listing to look at (ZKL__AF_HAVE_KIDS) */
     /* what this process knows of the line (inproc.h; NULL: a driver that
      * does not grant the head, or the client's in-process hints are off) */
     struct zkl__inproc *inproc;
     int32_t bell_seq; /* the node whose bell we set there (-1: none) */
-    /* our create is counted in flight (inproc.h: zkl__inproc_create_sent) */
-    bool in_flight;
-    /* the note of node await_seq awaited (wait.c), until await_until */
-    bool awaiting;
+    /* the steps' own flags (ZKL__AF_*): read and written only by the thread
+     * that runs the operation's steps, without a lock */
+    unsigned flags;
     /* creating */
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;
     int attempt, parents, restarts, fault;
-    int32_t await_seq;
-    bool uncertain;               /* a try may have reached the server: recover by prefix first */
-    bool no_carry;                /* the next create goes alone (a multi failed unapplied) */
+    int32_t await_seq;            /* the note awaited (ZKL__AF_AWAITING), until await_until */
     char *mk;                     /* mkdirs: the path being made */
     size_t mk_at;                 /* how much of a->path it is */
     struct zkl__heldback *merged; /* held-back deletes riding in our multi */
@@ -125,13 +166,12 @@ struct zkl__acq {
     char *msg; /* a failure's message (malloc'd; NULL: none, or no memory) */
     zkl__hold hold;
     struct zkl__revwatch *rev;
-    /* the engine's, under c->mu */
-    bool ready, running, queued, done, cancel_req, granted, blocking;
-    bool bell;          /* the bell rang: the lock is two places ahead (wait.c, inproc.h) */
-    bool noted;         /* the awaited note came, or no create is in flight (inproc.h) */
+    /* the engine's, under c->mu: where the operation is, and what it has
+     * been told (ZKL__AM_*; a word of its own, since other threads write it) */
+    zkl__run state;
+    unsigned mu_flags;
     pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
     int wfd;            /* or on this eventfd, made at its first sleep (-1: none) */
-    bool asleep;        /* the blocking owner sleeps on wfd: wake it there */
     size_t heap_at;     /* 1 + index in the timer heap, 0: not in it */
     zkl__acq_done_fn done_fn;
     void *done_arg;
@@ -173,10 +213,10 @@ void zkl__acq_ready_locked_fn(void *op);
 void zkl__acq_notify(void *op);
 /*
  * The bell of op's node seq (inproc.h: zkl__inproc_bell): false if not set.
- * When it rings, op->bell is set and op readied.
+ * When it rings, ZKL__AM_BELL is set and op readied.
  */
 bool zkl__acq_bell_at(zkl__acq *op, int32_t seq);
-/* A zkl__bell_fn for a joiner's await (inproc.h: zkl__inproc_await): sets op->noted. */
+/* A zkl__bell_fn for a joiner's await (inproc.h: zkl__inproc_await): sets ZKL__AM_NOTED. */
 void zkl__acq_noted(void *c, void *op);
 /* The sequence of node name in op's line (by its driver's markers), -1 if it has none. */
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name);

@@ -152,7 +152,7 @@ static zkl__step_result after_recover(zkl__acq *op, int rc)
         return ZKL__STEP_AGAIN;
     }
     if (rc == ZNONODE) { /* nothing reached the server: create again */
-        op->uncertain = false;
+        op->flags &= ~ZKL__AF_UNCERTAIN;
         if ((st = new_prefix(op)) != ZKL_OK)
             return zkl__acq_fail(op, st);
         op->step = zkl__step_create;
@@ -177,8 +177,8 @@ static zkl__step_result step_adopting(zkl__acq *op)
     if (rc == ZOK && st.ephemeralOwner == zkl__session_id(op->s)) {
         op->name = zkl__path_basename(op->node);
         op->czxid = st.czxid;
-        op->have_kids = true;
-        op->uncertain = false;
+        op->flags |= ZKL__AF_HAVE_KIDS;
+        op->flags &= ~ZKL__AF_UNCERTAIN;
         zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", op->node);
         return after_recover(op, ZOK);
     }
@@ -191,7 +191,7 @@ static zkl__step_result step_adopting(zkl__acq *op)
     free(op->node);
     op->node = NULL;
     zkl__names_free(&op->kids);
-    op->have_kids = false;
+    op->flags &= ~ZKL__AF_HAVE_KIDS;
     return after_recover(op, rc);
 }
 
@@ -244,7 +244,7 @@ static zkl__step_result step_created(zkl__acq *op)
         op->name = zkl__path_basename(op->node);
         if (list_rc == ZOK)
             zkl__req_take_kids(op->k[1], &op->kids);
-        op->have_kids = list_rc == ZOK;
+        zkl__acq_flag(&op->flags, ZKL__AF_HAVE_KIDS, list_rc == ZOK);
     }
     zkl__acq_untrack(op);
     if (op->merged) {
@@ -257,11 +257,11 @@ static zkl__step_result step_created(zkl__acq *op)
             zkl__held_back_done(op->merged, rc == ZOK);
         }
         op->merged = NULL;
-        op->carried = rc == ZOK;
+        zkl__acq_flag(&op->flags, ZKL__AF_CARRIED, rc == ZOK);
         if (rc != ZOK && rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
             zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
             /* nothing applied (a delete failed, or no memory): a plain create next */
-            op->no_carry = true;
+            op->flags |= ZKL__AF_NO_CARRY;
             op->step = zkl__step_create;
             return ZKL__STEP_AGAIN;
         }
@@ -304,9 +304,10 @@ static void send_create(zkl__acq *op)
         return;
     }
     /* this client's held-back deletes ride in one multi with the create */
-    op->merged =
-        op->a.token_lazy && !op->no_carry && !op->fault ? zkl__take_held_back(op->s) : NULL;
-    op->no_carry = false;
+    op->merged = op->a.token_lazy && !zkl__has(op->flags, ZKL__AF_NO_CARRY) && !op->fault
+                     ? zkl__take_held_back(op->s)
+                     : NULL;
+    op->flags &= ~ZKL__AF_NO_CARRY;
     for (d = op->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
         del[ndel++] = d->path;
     k = op->merged ? zkl__req_multi_create(op->s, del, ndel, op->want, data, len, mode,
@@ -315,10 +316,10 @@ static void send_create(zkl__acq *op)
     zkl__acq_track(op, k, rc);
     if (!k || op->fault)
         return;
-    if (!op->in_flight && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
+    if (!zkl__has(op->flags, ZKL__AF_IN_FLIGHT) && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
         mode == ZOO_EPHEMERAL_SEQUENTIAL)
-        op->in_flight = zkl__inproc_create_sent(op->inproc);
-    if (op->a.known_granted || (op->unlisted = unlisted_join(op, mode)))
+        zkl__acq_flag(&op->flags, ZKL__AF_IN_FLIGHT, zkl__inproc_create_sent(op->inproc));
+    if (op->a.known_granted || zkl__acq_flag(&op->flags, ZKL__AF_UNLISTED, unlisted_join(op, mode)))
         return;
     k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
@@ -329,7 +330,7 @@ zkl__step_result zkl__step_create(zkl__acq *op)
     zkl_status st;
     if (!op->prefix[0] && (st = new_prefix(op)) != ZKL_OK)
         return zkl__acq_fail(op, st);
-    if (op->uncertain) {
+    if (zkl__has(op->flags, ZKL__AF_UNCERTAIN)) {
         op->step = step_recover;
         return ZKL__STEP_AGAIN;
     }
@@ -350,13 +351,13 @@ static zkl__step_result after_create(zkl__acq *op, int rc)
         op->entry = op->a.known_granted ? ZKL__E_GRANT : ZKL__E_WAIT;
         return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
-        op->uncertain = true;
+        op->flags |= ZKL__AF_UNCERTAIN;
         return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");
     case ZKL__RC_NOMEM: /* no memory for the reply's results: the node may well exist */
-        op->uncertain = true;
+        op->flags |= ZKL__AF_UNCERTAIN;
         return zkl__acq_fail(
             op, zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", op->a.path));
-    case ZKL__RC_SESSION: op->uncertain = true; return zkl__acq_restart(op);
+    case ZKL__RC_SESSION: op->flags |= ZKL__AF_UNCERTAIN; return zkl__acq_restart(op);
     default:
         if (rc == ZNONODE)
             return make_parents(op);

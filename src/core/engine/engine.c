@@ -169,7 +169,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
     /* every request on the way gives up at the deadline, but gets at least
      * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
     op->call_until = a->deadline > floor ? a->deadline : floor;
-    op->blocking = blocking;
+    zkl__acq_flag(&op->mu_flags, ZKL__AM_BLOCKING, blocking);
     op->bell_seq = -1;
     if ((a->driver->facts & ZKL__D_HEAD_HOLDS) && zkl__process_hints(c))
         op->inproc = zkl__inproc_get(zkl__chroot_of(c->connect),
@@ -213,9 +213,9 @@ void zkl__acq_free(zkl__acq *op)
 
 bool zkl__acq_cancel_locked(zkl__acq *op)
 {
-    bool live = !op->done && !op->granted;
+    bool live = op->state != ZKL__RUN_DONE && !(op->mu_flags & ZKL__AM_GRANTED);
     if (live) {
-        op->cancel_req = true;
+        op->mu_flags |= ZKL__AM_CANCEL;
         zkl__acq_ready_locked(op);
     }
     return live;
@@ -269,12 +269,12 @@ static bool sleep_blocking_locked(zkl__acq *op, pthread_cond_t *cv, bool *no_fd)
     }
     if (op->wfd < 0 || !may_use_fd(c))
         return zkl__cond_wait_until(cv, &c->mu, op->wake_ms) != ETIMEDOUT;
-    op->asleep = true;
+    op->mu_flags |= ZKL__AM_ASLEEP;
     pthread_mutex_unlock(&c->mu);
     zkl__wakefd_sleep_until_us(op->wfd, op->wake_ms == INT64_MAX ? INT64_MAX : op->wake_ms * 1000);
     pthread_mutex_lock(&c->mu);
-    op->asleep = false;
-    return op->ready || zkl__now_ms() < op->wake_ms;
+    op->mu_flags &= ~ZKL__AM_ASLEEP;
+    return zkl__has(op->mu_flags, ZKL__AM_READY) || zkl__now_ms() < op->wake_ms;
 }
 
 void zkl__acq_run_blocking(zkl__acq *op)
@@ -292,14 +292,14 @@ void zkl__acq_run_blocking(zkl__acq *op)
         run_steps(op);
         pthread_mutex_lock(&c->mu);
         if (!op->step) {
-            op->done = true;
+            op->state = ZKL__RUN_DONE;
             pthread_mutex_unlock(&c->mu);
             break;
         }
-        while (!op->ready)
+        while (!zkl__has(op->mu_flags, ZKL__AM_READY))
             if (!sleep_blocking_locked(op, &cv, &no_fd))
                 break;
-        op->ready = false;
+        op->mu_flags &= ~ZKL__AM_READY;
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_lock(&c->mu); /* done: nothing wakes it any more (asleep is false) */
@@ -322,15 +322,14 @@ void zkl__acq_start_async(zkl__acq *op)
 /* Run one ready async operation (c->mu held; released while it runs). */
 static void run_async_locked(zkl_client *c, zkl__acq *op)
 {
-    op->queued = false;
-    op->ready = false;
-    op->running = true;
+    op->state = ZKL__RUN_RUNNING;
+    op->mu_flags &= ~ZKL__AM_READY;
     pthread_mutex_unlock(&c->mu);
     run_steps(op);
     pthread_mutex_lock(&c->mu);
-    op->running = false;
+    op->state = ZKL__RUN_IDLE;
     if (!op->step) {
-        op->done = true;
+        op->state = ZKL__RUN_DONE;
         heap_remove(c->engine, op);
         pthread_mutex_unlock(&c->mu);
         op->done_fn(op, op->done_arg); /* may free op */
@@ -338,9 +337,9 @@ static void run_async_locked(zkl_client *c, zkl__acq *op)
         return;
     }
     if (!heap_update(c->engine, op))
-        op->ready = true; /* no room for its timer: keep looking */
-    if (op->ready) {
-        op->ready = false;
+        op->mu_flags |= ZKL__AM_READY; /* no room for its timer: keep looking */
+    if (zkl__has(op->mu_flags, ZKL__AM_READY)) {
+        op->mu_flags &= ~ZKL__AM_READY;
         zkl__acq_ready_locked(op);
     }
 }

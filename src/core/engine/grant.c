@@ -43,15 +43,15 @@ static void leave_place(zkl__acq *op)
     zkl__armed_clear(&op->ahead);
     zkl__armed_clear(&op->self);
     zkl__names_free(&op->kids);
-    op->have_kids = false;
-    op->unlisted = false;
+    op->flags &= ~ZKL__AF_HAVE_KIDS;
+    op->flags &= ~ZKL__AF_UNLISTED;
     free(op->want);
     op->want = NULL;
     free(op->mk);
     op->mk = NULL;
-    if (op->uncertain) /* an earlier try may have reached the server */
+    if (zkl__has(op->flags, ZKL__AF_UNCERTAIN)) /* an earlier try may have reached the server */
         zkl__bg_delete(op->c, op->a.path, op->prefix);
-    op->uncertain = false;
+    op->flags &= ~ZKL__AF_UNCERTAIN;
 }
 
 static void drop_session(zkl__acq *op)
@@ -83,7 +83,7 @@ zkl__step_result zkl__step_start(zkl__acq *op)
     op->prefix[0] = '\0';
     op->parents = 0;
     op->attempt = 0;
-    op->alone = op->carried = false;
+    op->flags &= ~(ZKL__AF_ALONE | ZKL__AF_CARRIED);
     op->entry = ZKL__E_CREATE;
     return ZKL__STEP_AGAIN;
 }
@@ -95,7 +95,7 @@ static zkl__step_result step_news(zkl__acq *op)
     bool news;
     pthread_mutex_lock(&c->mu);
     news = c->sess->epoch != op->epoch || c->sess->expired || c->state_gen != op->since_gen ||
-           c->closing || c->canceled || op->cancel_req;
+           c->closing || c->canceled || zkl__has(op->mu_flags, ZKL__AM_CANCEL);
     pthread_mutex_unlock(&c->mu);
     if (!news && !zkl__acq_sleep(op, op->until))
         return ZKL__STEP_YIELD;
@@ -214,8 +214,8 @@ static zkl__step_result commit(zkl__acq *op)
         /* a hold that cannot be revoked as asked is not handed out */
         return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory"));
     pthread_mutex_lock(&c->mu);
-    canceled = op->cancel_req;
-    op->granted = !canceled;
+    canceled = zkl__has(op->mu_flags, ZKL__AM_CANCEL);
+    zkl__acq_flag(&op->mu_flags, ZKL__AM_GRANTED, !canceled);
     pthread_mutex_unlock(&c->mu);
     if (canceled) {
         zkl__revwatch_stop(rev);
@@ -228,7 +228,7 @@ static zkl__step_result commit(zkl__acq *op)
     op->hold.node = op->node;
     op->hold.czxid = op->czxid;
     op->hold.epoch = op->epoch;
-    op->hold.alone = op->alone;
+    op->hold.alone = zkl__has(op->flags, ZKL__AF_ALONE);
     op->hold.granted_us = zkl__now_us();
     op->hold.rev = rev;
     op->node = NULL;

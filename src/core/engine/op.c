@@ -18,21 +18,21 @@
 void zkl__acq_ready_locked(zkl__acq *op)
 {
     struct zkl__engine *e = op->c->engine;
-    op->ready = true;
-    if (op->done)
+    op->mu_flags |= ZKL__AM_READY;
+    if (op->state == ZKL__RUN_DONE)
         return;
-    if (op->blocking) {
-        if (op->asleep) {
-            op->asleep = false; /* one wake-up is enough */
+    if (zkl__has(op->mu_flags, ZKL__AM_BLOCKING)) {
+        if (zkl__has(op->mu_flags, ZKL__AM_ASLEEP)) {
+            op->mu_flags &= ~ZKL__AM_ASLEEP; /* one wake-up is enough */
             zkl__wakefd_wake(op->wfd);
         } else if (op->cv) { /* (not yet running: it looks first anyway) */
             pthread_cond_signal(op->cv);
         }
         return;
     }
-    if (op->queued || op->running)
+    if (op->state == ZKL__RUN_QUEUED || op->state == ZKL__RUN_RUNNING)
         return; /* the runner looks at ready when the step yields */
-    op->queued = true;
+    op->state = ZKL__RUN_QUEUED;
     op->rnext = NULL;
     if (e->ready_end)
         e->ready_end->rnext = op;
@@ -59,9 +59,9 @@ static void rung(void *client, void *arg, bool noted)
     pthread_mutex_lock(&c->mu);
     if (!ZKL_FAULT(c, DEAF_BELLS, NULL)) {
         if (noted)
-            op->noted = true;
+            op->mu_flags |= ZKL__AM_NOTED;
         else
-            op->bell = true;
+            op->mu_flags |= ZKL__AM_BELL;
         zkl__acq_ready_locked(op);
     }
     pthread_mutex_unlock(&c->mu);
@@ -89,16 +89,16 @@ void zkl__acq_noted(void *client, void *arg)
 
 void zkl__acq_flight_end(zkl__acq *op)
 {
-    if (op->in_flight)
+    if (zkl__has(op->flags, ZKL__AF_IN_FLIGHT))
         zkl__inproc_create_done(op->inproc);
-    op->in_flight = false;
+    op->flags &= ~ZKL__AF_IN_FLIGHT;
 }
 
 void zkl__acq_unawait(zkl__acq *op)
 {
-    if (op->awaiting)
+    if (zkl__has(op->flags, ZKL__AF_AWAITING))
         zkl__inproc_unawait(op->inproc, op->await_seq, op);
-    op->awaiting = false;
+    op->flags &= ~ZKL__AF_AWAITING;
 }
 
 int32_t zkl__acq_seq(const zkl__acq *op, const char *name)
@@ -188,7 +188,8 @@ bool zkl__acq_changed(zkl__acq *op)
     zkl_client *c = op->c;
     bool changed;
     pthread_mutex_lock(&c->mu);
-    changed = c->state_gen != op->since_gen || c->canceled || c->closing || op->cancel_req;
+    changed = c->state_gen != op->since_gen || c->canceled || c->closing ||
+              zkl__has(op->mu_flags, ZKL__AM_CANCEL);
     pthread_mutex_unlock(&c->mu);
     return changed;
 }
@@ -218,7 +219,7 @@ bool zkl__acq_canceled(zkl__acq *op)
 {
     bool canceled;
     pthread_mutex_lock(&op->c->mu);
-    canceled = op->c->canceled || op->cancel_req;
+    canceled = op->c->canceled || zkl__has(op->mu_flags, ZKL__AM_CANCEL);
     pthread_mutex_unlock(&op->c->mu);
     return canceled;
 }

@@ -139,7 +139,7 @@ static zkl__step_result settle(zkl__acq *op, enum look look, size_t n)
     switch (look) {
     case LOOK_RELIST: op->step = step_round; return ZKL__STEP_AGAIN;
     case LOOK_HOLDS:
-        op->alone = n == 1;
+        zkl__acq_flag(&op->flags, ZKL__AF_ALONE, n == 1);
         op->entry = ZKL__E_GRANT;
         return ZKL__STEP_AGAIN;
     default: /* LOOK_GONE; the session looked alive just now */
@@ -191,7 +191,8 @@ static bool ahead_was_head(const zkl__acq *op)
 static bool news_locked(const zkl__acq *op)
 {
     const zkl_client *c = op->c;
-    return c->state_gen != op->gen || c->closing || c->canceled || op->cancel_req;
+    return c->state_gen != op->gen || c->closing || c->canceled ||
+           zkl__has(op->mu_flags, ZKL__AM_CANCEL);
 }
 
 /* Whether w fired (c->mu held). */
@@ -209,8 +210,8 @@ static zkl__step_result step_sleeping(zkl__acq *op)
     zkl_status slept = ZKL_OK;
     bool woke, deleted, bell;
     pthread_mutex_lock(&c->mu);
-    bell = op->bell && !op->self.w;
-    op->bell = false;
+    bell = zkl__has(op->mu_flags, ZKL__AM_BELL) && !op->self.w;
+    op->mu_flags &= ~ZKL__AM_BELL;
     woke = fired_locked(&op->prim) || fired_locked(&op->ahead) || fired_locked(&op->self) ||
            news_locked(op);
     pthread_mutex_unlock(&c->mu);
@@ -395,8 +396,8 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
      * look-ahead's node (ahead_was_head). */
     int64_t by = made_here(op, l->v[v->watch]);
     bool mine = by != 0 && by != zkl__session_id(op->s);
-    bool la = a->lookahead == ZKL__LOOKAHEAD_ON ||
-              (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED && op->carried && !by);
+    bool la = a->lookahead == ZKL__LOOKAHEAD_ON || (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED &&
+                                                    zkl__has(op->flags, ZKL__AF_CARRIED) && !by);
     const char *aname = la && !(v->flags & (ZKL__V_HANDOFF | ZKL__V_NO_LOOKAHEAD)) && v->watch >= 1
                             ? l->v[v->watch - 1]
                             : NULL;
@@ -501,8 +502,8 @@ static zkl__step_result step_deferred(zkl__acq *op)
     bool bell, news;
     char *name;
     pthread_mutex_lock(&c->mu);
-    bell = op->bell;
-    op->bell = false;
+    bell = zkl__has(op->mu_flags, ZKL__AM_BELL);
+    op->mu_flags &= ~ZKL__AM_BELL;
     news = news_locked(op);
     pthread_mutex_unlock(&c->mu);
     if (!bell && !news && !zkl__acq_sleep(op, op->defer_until))
@@ -547,7 +548,7 @@ static bool deferred(zkl__acq *op, int32_t seq, const char *name)
     if (!(op->defer_name = strdup(name)))
         return false;
     pthread_mutex_lock(&op->c->mu);
-    op->bell = false;
+    op->mu_flags &= ~ZKL__AM_BELL;
     pthread_mutex_unlock(&op->c->mu);
     if (!zkl__acq_bell_at(op, seq)) {
         free(op->defer_name);
@@ -604,8 +605,8 @@ static zkl__step_result step_await(zkl__acq *op)
 {
     bool rung;
     pthread_mutex_lock(&op->c->mu);
-    rung = op->noted;
-    op->noted = false;
+    rung = zkl__has(op->mu_flags, ZKL__AM_NOTED);
+    op->mu_flags &= ~ZKL__AM_NOTED;
     pthread_mutex_unlock(&op->c->mu);
     if (!rung && !zkl__acq_changed(op) && !zkl__acq_sleep(op, op->await_until))
         return ZKL__STEP_YIELD;
@@ -638,11 +639,11 @@ static bool await_note(zkl__acq *op)
     if (seq <= 0 || !head_holds(op))
         return false;
     pthread_mutex_lock(&op->c->mu);
-    op->noted = false;
+    op->mu_flags &= ~ZKL__AM_NOTED;
     pthread_mutex_unlock(&op->c->mu);
     if (!zkl__inproc_await(op->inproc, seq - 1, zkl__acq_noted, op->c, op))
         return false;
-    op->awaiting = true;
+    op->flags |= ZKL__AF_AWAITING;
     op->await_seq = seq - 1;
     op->since_gen = op->gen; /* zkl__acq_changed: news since the round began */
     op->await_until = until < op->a.deadline ? until : op->a.deadline;
@@ -654,14 +655,14 @@ static bool await_note(zkl__acq *op)
 static zkl__step_result step_round(zkl__acq *op)
 {
     op->gen = zkl__state_gen(op->c);
-    if (op->have_kids) {
-        op->have_kids = false;
-        op->unlisted = false;
+    if (zkl__has(op->flags, ZKL__AF_HAVE_KIDS)) {
+        op->flags &= ~ZKL__AF_HAVE_KIDS;
+        op->flags &= ~ZKL__AF_UNLISTED;
         op->step = step_look;
         return ZKL__STEP_AGAIN;
     }
-    if (op->unlisted) { /* the first round of a create that went alone */
-        op->unlisted = false;
+    if (zkl__has(op->flags, ZKL__AF_UNLISTED)) { /* the first round of a create that went alone */
+        op->flags &= ~ZKL__AF_UNLISTED;
         /* known now; else awaited; else maybe noted between the two looks */
         if (known_predecessor(op) || await_note(op) || known_predecessor(op))
             return ZKL__STEP_AGAIN;
