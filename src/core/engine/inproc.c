@@ -76,18 +76,28 @@ static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static zkl__inproc *table;
 static size_t live;
 
-/* Everything p knew, forgotten (p->mu held, or not yet shared). */
-static void forget_all(zkl__inproc *p)
+/*
+ * Every await of p, out of its table and on a list (by next) for the caller
+ * to tell or free: the table's buckets go first, then each element, so that
+ * no element is freed while the table still links it. Caller holds p->mu.
+ */
+static await_note *take_awaits_locked(zkl__inproc *p)
 {
-    made_note *m, *mt, *order = p->made_order;
     await_note *a, *list = NULL;
     for (a = p->awaits; a; a = a->hh.next) {
         a->next = list;
         list = a;
     }
-    /* the tables first (their buckets), then every element, by its list */
-    HASH_CLEAR(hh, p->made);
     HASH_CLEAR(hh, p->awaits);
+    return list;
+}
+
+/* Everything p knew, forgotten (p->mu held, or not yet shared). */
+static void forget_all(zkl__inproc *p)
+{
+    made_note *m, *mt, *order = p->made_order;
+    await_note *a, *list = take_awaits_locked(p);
+    HASH_CLEAR(hh, p->made); /* as the awaits: the table first, then its elements */
     DL_FOREACH_SAFE(order, m, mt)
     {
         free(m);
@@ -402,12 +412,8 @@ void zkl__inproc_create_done(zkl__inproc *p)
         return;
     pthread_mutex_lock(&p->mu);
     if (p->creates > 0 && --p->creates == 0) {
-        /* nothing in flight: every joiner lists (the table let go of first) */
-        for (a = p->awaits; a; a = a->hh.next) {
-            a->next = list;
-            list = a;
-        }
-        HASH_CLEAR(hh, p->awaits);
+        /* nothing in flight: every joiner lists */
+        list = take_awaits_locked(p);
         while ((a = list)) {
             list = a->next;
             a->fn(a->c, a->waiter);
@@ -420,15 +426,14 @@ void zkl__inproc_create_done(zkl__inproc *p)
 bool zkl__inproc_await(zkl__inproc *p, int32_t seq, zkl__bell_fn fn, void *c, void *waiter)
 {
     await_note *a = NULL;
-    bool set = false;
+    bool set = false, open;
     if (!p || seq < 0)
         return false;
     pthread_mutex_lock(&p->mu);
-    if (p->creates > 0 && !made_locked(p, seq))
+    open = p->creates > 0 && !made_locked(p, seq); /* else nothing to await */
+    if (open)
         HASH_FIND_INT(p->awaits, &seq, a);
-    else
-        a = (await_note *)p; /* not to be set: any non-NULL */
-    if (!a && (a = calloc(1, sizeof *a))) {
+    if (open && !a && (a = calloc(1, sizeof *a))) {
         a->seq = seq;
         a->fn = fn;
         a->c = c;
