@@ -7,11 +7,19 @@
  * can be put side by side. Plus a `memory` workload of our own.
  *
  *   lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]
- *             [--pairs N] [--server-warmup S] [--lookahead] [--verbose]
+ *             [--pairs N] [--server-warmup S] [--lookahead[=on|off|auto]] [--verbose]
  *             [--remote N] [--local-handoff STREAK,MS|off] [--warmup-pairs K]
  *
- * --lookahead sets ZKL_LOOKAHEAD_ON for the mutex workloads (the default is
- * ZKL_LOOKAHEAD_AUTO); the rows then say lib "zklock-lookahead-<version>".
+ * --lookahead sets ZKL_LOOKAHEAD_ON (or the mode named) for the mutex
+ * workloads (the default is ZKL_LOOKAHEAD_AUTO); the rows then say lib
+ * "zklock-lookahead-<version>" ("zklock-lookahead-off-<version>", ...).
+ *
+ * Built as lockbench_tuned (LOCKBENCH_TUNED, linked with the test build's
+ * fault hook, base/fault.h), it also takes --off PART,...: each of the
+ * in-process room's heuristics turned off alone (seen, made, join, deep, bell:
+ * core/engine/inproc.h; eventfd: blocking waits never leave the futex hash),
+ * for benchmarks/README.md's "Each heuristic, on and off". The rows then say
+ * lib "zklock-off-PART+...-<version>".
  *
  * Without --zk a throwaway server is started (scripts/zk-server) and always
  * stopped. stdout: one JSON object per row. stderr: one "lockbench: done ..."
@@ -44,19 +52,22 @@ static const char *zk_connect;
 static double opt_seconds = 10;
 static int opt_clients; /* 0: each workload's own count */
 static int opt_pairs = 2000;
-static bool opt_lookahead;
-static int opt_warmup_pairs; /* timed workloads: pairs before the window */
-static int opt_remote = 2;   /* threads: other clients on the path */
+static int opt_lookahead = -1; /* -1: the default mode */
+static int opt_warmup_pairs;   /* timed workloads: pairs before the window */
+static int opt_remote = 2;     /* threads: other clients on the path */
 static int opt_handoff_streak = 100, opt_handoff_ms = 50; /* threads: 0: no local hand-off */
 static const char *lib = LIB;
+static char lib_buf[128];
 /* Across processes (lockbench.md): contended's shared parent (kept), the
  * wall-clock start of its window (ms since the epoch, -1: at once), and a file
  * for the window's acquire latencies (us, one a line). */
 static const char *opt_path;
 static int64_t opt_start_at = -1;
 static const char *opt_samples;
-/* contended on this many paths at once (the clients dealt round), 1: one */
+/* contended on this many paths at once (the clients dealt round), 1: one;
+ * given: the row says lines and the longest acquire */
 static int opt_lines = 1;
+static bool opt_lines_given;
 
 enum kind { K_MUTEX, K_RWLOCK, K_SEMAPHORE, K_FLOOR };
 
@@ -335,8 +346,8 @@ static bool setup_worker(struct bench *b, struct worker *w, const struct worker 
         else
             snprintf(path, sizeof path, "%s/lock", b->parent);
         st = zkl_mutex_create(w->c, path, &w->m);
-        if (st == ZKL_OK && opt_lookahead)
-            st = zkl_mutex_set_lookahead(w->m, ZKL_LOOKAHEAD_ON);
+        if (st == ZKL_OK && opt_lookahead >= 0)
+            st = zkl_mutex_set_lookahead(w->m, (zkl_lookahead)opt_lookahead);
         if (st == ZKL_OK && b->threads && !w->remote && opt_handoff_streak > 0)
             st = zkl_mutex_set_local_handoff(w->m, opt_handoff_streak, opt_handoff_ms);
         break;
@@ -662,7 +673,7 @@ static int bench(const char *workload, int clients, enum kind kind)
         snprintf(extra, sizeof extra,
                  "\"server_max_latency_ms\":%lld,\"start_at_ms\":%lld,\"start_wait_ms\":%lld,",
                  (long long)server_max_ms, (long long)opt_start_at, (long long)start_wait_ms);
-    else if (contended && opt_lines > 1) /* several lines: the longest acquire of all */
+    else if (contended && opt_lines_given) /* --lines: the longest acquire of all */
         snprintf(extra, sizeof extra,
                  "\"server_max_latency_ms\":%lld,\"lines\":%d,\"acquire_max_us\":%lld,",
                  (long long)server_max_ms, opt_lines, (long long)bu_pct_us(&acq, 1.0));
@@ -762,19 +773,81 @@ static const char *const all_workloads[] = {"memory",      "uncontended", "conte
                                             "independent", "rwlock",      "semaphore",
                                             "floor",       "threads",     NULL};
 
+#ifdef LOCKBENCH_TUNED
+#include "base/fault.h"
+#include "core/engine/inproc.h"
+
+static const struct {
+    const char *name;
+    unsigned part; /* ZKL__HINT_*, 0: eventfd */
+} parts[] = {{"seen", ZKL__HINT_SEEN}, {"made", ZKL__HINT_MADE}, {"join", ZKL__HINT_JOIN},
+             {"deep", ZKL__HINT_DEEP}, {"bell", ZKL__HINT_BELL}, {"eventfd", 0}};
+static atomic_uint hints_on = ZKL__HINTS_ALL;
+static atomic_bool eventfd_off;
+
+/* The fault hook of lockbench_tuned: no fault, the room's parts as asked. */
+static int tuned_answer(zkl_client *c, zkl__fault_site site, void *io)
+{
+    (void)c;
+    (void)io;
+    if (site == ZKL__FAULT_HINTS)
+        return (int)atomic_load(&hints_on);
+    if (site == ZKL__FAULT_MANY_CLIENTS)
+        return atomic_load(&eventfd_off) ? INT_MAX : -1;
+    return site >= ZKL__FAULT_HOLD_BACK_US ? -1 : 0;
+}
+
+/* --off LIST: those parts off, and the lib's name saying so (0, or -1: bad LIST). */
+static int tuned_off(const char *list, char *name, size_t cap)
+{
+    char buf[128], *save = NULL, *t;
+    size_t i, n;
+    snprintf(buf, sizeof buf, "%s", list);
+    snprintf(name, cap, "zklock-off");
+    for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        for (i = 0; i < sizeof parts / sizeof *parts && strcmp(parts[i].name, t) != 0; i++)
+            ;
+        if (i == sizeof parts / sizeof *parts) {
+            fprintf(stderr, "lockbench: --off: unknown part '%s'\n", t);
+            return -1;
+        }
+        if (parts[i].part)
+            atomic_fetch_and(&hints_on, ~parts[i].part);
+        else
+            atomic_store(&eventfd_off, true);
+        n = strlen(name);
+        snprintf(name + n, cap - n, "%c%s", n == strlen("zklock-off") ? '-' : '+', t);
+    }
+    n = strlen(name);
+    snprintf(name + n, cap - n, "-%s", ZKLOCK_VERSION);
+    zkl__fault_set(tuned_answer);
+    return 0;
+}
+#else
+static int tuned_off(const char *list, char *name, size_t cap)
+{
+    (void)list;
+    (void)name;
+    (void)cap;
+    fprintf(stderr, "lockbench: --off needs lockbench_tuned (a build with the fault hook)\n");
+    return -1;
+}
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(
         f,
         "Usage: lockbench [--zk HOST:PORT] [--workload NAME]... [--seconds N] [--clients N]\n"
-        "                 [--pairs N] [--server-warmup S] [--lookahead] [--verbose]\n"
+        "                 [--pairs N] [--server-warmup S] [--lookahead[=MODE]] [--verbose]\n"
         "Workloads: uncontended contended independent rwlock semaphore floor memory threads\n"
         "(default: all). --seconds: length of the timed workloads (default 10);\n"
         "--clients: client count of the timed workloads (default: contended 4 and 16,\n"
         "the others 16); --pairs: measured pairs of uncontended and floor (default 2000);\n"
         "--server-warmup: seconds of load before measuring (default 3 on a server\n"
         "started here, 0 with --zk). Without --zk a throwaway server is started.\n"
-        "--lookahead: mutexes always look ahead, ZKL_LOOKAHEAD_ON (lib zklock-lookahead).\n"
+        "--lookahead[=on|off|auto]: the mutexes' look-ahead mode (default auto; --lookahead:\n"
+        "on, lib zklock-lookahead; off: lib zklock-lookahead-off).\n"
         "threads (asked for by name): --clients threads (16) share one client and one\n"
         "mutex with --local-handoff STREAK,MS (100,50; off: none), while --remote (2)\n"
         "other clients contend on the same path; their waits are in the row.\n"
@@ -783,7 +856,12 @@ static void usage(FILE *f)
         "Across processes (contended only, lockbench.md): --path P shares the parent P\n"
         "(made if missing, kept); --start-at EPOCH_MS opens the window at that wall-clock\n"
         "time (too late: exit 3, no row); --samples FILE writes the window's acquires (us).\n"
-        "ZKL_PROCESS_HINTS=off in the environment: lib zklock-hints-off (core/engine/inproc.h).\n");
+        "ZKL_PROCESS_HINTS=off in the environment: lib zklock-hints-off (core/engine/inproc.h).\n"
+#ifdef LOCKBENCH_TUNED
+        "--off PART,...: turn off the room's parts alone: seen made join deep bell eventfd\n"
+        "(lib zklock-off-PART+...).\n"
+#endif
+    );
 }
 
 int main(int argc, char **argv)
@@ -795,7 +873,8 @@ int main(int argc, char **argv)
                                          {"pairs", required_argument, NULL, 'p'},
                                          {"server-warmup", required_argument, NULL, 'W'},
                                          {"verbose", no_argument, NULL, 'v'},
-                                         {"lookahead", no_argument, NULL, 'L'},
+                                         {"lookahead", optional_argument, NULL, 'L'},
+                                         {"off", required_argument, NULL, 'O'},
                                          {"remote", required_argument, NULL, 'R'},
                                          {"local-handoff", required_argument, NULL, 'H'},
                                          {"warmup-pairs", required_argument, NULL, 'K'},
@@ -836,8 +915,23 @@ int main(int argc, char **argv)
         case 'W': warmup = bench_parse_num("lockbench", "--server-warmup", optarg, 0); break;
         case 'v': verbose = true; break;
         case 'L':
-            opt_lookahead = true;
-            lib = "zklock-lookahead-" ZKLOCK_VERSION;
+            if (!optarg || strcmp(optarg, "on") == 0) {
+                opt_lookahead = ZKL_LOOKAHEAD_ON;
+                lib = "zklock-lookahead-" ZKLOCK_VERSION;
+            } else if (strcmp(optarg, "off") == 0) {
+                opt_lookahead = ZKL_LOOKAHEAD_OFF;
+                lib = "zklock-lookahead-off-" ZKLOCK_VERSION;
+            } else if (strcmp(optarg, "auto") == 0) {
+                opt_lookahead = ZKL_LOOKAHEAD_AUTO;
+            } else {
+                fprintf(stderr, "lockbench: --lookahead wants on, off or auto\n");
+                return 2;
+            }
+            break;
+        case 'O':
+            if (tuned_off(optarg, lib_buf, sizeof lib_buf) != 0)
+                return 2;
+            lib = lib_buf;
             break;
         case 'K':
             opt_warmup_pairs = (int)bench_parse_num("lockbench", "--warmup-pairs", optarg, 0);
@@ -863,7 +957,10 @@ int main(int argc, char **argv)
             opt_start_at = (int64_t)bench_parse_num("lockbench", "--start-at", optarg, 0);
             break;
         case 'S': opt_samples = optarg; break;
-        case 'N': opt_lines = (int)bench_parse_num("lockbench", "--lines", optarg, 1); break;
+        case 'N':
+            opt_lines = (int)bench_parse_num("lockbench", "--lines", optarg, 1);
+            opt_lines_given = true;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

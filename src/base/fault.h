@@ -48,7 +48,8 @@ struct zkl_client;
     X(JOIN_AWAIT_MS)     /* ZKL_JOIN_AWAIT_MS */                                                   \
     X(DEEP_JOINER_DEPTH) /* ZKL_DEEP_JOINER_DEPTH */                                               \
     X(DEEP_JOINER_MS)    /* ZKL_DEEP_JOINER_MS */                                                  \
-    X(MANY_CLIENTS)      /* process-wide (c NULL): the client count for eventfd sleeps */
+    X(MANY_CLIENTS)      /* process-wide (c NULL): the client count for eventfd sleeps */          \
+    X(HINTS)             /* the in-process room's parts on: ZKL__HINT_* (core/engine/inproc.h) */
 
 typedef enum zkl__fault_site {
 #define ZKL__FAULT_ENUM(name) ZKL__FAULT_##name,

@@ -17,9 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/fault.h"
 #include "base/seq.h"
 #include "core/policy/driver.h"
 #include "core/engine/hold.h"
+#include "core/engine/inproc.h"
 #include "requests/pending.h"
 #include "session/client.h"
 
@@ -178,6 +180,13 @@ struct zkl__acq {
     zkl__acq *prev, *next; /* the engine's live list */
     zkl__acq *rnext;       /* the ready list */
 };
+
+/* Whether op may use part (ZKL__HINT_*) of the in-process room: it has a
+ * record (the client's hints on), and the part is not turned off (tests). */
+static inline bool zkl__hint(const zkl__acq *op, unsigned part)
+{
+    return op->inproc != NULL && ((unsigned)ZKL_TUNE(op->c, HINTS, ZKL__HINTS_ALL) & part) != 0;
+}
 
 /* ---- engine.c: who runs what ---- */
 

@@ -284,6 +284,7 @@ static bool unlisted_join(const zkl__acq *op, int mode)
 {
     return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
            op->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(op->c) &&
+           zkl__hint(op, ZKL__HINT_MADE) &&
            zkl__inproc_others_joined(op->inproc, zkl__session_id(op->s));
 }
 

@@ -49,6 +49,23 @@
 typedef struct zkl__inproc zkl__inproc;
 typedef void (*zkl__bell_fn)(void *c, void *waiter);
 
+/*
+ * The room's parts, each a heuristic the engine may use or not: all on by
+ * default; in test builds the HINTS tunable (base/fault.h) answers which are
+ * on, so that tests and lockbench_tuned can measure each one alone
+ * (benchmarks/README.md, "Each heuristic, on and off"). The public switch
+ * turns them all off at once.
+ */
+enum {
+    ZKL__HINT_SEEN = 1u << 0, /* a grant noted here lets its going hand over without a listing */
+    ZKL__HINT_MADE =
+        1u << 1, /* nodes made here: a create without the listing, the node ahead known */
+    ZKL__HINT_JOIN = 1u << 2, /* the join await: a joiner awaits the note of the node ahead */
+    ZKL__HINT_DEEP = 1u << 3, /* the deep-joiner deferral of a joiner's watches */
+    ZKL__HINT_BELL = 1u << 4, /* our own node's watch left to a bell behind a node made here */
+    ZKL__HINTS_ALL = (1u << 5) - 1,
+};
+
 /* The record of line path under chroot (NULL: none), with a reference; NULL: no memory. */
 zkl__inproc *zkl__inproc_get(const char *chroot, const char *path);
 /* Give back a reference (NULL: nothing); the last frees the record. */

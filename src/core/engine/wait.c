@@ -78,7 +78,8 @@ static bool handed_over(const zkl__acq *op, const char *name)
     if (op->self.w && !intact)
         return false;
     return (op->v.flags & ZKL__V_HANDOFF) ||
-           (head_holds(op) && intact && zkl__inproc_seen(op->inproc, prim->name, prim->owner));
+           (head_holds(op) && intact && zkl__hint(op, ZKL__HINT_SEEN) &&
+            zkl__inproc_seen(op->inproc, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -183,7 +184,7 @@ static bool ahead_was_head(const zkl__acq *op)
     return head_holds(op) && self_intact(op) && !(op->v.flags & ZKL__V_HANDOFF) &&
            !op->v.watch_parent && op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w &&
            !op->prim.ours && zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
-           !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
+           !zkl__watch_fired(op->prim.w, op->gen, &deleted) && zkl__hint(op, ZKL__HINT_SEEN) &&
            zkl__inproc_seen(op->inproc, op->ahead.name, op->ahead.owner);
 }
 
@@ -303,7 +304,9 @@ static zkl__step_result step_armed(zkl__acq *op)
 /* The session of this process that made node name (a mutex's: inproc.h), 0: none noted. */
 static int64_t made_here(const zkl__acq *op, const char *name)
 {
-    return head_holds(op) ? zkl__inproc_made_by(op->inproc, name, zkl__acq_seq(op, name)) : 0;
+    return head_holds(op) && zkl__hint(op, ZKL__HINT_MADE)
+               ? zkl__inproc_made_by(op->inproc, name, zkl__acq_seq(op, name))
+               : 0;
 }
 
 /* Whether another session of this process made node name. */
@@ -375,7 +378,7 @@ static bool self_by_bell(zkl__acq *op, const char *prim)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
     return seq > 0 && zkl__acq_seq(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
-           zkl__acq_bell_at(op, seq);
+           zkl__hint(op, ZKL__HINT_BELL) && zkl__acq_bell_at(op, seq);
 }
 
 /*
@@ -543,7 +546,8 @@ static bool deferred(zkl__acq *op, int32_t seq, const char *name)
 {
     int depth = (int)ZKL_TUNE(op->c, DEEP_JOINER_DEPTH, ZKL_DEEP_JOINER_DEPTH);
     int64_t until;
-    if (op->prim.w || op->self.w || zkl__inproc_behind(op->inproc, seq) < depth)
+    if (op->prim.w || op->self.w || !zkl__hint(op, ZKL__HINT_DEEP) ||
+        zkl__inproc_behind(op->inproc, seq) < depth)
         return false;
     if (!(op->defer_name = strdup(name)))
         return false;
@@ -579,7 +583,7 @@ static bool known_predecessor(zkl__acq *op)
     char name[128];
     int32_t seq = zkl__acq_seq(op, op->name);
     int64_t by;
-    if (seq <= 0 || !zkl__epoch_alive(op->c, op->epoch))
+    if (seq <= 0 || !zkl__hint(op, ZKL__HINT_MADE) || !zkl__epoch_alive(op->c, op->epoch))
         return false;
     by = zkl__inproc_made_at(op->inproc, seq - 1, name, sizeof name);
     if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
@@ -636,7 +640,7 @@ static bool await_note(zkl__acq *op)
 {
     int32_t seq = zkl__acq_seq(op, op->name);
     int64_t until = zkl__now_ms() + ZKL_TUNE(op->c, JOIN_AWAIT_MS, ZKL_JOIN_AWAIT_MS);
-    if (seq <= 0 || !head_holds(op))
+    if (seq <= 0 || !head_holds(op) || !zkl__hint(op, ZKL__HINT_JOIN))
         return false;
     pthread_mutex_lock(&op->c->mu);
     op->mu_flags &= ~ZKL__AM_NOTED;
@@ -673,7 +677,7 @@ static zkl__step_result step_round(zkl__acq *op)
 zkl__step_result zkl__step_wait(zkl__acq *op)
 {
     note_delay(op->c);
-    if (head_holds(op))
+    if (head_holds(op) && zkl__hint(op, ZKL__HINT_MADE))
         zkl__inproc_made(op->inproc, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
     zkl__acq_flight_end(op); /* noted: joiners behind it may go on (inproc.h) */
     op->attempt = 0;
