@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# benchmarks/check_report.sh: the report of scripts/bench, fed rows of our
-# own (no server, no peers): the ratios against Curator and the best valid
-# peer, the median over rounds, the hand-off split, and the refusal of bad
-# --rounds values.
+# benchmarks/check_report.sh: the report of scripts/bench (benchmarks/report.py),
+# fed rows of our own (no server, no peers): the ratios against Curator and
+# the best valid peer, the median over rounds, the hand-off split, the scale
+# and threads studies, the async tables, the refusal of an unknown table, and
+# the refusal of bad --rounds values.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=benchmarks/report.sh
-. "$root/benchmarks/report.sh"
+for t in ratios ratios_by_round split_table scale_table threads_table async_table; do
+    eval "$t() { python3 \"\$root/benchmarks/report.py\" $t \"\$@\"; }"
+done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-report.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -127,6 +129,26 @@ srow zklock-0.1.0 threads 16 20000.0 0 20 10 50 \
 srow go-zookeeper threads 16 1000.0 0 1 1 1 >"$tmp/s3/peer-x.jsonl"
 check "threads: a wait that saw more than one streak" "$(threads_table "$tmp/s3")" \
     'at most 150, over at most 4\.0 ms \(the bound: one streak\) NOT held'
+
+# Async: medians are the upper middle of the rounds; the raw client's share taken off.
+{
+    echo '{"workload":"async_line","waits":1000,"sessions":64,"bytes_per_wait":3000,"heap_bytes_per_wait":1400,"threads_before":197,"threads_after":197,"requests_per_wait":2.15,"handoffs_per_s":1036.34,"errors":0,"round":0}'
+    echo '{"workload":"async_line_raw","waits":1000,"sessions":64,"bytes_per_wait":1600,"heap_bytes_per_wait":200,"threads_before":130,"threads_after":130,"requests_per_wait":3,"errors":0,"round":0}'
+    echo '{"workload":"async_line","waits":1000,"sessions":64,"bytes_per_wait":2000,"heap_bytes_per_wait":1300,"threads_before":197,"threads_after":197,"requests_per_wait":2.15,"handoffs_per_s":900,"errors":0,"round":1}'
+    echo '{"workload":"async_line_raw","waits":1000,"sessions":64,"bytes_per_wait":1500,"heap_bytes_per_wait":100,"threads_before":130,"threads_after":130,"requests_per_wait":3,"errors":0,"round":1}'
+    echo '{"workload":"async_contended","ops_per_s":900,"round":0}'
+    echo '{"workload":"blocking_contended","ops_per_s":1000,"round":0}'
+} >"$tmp/async.jsonl"
+async=$(async_table "$tmp/async.jsonl")
+check "async line" "$async" '^\| async_line \| 1000 \| 64 \| 2\.15 \| 1400 \| 3000 \(3000, 2000\) \| 197 / 197 \| 1036\.3 \| 1200 / 1400 \(1400, 500\) \|$'
+check "async contended" "$async" '^\| 1 \| 900 \| 1000 \| 0\.9 \|$'
+
+rc=0
+msg=$(python3 "$root/benchmarks/report.py" no_such_table 2>&1) || rc=$?
+if ((rc != 2)) || [[ "$msg" != *"unknown table"* ]]; then
+    echo "check_report: an unknown table gave exit $rc: $msg" >&2
+    fail=1
+fi
 
 for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do
     rc=0
