@@ -22,6 +22,7 @@
 #include "client/acl.h"
 #include "client/fork.h"
 #include "client/worker.h"
+#include "requests/pending.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
 #include "services/revoke.h"
@@ -170,6 +171,8 @@ static const zkl__hooks hooks = {
     .answered = zkl__lease_answered,
     .installed_locked = zkl__lease_installed_locked,
     .closed_locked = closed_locked,
+    .lists_closing = zkl__lists_closing,
+    .lists_free = zkl__lists_free,
 };
 
 /* ZKL_PROCESS_HINTS in the environment: on (the default, also "1") or off ("0"). */

@@ -39,6 +39,11 @@ zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zk
  */
 zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,
                                    int *rc);
+/* s's handle is about to close: no shared listing is sent on it any more
+ * (joiners are answered ZCLOSING). Then, the handle closed, its table is
+ * freed. The session's hooks (session/client.h: lists_closing, lists_free). */
+void zkl__lists_closing(zkl__session *s);
+void zkl__lists_free(zkl__session *s);
 /* getData with data watch w, for the watch and the node's Stat only. */
 zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
                         int *rc);

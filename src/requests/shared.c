@@ -24,18 +24,22 @@
  * pending waits on as many paths are the case to keep cheap). The answer's
  * names are copied once, and each follower holds a reference to the block.
  *
- * Threads and locks: s->lists_mu guards s->lists and s->lists_closed.
- * s->lists is a small table of slots, by the path's hash: a path whose slot
+ * Threads and locks: a session's table (struct zkl__lists, s->lists, made
+ * at its first shared listing) has a mutex that guards its slots and its
+ * closed flag. It is a small table of slots, by the path's hash: a path whose slot
  * another path's group holds gets a listing of its own, as before sharing.
  * Its memory stays bounded however many paths wait at once (10000 pending
  * waits on as many paths keep what they cost before: no table grows with
  * them), and the paths that have many waiters find their group. The next listing is sent by
  * the completion of the one before, on the ZooKeeper completion thread: the
  * one ZooKeeper call that thread makes, and an asynchronous one. Followers
- * are told with no lock held (zkl__call_done takes c->mu). The session sets
- * lists_closed before it closes its handle; from then on, joiners are
- * answered ZCLOSING instead of being sent.
+ * are told with no lock held (zkl__call_done takes c->mu). The session
+ * closes the table (its hook lists_closing) before it closes its handle;
+ * from then on, joiners are answered ZCLOSING instead of being sent. Once
+ * the handle is closed every listing is answered, and the table is freed
+ * (lists_free).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,9 +53,17 @@
  * it (cur is &one, or an array taken from next); next[0..n) joined after it
  * went out, and are answered by the one after.
  */
+/* A session's paths with a listing in flight, by hash. */
+typedef struct zkl__lists {
+    pthread_mutex_t mu;
+    struct zkl__lgroup *slots[ZKL_LIST_SLOTS];
+    bool closed; /* the handle is closing: send no more */
+} zkl__lists;
+
 struct zkl__lgroup {
     zkl__session *s;
-    size_t slot; /* its place in s->lists */
+    zkl__lists *l; /* s's table */
+    size_t slot;   /* its place in l->slots */
     call **cur, *one;
     size_t ncur;
     call **next;
@@ -63,10 +75,10 @@ typedef struct zkl__lgroup lgroup;
 
 static void on_listing(int rc, const struct String_vector *sv, const void *data);
 
-/* Send g's listing for g->cur (counted as one request). s->lists_mu held. */
+/* Send g's listing for g->cur (counted as one request). g->l->mu held. */
 static int send_listing(lgroup *g)
 {
-    if (g->s->lists_closed)
+    if (g->l->closed)
         return ZCLOSING;
     zkl__count_request(g->s->c, ZKL__REQ_LIST);
     ZKL_HANDOFF(g);
@@ -97,17 +109,15 @@ static void group_free(lgroup *g)
 static void on_listing(int rc, const struct String_vector *sv, const void *data)
 {
     lgroup *g = (lgroup *)data;
-    zkl__session *s;
     call **mine, **failed = NULL;
     size_t n_mine, n_failed = 0;
     int reply_rc = rc, next_rc = ZOK;
     zkl__names kids = {0};
     bool done;
     ZKL_RECEIVED(data);
-    s = g->s;
     if (rc == ZOK && zkl__names_copy(sv, &kids) != 0)
         rc = ZSYSTEMERROR;
-    pthread_mutex_lock(&s->lists_mu);
+    pthread_mutex_lock(&g->l->mu);
     mine = g->cur; /* ours now (freed below unless it is &g->one) */
     n_mine = g->ncur;
     g->cur = &g->one;
@@ -127,8 +137,8 @@ static void on_listing(int rc, const struct String_vector *sv, const void *data)
         }
     }
     if (done)
-        s->lists[g->slot] = NULL;
-    pthread_mutex_unlock(&s->lists_mu);
+        g->l->slots[g->slot] = NULL;
+    pthread_mutex_unlock(&g->l->mu);
     answer(mine, n_mine, rc, reply_rc, &kids);
     if (mine != &g->one)
         free(mine);
@@ -153,7 +163,7 @@ static call *follower_new(zkl__session *s, zkl__req_fn fn, void *arg)
     return k;
 }
 
-/* Add f to g's next listing; false on no memory. s->lists_mu held. */
+/* Add f to g's next listing; false on no memory. g->l->mu held. */
 static bool join_next(lgroup *g, call *f)
 {
     if (g->n == g->cap) {
@@ -168,9 +178,10 @@ static bool join_next(lgroup *g, call *f)
     return true;
 }
 
-/* A new group in slot for path with f as its first listing's one follower, sent; *rc.
- * s->lists_mu held. */
-static void lead_new(zkl__session *s, size_t slot, const char *path, size_t len, call *f, int *rc)
+/* A new group in slot of l (s's) for path with f as its first listing's one follower,
+ * sent; *rc. l->mu held. */
+static void lead_new(zkl__session *s, zkl__lists *l, size_t slot, const char *path, size_t len,
+                     call *f, int *rc)
 {
     lgroup *g = calloc(1, sizeof *g + len + 1);
     *rc = ZSYSTEMERROR;
@@ -178,17 +189,18 @@ static void lead_new(zkl__session *s, size_t slot, const char *path, size_t len,
         return;
     memcpy(g->path, path, len + 1);
     g->s = s;
+    g->l = l;
     g->slot = slot;
     g->one = f;
     g->cur = &g->one;
     g->ncur = 1;
     if ((*rc = send_listing(g)) == ZOK)
-        s->lists[slot] = g;
+        l->slots[slot] = g;
     else
         free(g);
 }
 
-/* The slot of path in s->lists (FNV-1a). */
+/* The slot of path in a session's table (FNV-1a). */
 static size_t slot_of(const char *path, size_t *len)
 {
     uint32_t h = 2166136261u;
@@ -199,29 +211,67 @@ static size_t slot_of(const char *path, size_t *len)
     return h % ZKL_LIST_SLOTS;
 }
 
+/* s's table, made at its first shared listing; NULL: no memory. */
+static zkl__lists *lists_of(zkl__session *s)
+{
+    zkl__lists *l = atomic_load(&s->lists), *fresh;
+    if (l)
+        return l;
+    if (!(fresh = calloc(1, sizeof *fresh)))
+        return NULL;
+    pthread_mutex_init(&fresh->mu, NULL);
+    if (atomic_compare_exchange_strong(&s->lists, &l, fresh))
+        return fresh;
+    pthread_mutex_destroy(&fresh->mu); /* another thread made it first: l is that one */
+    free(fresh);
+    return l;
+}
+
+void zkl__lists_closing(zkl__session *s)
+{
+    zkl__lists *l = atomic_load(&s->lists);
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->closed = true;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void zkl__lists_free(zkl__session *s)
+{
+    zkl__lists *l = atomic_exchange(&s->lists, NULL);
+    if (!l)
+        return;
+    pthread_mutex_destroy(&l->mu); /* every listing was answered: no group is left */
+    free(l);
+}
+
 zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,
                                    int *rc)
 {
-    call *f = follower_new(s, fn, arg); /* (before the lock: the hook sends) */
+    zkl__lists *l = lists_of(s);
+    call *f;
     lgroup *g;
     size_t len, slot = slot_of(path, &len);
-    if (!f) {
+    if (!l) /* no memory for the table: a listing of our own */
+        return zkl__req_children(s, path, NULL, fn, arg, rc);
+    if (!(f = follower_new(s, fn, arg))) { /* (before the lock: the hook sends) */
         *rc = ZSYSTEMERROR;
         return NULL;
     }
-    pthread_mutex_lock(&s->lists_mu);
-    g = s->lists[slot];
+    pthread_mutex_lock(&l->mu);
+    g = l->slots[slot];
     if (g && strcmp(g->path, path) != 0) {
         /* the slot is another path's: a listing of our own, as if unshared */
-        pthread_mutex_unlock(&s->lists_mu);
+        pthread_mutex_unlock(&l->mu);
         zkl__call_free(f);
         return zkl__req_children(s, path, NULL, fn, arg, rc);
     }
     if (g) /* one in flight, sent before our own requests: the next one is ours */
         *rc = join_next(g, f) ? ZOK : ZSYSTEMERROR;
     else
-        lead_new(s, slot, path, len, f, rc);
-    pthread_mutex_unlock(&s->lists_mu);
+        lead_new(s, l, slot, path, len, f, rc);
+    pthread_mutex_unlock(&l->mu);
     if (*rc == ZOK)
         return f;
     zkl__call_free(f);

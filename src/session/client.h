@@ -54,11 +54,10 @@ typedef struct zkl__session {
     bool expired;        /* the server said so, or it was lost locally */
     bool retired;        /* no longer the client's current session */
     zkl__watch *watches; /* tokens the ZooKeeper client may still call (utlist) */
-    /* the requests layer's shared listings (requests/shared.c), under lists_mu:
-     * paths with one in flight, by hash; closed: send no more */
-    pthread_mutex_t lists_mu;
-    struct zkl__lgroup *lists[ZKL_LIST_SLOTS];
-    bool lists_closed;
+    /* the requests layer's shared listings (requests/shared.c): made at the
+     * session's first, closed and freed through the hooks lists_closing and
+     * lists_free when the session is destroyed */
+    struct zkl__lists *_Atomic lists;
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -116,6 +115,12 @@ typedef struct zkl__hooks {
     void (*holds_lost_locked)(struct zkl_client *c, uint64_t epoch, bool lease_expired);
     /* client: free the metrics' series and tallies at close (core/objects/series.h, stats.h) */
     void (*series_free)(struct zkl_client *c);
+    /* session: s is being destroyed and its handle is about to close: the
+     * requests layer sends no more on it (no lock held) */
+    void (*lists_closing)(zkl__session *s);
+    /* session: s's handle is closed (every request answered): free what the
+     * requests layer kept for it (no lock held) */
+    void (*lists_free)(zkl__session *s);
 } zkl__hooks;
 
 struct zkl__cleanup; /* services/cleanup.h */

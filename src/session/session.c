@@ -97,7 +97,6 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     s->c = c;
     s->epoch = epoch;
     s->refs = 1; /* the client's */
-    pthread_mutex_init(&s->lists_mu, NULL);
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
     c->pending = s;
@@ -117,7 +116,6 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     }
     pthread_mutex_unlock(&c->mu);
     if (!zh) {
-        pthread_mutex_destroy(&s->lists_mu);
         free(s);
         errno = e; /* what zkl_client_open reports */
         return NULL;
@@ -136,11 +134,11 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
 static void session_destroy(zkl__session *s)
 {
     zkl_client *c = s->c;
-    pthread_mutex_lock(&s->lists_mu); /* shared listings answered from here on are not renewed */
-    s->lists_closed = true;
-    pthread_mutex_unlock(&s->lists_mu);
+    if (c->hooks.lists_closing) /* shared listings answered from here on are not renewed */
+        c->hooks.lists_closing(s);
     zookeeper_close(s->zh); /* answers every request in flight: no shared listing is left */
-    pthread_mutex_destroy(&s->lists_mu);
+    if (c->hooks.lists_free)
+        c->hooks.lists_free(s);
     pthread_mutex_lock(&c->mu);
     if (c->hooks.closed_locked)
         c->hooks.closed_locked(c, s);
