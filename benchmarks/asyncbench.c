@@ -35,6 +35,10 @@
 #include "benchutil.h"
 #include "zklock/zklock.h"
 
+/* The rows' lib: zklock-VERSION, or (asyncbench_tuned --off) zklock-off-PART+...-VERSION. */
+static const char *lib = "zklock-" ZKLOCK_VERSION;
+static char lib_buf[128];
+
 #define SESSION_MS 30000
 #define WAIT_LIMIT_MS 120000
 
@@ -237,11 +241,11 @@ static int bench_pending(void)
     wait_requests(&c, 1, req0 + 3 * (uint64_t)n);
     memory_now(&heap_pending, &rss_pending);
     threads_after = threads_now();
-    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_pending\",\"waits\":%d,"
+    printf("{\"lib\":\"%s\",\"workload\":\"async_pending\",\"waits\":%d,"
            "\"sessions\":1,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
            "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
            "\"requests_per_wait\":%.2f,\"errors\":%d}\n",
-           n, rss_objects, rss_pending, (double)(rss_pending - rss_objects) * 1024 / n,
+           lib, n, rss_objects, rss_pending, (double)(rss_pending - rss_objects) * 1024 / n,
            ((double)heap_pending - (double)heap_objects) / n, threads_before, threads_after,
            (double)(requests_of(&c, 1) - req0) / n, atomic_load(&errors));
     fflush(stdout);
@@ -308,12 +312,13 @@ static int bench_line(void)
     zkl_mutex_release(hm);
     wait_count(&ended, n);
     secs = (double)(bu_now_ns() - t0) / 1e9;
-    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"async_line\",\"waits\":%d,"
+    printf("{\"lib\":\"%s\",\"workload\":\"async_line\",\"waits\":%d,"
            "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
            "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
            "\"requests_per_wait\":%.2f,\"drain_seconds\":%.3f,\"handoffs_per_s\":%.1f,"
            "\"errors\":%d}\n",
-           n, opt_sessions, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
+           lib, n, opt_sessions, rss_before, rss_pending,
+           (double)(rss_pending - rss_before) * 1024 / n,
            ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after,
            (double)requests / n, secs, atomic_load(&granted) / secs, atomic_load(&errors));
     fflush(stdout);
@@ -543,10 +548,10 @@ static int contended_once(bool async, int round)
     else
         for (i = 0; i < n; i++)
             pthread_join(ts[i], NULL);
-    printf("{\"lib\":\"zklock-" ZKLOCK_VERSION "\",\"workload\":\"%s\",\"round\":%d,"
+    printf("{\"lib\":\"%s\",\"workload\":\"%s\",\"round\":%d,"
            "\"clients\":%d,\"seconds\":%.3f,\"ops\":%d,\"ops_per_s\":%.1f,\"violations\":%d,"
            "\"errors\":%d}\n",
-           async ? "async_contended" : "blocking_contended", round, n, secs, got, got / secs,
+           lib, async ? "async_contended" : "blocking_contended", round, n, secs, got, got / secs,
            atomic_load(&violations), atomic_load(&errors));
     fflush(stdout);
     zkl_client_drain(cs[0], 5000);
@@ -571,12 +576,17 @@ static int bench_contended(void)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"zk", required_argument, NULL, 'z'},       {"workload", required_argument, NULL, 'w'},
-        {"seconds", required_argument, NULL, 's'},  {"rounds", required_argument, NULL, 'r'},
-        {"paths", required_argument, NULL, 'p'},    {"waiters", required_argument, NULL, 'W'},
-        {"sessions", required_argument, NULL, 'S'}, {"clients", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
+                                         {"workload", required_argument, NULL, 'w'},
+                                         {"seconds", required_argument, NULL, 's'},
+                                         {"rounds", required_argument, NULL, 'r'},
+                                         {"paths", required_argument, NULL, 'p'},
+                                         {"waiters", required_argument, NULL, 'W'},
+                                         {"sessions", required_argument, NULL, 'S'},
+                                         {"clients", required_argument, NULL, 'c'},
+                                         {"off", required_argument, NULL, 'O'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bool pending = false, line = false, line_raw = false, contended = false, any = false;
     char own[1024];
     int opt, bad = 0;
@@ -608,11 +618,16 @@ int main(int argc, char **argv)
         case 'W': opt_waiters = (int)bench_parse_num("asyncbench", "--waiters", optarg, 1); break;
         case 'S': opt_sessions = (int)bench_parse_num("asyncbench", "--sessions", optarg, 1); break;
         case 'c': opt_clients = (int)bench_parse_num("asyncbench", "--clients", optarg, 1); break;
+        case 'O':
+            if (bu_tuned_off("asyncbench", optarg, lib_buf, sizeof lib_buf) != 0)
+                return 2;
+            lib = lib_buf;
+            break;
         case 'h':
             puts("usage: asyncbench [--zk HOST:PORT] [--workload "
                  "pending|line|line_raw|contended]... "
                  "[--seconds N] [--rounds N] [--paths N] [--waiters N] [--sessions N] "
-                 "[--clients N]");
+                 "[--clients N] [--off PART,...: asyncbench_tuned only, benchutil.h]");
             return 0;
         default: return 2;
         }

@@ -655,3 +655,67 @@ double bench_parse_num(const char *prog, const char *opt, const char *s, double 
     }
     return v;
 }
+
+#ifdef LOCKBENCH_TUNED
+#include "base/fault.h"
+#include "core/engine/inproc.h"
+
+static const struct {
+    const char *name;
+    unsigned part; /* ZKL__HINT_*, 0: eventfd */
+} parts[] = {{"seen", ZKL__HINT_SEEN},
+             {"made", ZKL__HINT_MADE},
+             {"join", ZKL__HINT_JOIN},
+             {"bell", ZKL__HINT_BELL},
+             {"eventfd", 0}};
+static atomic_uint hints_on = ZKL__HINTS_ALL;
+static atomic_bool eventfd_off;
+
+/* The fault hook of the tuned builds: no fault, the room's parts as asked. */
+static int tuned_answer(zkl_client *c, zkl__fault_site site, void *io)
+{
+    (void)c;
+    (void)io;
+    if (site == ZKL__FAULT_HINTS)
+        return (int)atomic_load(&hints_on);
+    if (site == ZKL__FAULT_MANY_CLIENTS)
+        return atomic_load(&eventfd_off) ? INT_MAX : -1;
+    return site >= ZKL__FAULT_HOLD_BACK_US ? -1 : 0;
+}
+
+int bu_tuned_off(const char *prog, const char *list, char *name, size_t cap)
+{
+    char buf[128], *save = NULL, *t;
+    size_t i, n;
+    snprintf(buf, sizeof buf, "%s", list);
+    snprintf(name, cap, "zklock-off");
+    for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        for (i = 0; i < sizeof parts / sizeof *parts && strcmp(parts[i].name, t) != 0; i++)
+            ;
+        if (i == sizeof parts / sizeof *parts) {
+            fprintf(stderr, "%s: --off: unknown part '%s'\n", prog, t);
+            return -1;
+        }
+        if (parts[i].part)
+            atomic_fetch_and(&hints_on, ~parts[i].part);
+        else
+            atomic_store(&eventfd_off, true);
+        n = strlen(name);
+        snprintf(name + n, cap - n, "%c%s", n == strlen("zklock-off") ? '-' : '+', t);
+    }
+    n = strlen(name);
+    snprintf(name + n, cap - n, "-%s", ZKLOCK_VERSION);
+    zkl__fault_set(tuned_answer);
+    return 0;
+}
+#else
+int bu_tuned_off(const char *prog, const char *list, char *name, size_t cap)
+{
+    (void)list;
+    (void)name;
+    (void)cap;
+    fprintf(stderr, "%s: --off needs the tuned build (%s_tuned, with the fault hook)\n", prog,
+            prog);
+    return -1;
+}
+#endif

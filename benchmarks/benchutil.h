@@ -114,4 +114,14 @@ void bu_logging(bool verbose);
 /* A number >= min given for option opt, or exit(2) with a message naming prog. */
 double bench_parse_num(const char *prog, const char *opt, const char *s, double min);
 
+/*
+ * --off LIST (lockbench_tuned, asyncbench_tuned: built with LOCKBENCH_TUNED and
+ * the test build's fault hook, base/fault.h): turn those parts of the
+ * in-process room off alone (seen, made, join, bell: core/engine/inproc.h;
+ * eventfd: blocking waits never leave the futex hash), and write the lib's
+ * name saying so ("zklock-off-PART+...-VERSION") into name. 0, or -1 with a
+ * message (an unknown part, or not a tuned build).
+ */
+int bu_tuned_off(const char *prog, const char *list, char *name, size_t cap);
+
 #endif

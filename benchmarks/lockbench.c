@@ -16,7 +16,7 @@
  *
  * Built as lockbench_tuned (LOCKBENCH_TUNED, linked with the test build's
  * fault hook, base/fault.h), it also takes --off PART,...: each of the
- * in-process room's heuristics turned off alone (seen, made, join, deep, bell:
+ * in-process room's heuristics turned off alone (seen, made, join, bell:
  * core/engine/inproc.h; eventfd: blocking waits never leave the futex hash),
  * for benchmarks/README.md's "Each heuristic, on and off". The rows then say
  * lib "zklock-off-PART+...-<version>".
@@ -773,67 +773,6 @@ static const char *const all_workloads[] = {"memory",      "uncontended", "conte
                                             "independent", "rwlock",      "semaphore",
                                             "floor",       "threads",     NULL};
 
-#ifdef LOCKBENCH_TUNED
-#include "base/fault.h"
-#include "core/engine/inproc.h"
-
-static const struct {
-    const char *name;
-    unsigned part; /* ZKL__HINT_*, 0: eventfd */
-} parts[] = {{"seen", ZKL__HINT_SEEN}, {"made", ZKL__HINT_MADE}, {"join", ZKL__HINT_JOIN},
-             {"deep", ZKL__HINT_DEEP}, {"bell", ZKL__HINT_BELL}, {"eventfd", 0}};
-static atomic_uint hints_on = ZKL__HINTS_ALL;
-static atomic_bool eventfd_off;
-
-/* The fault hook of lockbench_tuned: no fault, the room's parts as asked. */
-static int tuned_answer(zkl_client *c, zkl__fault_site site, void *io)
-{
-    (void)c;
-    (void)io;
-    if (site == ZKL__FAULT_HINTS)
-        return (int)atomic_load(&hints_on);
-    if (site == ZKL__FAULT_MANY_CLIENTS)
-        return atomic_load(&eventfd_off) ? INT_MAX : -1;
-    return site >= ZKL__FAULT_HOLD_BACK_US ? -1 : 0;
-}
-
-/* --off LIST: those parts off, and the lib's name saying so (0, or -1: bad LIST). */
-static int tuned_off(const char *list, char *name, size_t cap)
-{
-    char buf[128], *save = NULL, *t;
-    size_t i, n;
-    snprintf(buf, sizeof buf, "%s", list);
-    snprintf(name, cap, "zklock-off");
-    for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        for (i = 0; i < sizeof parts / sizeof *parts && strcmp(parts[i].name, t) != 0; i++)
-            ;
-        if (i == sizeof parts / sizeof *parts) {
-            fprintf(stderr, "lockbench: --off: unknown part '%s'\n", t);
-            return -1;
-        }
-        if (parts[i].part)
-            atomic_fetch_and(&hints_on, ~parts[i].part);
-        else
-            atomic_store(&eventfd_off, true);
-        n = strlen(name);
-        snprintf(name + n, cap - n, "%c%s", n == strlen("zklock-off") ? '-' : '+', t);
-    }
-    n = strlen(name);
-    snprintf(name + n, cap - n, "-%s", ZKLOCK_VERSION);
-    zkl__fault_set(tuned_answer);
-    return 0;
-}
-#else
-static int tuned_off(const char *list, char *name, size_t cap)
-{
-    (void)list;
-    (void)name;
-    (void)cap;
-    fprintf(stderr, "lockbench: --off needs lockbench_tuned (a build with the fault hook)\n");
-    return -1;
-}
-#endif
-
 static void usage(FILE *f)
 {
     fprintf(
@@ -858,7 +797,7 @@ static void usage(FILE *f)
         "time (too late: exit 3, no row); --samples FILE writes the window's acquires (us).\n"
         "ZKL_PROCESS_HINTS=off in the environment: lib zklock-hints-off (core/engine/inproc.h).\n"
 #ifdef LOCKBENCH_TUNED
-        "--off PART,...: turn off the room's parts alone: seen made join deep bell eventfd\n"
+        "--off PART,...: turn off the room's parts alone: seen made join bell eventfd\n"
         "(lib zklock-off-PART+...).\n"
 #endif
     );
@@ -929,7 +868,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'O':
-            if (tuned_off(optarg, lib_buf, sizeof lib_buf) != 0)
+            if (bu_tuned_off("lockbench", optarg, lib_buf, sizeof lib_buf) != 0)
                 return 2;
             lib = lib_buf;
             break;

@@ -302,7 +302,7 @@ def round_ratio(rows):
 
 def scale_table(*dirs):
     every = [x for x in rounds_rows(dirs) if x["workload"] == "contended"]
-    libs = sorted({base(x["lib"]) for x in every}, key=lambda lib: not lib.startswith("zklock"))
+    libs = sorted(sorted({base(x["lib"]) for x in every}), key=lambda lib: not lib.startswith("zklock"))
     out = [["sessions"] + [f"{lib} ops/s" for lib in libs] +
            ["zklock/best peer", "zklock p99/p50", "zklock CPU us/acquire"]]
     for n in sorted({x["clients"] for x in every}):
@@ -337,7 +337,7 @@ def threads_table(*dirs):
     for x in every:
         groups.setdefault(base(x["lib"]), []).append(x)
     out = [["lib", "threads", "ops/s (median)", "by round", "acq p50/p99 us", "errors"]]
-    for lib in sorted(groups, key=lambda lib: not lib.startswith("zklock")):
+    for lib in sorted(sorted(groups), key=lambda lib: not lib.startswith("zklock")):
         g = groups[lib]
         out.append([lib, g[0]["clients"], r(med(x["ops_per_s"] for x in g if x["errors"] == 0), 1),
                     " ".join(r(x["ops_per_s"], 0) for x in sorted(g, key=lambda x: x["round"])),

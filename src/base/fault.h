@@ -44,12 +44,10 @@ struct zkl_client;
     X(LEASE_SYNC)     /* the lease sends a sync (counted by tests apart from the lock's) */        \
     X(FREED)          /* c is being freed: forget what was asked of it */                          \
     /* tunables (base/tuning.h) */                                                                 \
-    X(HOLD_BACK_US)      /* ZKL_HOLD_BACK_*: a release's delete hold-back */                       \
-    X(JOIN_AWAIT_MS)     /* ZKL_JOIN_AWAIT_MS */                                                   \
-    X(DEEP_JOINER_DEPTH) /* ZKL_DEEP_JOINER_DEPTH */                                               \
-    X(DEEP_JOINER_MS)    /* ZKL_DEEP_JOINER_MS */                                                  \
-    X(MANY_CLIENTS)      /* process-wide (c NULL): the client count for eventfd sleeps */          \
-    X(HINTS)             /* the in-process room's parts on: ZKL__HINT_* (core/engine/inproc.h) */
+    X(HOLD_BACK_US)  /* ZKL_HOLD_BACK_*: a release's delete hold-back */                           \
+    X(JOIN_AWAIT_MS) /* ZKL_JOIN_AWAIT_MS */                                                       \
+    X(MANY_CLIENTS)  /* process-wide (c NULL): the client count for eventfd sleeps */              \
+    X(HINTS)         /* the in-process room's parts on: ZKL__HINT_* (core/engine/inproc.h) */
 
 typedef enum zkl__fault_site {
 #define ZKL__FAULT_ENUM(name) ZKL__FAULT_##name,

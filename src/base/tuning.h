@@ -28,7 +28,9 @@
 #define ZKL_MANY_CLIENTS 128
 /* ... or from this many a chain of the process's private hash (Linux 6.16+):
  * three threads sleep per blocked waiter (it, its worker, the completion
- * thread). Measured level at 64 sessions; about 8% more CPU at 16. */
+ * thread). Measured level at 64 sessions; about 8% more CPU at 16; at 1024
+ * sessions on 4 lines, condition variables instead ran 0.76 of the rate
+ * (docs/design/scale-log.md, 2026-11-27). */
 #define ZKL_MANY_CLIENTS_PER_SLOT 3
 /* The longest `conf` reply read (bytes): 3.8's is under 1 KiB with a
  * membership list of a few servers. */
@@ -64,17 +66,10 @@
  * line's last acquire): a line of a thousand waiters of this process, and
  * some. The oldest noted goes first, ringing its waiter's bell. */
 #define ZKL_INPROC_MADE 4096
-/* A joiner this many places or more behind, in a line of this process's
- * sessions, defers its watches (wait.c); lines of up to 64 sessions are not
- * deferred. Set between lockbench's 64 and 256 rows: not yet measured
- * across processes (issue 38). */
-#define ZKL_DEEP_JOINER_DEPTH 100
-/* ... for at most this long (ms): a deferred joiner's extra wait when its
- * bell is lost. Not yet measured (issue 38). */
-#define ZKL_DEEP_JOINER_MS 2000
 /* How long a joiner awaits the note of the node ahead of it (ms): in a burst
  * of 1024 sessions on 2 CPUs notes came a few hundred ms late; at 100 ms, 38
- * to 168 joiners a burst still listed, at 500 none. */
+ * to 168 joiners a burst still listed, at 500 none. It pays in the burst's
+ * p99: 1.21 of the p50 at 1024 sessions, 1.35 without it (2026-11-27). */
 #define ZKL_JOIN_AWAIT_MS 500
 
 /* ---- metrics ---- */

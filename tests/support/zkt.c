@@ -258,12 +258,6 @@ void zkt_fault_await_ms(zkl_client *c, int ms)
     zkt_fault_set(c, ZKL__FAULT_JOIN_AWAIT_MS, ms);
 }
 
-void zkt_fault_defer(zkl_client *c, int depth, int ms)
-{
-    zkt_fault_set(c, ZKL__FAULT_DEEP_JOINER_DEPTH, depth);
-    zkt_fault_set(c, ZKL__FAULT_DEEP_JOINER_MS, ms);
-}
-
 void zkt_fault_note_delay(zkl_client *c, int ms)
 {
     zkt_fault_set(c, ZKL__FAULT_NOTE_DELAY_MS, ms);

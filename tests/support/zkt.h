@@ -93,9 +93,6 @@ void zkt_fault_bg_delete_lost(zkl_client *c, int n);
 void zkt_fault_deaf_bells(zkl_client *c);
 /* A joiner of c awaits the note of the node ahead (core/engine/wait.c, await_note) at most ms. */
 void zkt_fault_await_ms(zkl_client *c, int ms);
-/* A joiner of c defers its watches from depth places (wait.c, ZKL_DEEP_JOINER_DEPTH), for ms at
- * most. */
-void zkt_fault_defer(zkl_client *c, int depth, int ms);
 /* A waiter of c sleeps ms, on its acquiring thread, before its node is noted made (inproc.h). */
 void zkt_fault_note_delay(zkl_client *c, int ms);
 /* zkl_client_dispatch on c pauses us microseconds between reading the descriptor and taking

@@ -77,7 +77,6 @@ Test(inproc, a_null_record_knows_nothing)
     cr_assert_not(zkl__inproc_others_joined(NULL, 2));
     cr_assert_not(zkl__inproc_seen(NULL, node(buf, sizeof buf, 5), 1));
     cr_assert_not(zkl__inproc_bell(NULL, node(buf, sizeof buf, 7), 7, ring, NULL, &r));
-    cr_assert_eq(zkl__inproc_behind(NULL, 7), -1);
     cr_assert_not(zkl__inproc_create_sent(NULL));
     cr_assert_not(zkl__inproc_await(NULL, 4, ring, NULL, &r));
     zkl__inproc_create_done(NULL);
@@ -192,22 +191,6 @@ Test(inproc, a_node_leaving_unheld_rings_the_two_bells_behind_it)
     cr_assert_eq(r1.n + r2.n, 2);
     zkl__inproc_left(p, -1);
     zkl__inproc_left(p, INT32_MAX);
-    zkl__inproc_put(p);
-}
-
-Test(inproc, behind_counts_from_the_last_grant_noted)
-{
-    zkl__inproc *p = zkl__inproc_get(NULL, "/t/behind");
-    char buf[128];
-    cr_assert_eq(zkl__inproc_behind(p, 50), -1, "no grant noted in the line");
-    made(p, 40, 50);
-    zkl__inproc_granted(p, node(buf, sizeof buf, 42), 42, 1);
-    cr_assert_eq(zkl__inproc_behind(p, 50), 8);
-    cr_assert_eq(zkl__inproc_behind(p, 42), -1, "the head itself");
-    zkl__inproc_granted(p, node(buf, sizeof buf, 41), 41, 2); /* an older grant: kept the newer */
-    cr_assert_eq(zkl__inproc_behind(p, 50), 8);
-    zkl__inproc_granted(p, node(buf, sizeof buf, 45), 45, 2);
-    cr_assert_eq(zkl__inproc_behind(p, 50), 5);
     zkl__inproc_put(p);
 }
 

@@ -40,15 +40,6 @@ struct zkl__engine {
     struct zkl_op *reports, *reports_end;
 };
 
-/* Where a step of one file sends the op into another's (engine.c's table). */
-typedef enum zkl__entry {
-    ZKL__E_NONE,
-    ZKL__E_START,  /* grant.c: a session, a place */
-    ZKL__E_CREATE, /* create.c: our node */
-    ZKL__E_WAIT,   /* wait.c: the line, from the listing */
-    ZKL__E_GRANT,  /* grant.c: the lease, the hold */
-} zkl__entry;
-
 /* What a step did: go on with the next step at once, or wait to be readied. */
 typedef enum zkl__step_result { ZKL__STEP_AGAIN, ZKL__STEP_YIELD } zkl__step_result;
 typedef zkl__step_result (*zkl__step)(zkl__acq *op);
@@ -120,8 +111,7 @@ static inline bool zkl__acq_flag(unsigned *w, unsigned f, bool on)
 struct zkl__acq {
     zkl_client *c;
     zkl__acquire_args a;
-    zkl__step step;   /* what runs next (a step of the same file) */
-    zkl__entry entry; /* or: the entry of another file's part, run next */
+    zkl__step step;   /* what runs next (a step of the acquire's steps: create, wait, grant) */
     zkl__step resume; /* after a backoff */
     int64_t wake_ms;  /* the step's timer (zkl__now_ms), INT64_MAX: none */
     int64_t call_until;
@@ -158,9 +148,6 @@ struct zkl__acq {
     /* a backoff or a wait for session news: until when, since which state */
     int64_t until;
     int64_t await_until;
-    /* a deep joiner's watches, deferred (wait.c): the node just ahead, until when */
-    char *defer_name;
-    int64_t defer_until;
     uint64_t since_gen;
     const char *doing;
     /* the outcome */

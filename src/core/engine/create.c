@@ -148,7 +148,7 @@ static zkl__step_result after_recover(zkl__acq *op, int rc)
 {
     zkl_status st;
     if (rc == ZOK) {
-        op->entry = ZKL__E_WAIT;
+        op->step = zkl__step_wait;
         return ZKL__STEP_AGAIN;
     }
     if (rc == ZNONODE) { /* nothing reached the server: create again */
@@ -349,7 +349,7 @@ static zkl__step_result after_create(zkl__acq *op, int rc)
     case ZKL__RC_OK:
         free(op->want); /* a pending wait keeps only what it needs */
         op->want = NULL;
-        op->entry = op->a.known_granted ? ZKL__E_GRANT : ZKL__E_WAIT;
+        op->step = op->a.known_granted ? zkl__step_grant : zkl__step_wait;
         return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
         op->flags |= ZKL__AF_UNCERTAIN;

@@ -163,7 +163,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
         return NULL;
     op->c = c;
     op->a = *a;
-    op->entry = ZKL__E_START;
+    op->step = zkl__step_start;
     op->wake_ms = INT64_MAX;
     op->wfd = -1;
     /* every request on the way gives up at the deadline, but gets at least
@@ -207,7 +207,6 @@ void zkl__acq_free(zkl__acq *op)
     pthread_mutex_unlock(&c->mu);
     free(op->hold.node);
     free(op->msg);
-    free(op->defer_name);
     free(op);
 }
 
@@ -224,21 +223,9 @@ bool zkl__acq_cancel_locked(zkl__acq *op)
 /* Run op's steps until one yields or the last is done. */
 static void run_steps(zkl__acq *op)
 {
-    static const zkl__step entries[] = {
-        [ZKL__E_START] = zkl__step_start,
-        [ZKL__E_CREATE] = zkl__step_create,
-        [ZKL__E_WAIT] = zkl__step_wait,
-        [ZKL__E_GRANT] = zkl__step_grant,
-    };
-    for (;;) {
-        if (op->entry != ZKL__E_NONE) {
-            op->step = entries[op->entry];
-            op->entry = ZKL__E_NONE;
-        }
-        if (!op->step)
-            break;
+    while (op->step) {
         op->wake_ms = INT64_MAX;
-        if (op->step(op) == ZKL__STEP_YIELD && op->entry == ZKL__E_NONE)
+        if (op->step(op) == ZKL__STEP_YIELD)
             break;
     }
 }

@@ -34,8 +34,6 @@ static void leave_place(zkl__acq *op)
     /* a node of ours leaves the line without holding: inproc.h */
     if (op->node && op->name && (op->a.driver->facts & ZKL__D_HEAD_HOLDS))
         zkl__inproc_left(op->inproc, zkl__acq_seq(op, op->name));
-    free(op->defer_name);
-    op->defer_name = NULL;
     zkl__acq_flight_end(op);
     zkl__acq_unawait(op);
     zkl__acq_untrack(op);
@@ -84,7 +82,7 @@ zkl__step_result zkl__step_start(zkl__acq *op)
     op->parents = 0;
     op->attempt = 0;
     op->flags &= ~(ZKL__AF_ALONE | ZKL__AF_CARRIED);
-    op->entry = ZKL__E_CREATE;
+    op->step = zkl__step_create;
     return ZKL__STEP_AGAIN;
 }
 

@@ -67,7 +67,6 @@ struct zkl__inproc {
     size_t nmade;
     await_note *awaits;
     int64_t last_owner; /* who noted a node made last */
-    int32_t head_seq;   /* the last sequence granted (-1: none) */
     int creates;        /* this process's creates in flight */
     UT_hash_handle hh;
 };
@@ -110,7 +109,6 @@ static void forget_all(zkl__inproc *p)
     p->nmade = 0;
     memset(p->grants, 0, sizeof p->grants);
     p->last_owner = 0;
-    p->head_seq = -1;
     p->creates = 0;
 }
 
@@ -142,7 +140,6 @@ static zkl__inproc *get(const char *abs, size_t n)
     if (!p && (p = calloc(1, sizeof *p)) && (p->key = malloc(n + 1))) {
         memcpy(p->key, abs, n + 1);
         pthread_mutex_init(&p->mu, NULL);
-        p->head_seq = -1;
         HASH_ADD_KEYPTR(hh, table, p->key, n, p);
         if (p->hh.tbl) {
             live++;
@@ -323,8 +320,6 @@ void zkl__inproc_granted(zkl__inproc *p, const char *name, int32_t seq, int64_t 
         memcpy(g->name, name, n + 1);
     }
     if (seq >= 0 && seq <= INT32_MAX - 2) {
-        if (seq > p->head_seq)
-            p->head_seq = seq;
         if ((m = made_locked(p, seq)) && strcmp(m->name, name) == 0)
             m->granted = true;
         ring_locked(made_locked(p, seq + 1));
@@ -381,18 +376,6 @@ void zkl__inproc_left(zkl__inproc *p, int32_t seq)
     ring_locked(made_locked(p, seq + 1));
     ring_locked(made_locked(p, seq + 2));
     pthread_mutex_unlock(&p->mu);
-}
-
-int32_t zkl__inproc_behind(zkl__inproc *p, int32_t seq)
-{
-    int32_t behind = -1;
-    if (!p)
-        return -1;
-    pthread_mutex_lock(&p->mu);
-    if (p->head_seq >= 0 && seq > p->head_seq)
-        behind = seq - p->head_seq;
-    pthread_mutex_unlock(&p->mu);
-    return behind;
 }
 
 bool zkl__inproc_create_sent(zkl__inproc *p)

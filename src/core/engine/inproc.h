@@ -22,9 +22,9 @@
  *   - the create (create.c): others_joined (go without the listing?),
  *     create_sent / create_done (a create of this process in flight);
  *   - before a round (wait.c): made (our node noted), made_at (the node just
- *     ahead, without a listing), await (the note of it awaited), behind and
- *     bell (a deep joiner's watches deferred), made_by (right behind another
- *     client's node: our own watched instead of looking ahead);
+ *     ahead, without a listing), await (the note of it awaited), bell (our
+ *     own node's watch left to it), made_by (right behind another client's
+ *     node: our own watched instead of looking ahead);
  *   - before a hand-off without a listing (wait.c): seen;
  *   - at the ends (grant.c): granted, left.
  *
@@ -61,9 +61,8 @@ enum {
     ZKL__HINT_MADE =
         1u << 1, /* nodes made here: a create without the listing, the node ahead known */
     ZKL__HINT_JOIN = 1u << 2, /* the join await: a joiner awaits the note of the node ahead */
-    ZKL__HINT_DEEP = 1u << 3, /* the deep-joiner deferral of a joiner's watches */
-    ZKL__HINT_BELL = 1u << 4, /* our own node's watch left to a bell behind a node made here */
-    ZKL__HINTS_ALL = (1u << 5) - 1,
+    ZKL__HINT_BELL = 1u << 3, /* our own node's watch left to a bell behind a node made here */
+    ZKL__HINTS_ALL = (1u << 4) - 1,
 };
 
 /* The record of line path under chroot (NULL: none), with a reference; NULL: no memory. */
@@ -98,13 +97,11 @@ bool zkl__inproc_seen(zkl__inproc *p, const char *name, int64_t owner);
  * The bell of node name (sequence seq, noted made): fn(c, waiter) is called
  * once, when the lock is granted to node seq - 2 or seq - 1, or one of those
  * leaves without holding (left). false: not set (node not noted, or seq - 1
- * or seq - 2 holds already): watch now. behind: how many sequences node seq
- * is behind the last grant noted (-1: none noted, or an older seq).
+ * or seq - 2 holds already): watch now.
  */
 bool zkl__inproc_bell(zkl__inproc *p, const char *name, int32_t seq, zkl__bell_fn fn, void *c,
                       void *waiter);
 void zkl__inproc_left(zkl__inproc *p, int32_t seq);
-int32_t zkl__inproc_behind(zkl__inproc *p, int32_t seq);
 
 /*
  * The joiner's await (wait.c, "the note awaited"). create_sent: a create of

@@ -141,7 +141,7 @@ static zkl__step_result settle(zkl__acq *op, enum look look, size_t n)
     case LOOK_RELIST: op->step = step_round; return ZKL__STEP_AGAIN;
     case LOOK_HOLDS:
         zkl__acq_flag(&op->flags, ZKL__AF_ALONE, n == 1);
-        op->entry = ZKL__E_GRANT;
+        op->step = zkl__step_grant;
         return ZKL__STEP_AGAIN;
     default: /* LOOK_GONE; the session looked alive just now */
         zkl__log(ZKL_LOG_WARN,
@@ -223,7 +223,7 @@ static zkl__step_result step_sleeping(zkl__acq *op)
     if (!woke)
         slept = ZKL_ETIMEDOUT;
     if (handed_over(op, NULL)) {
-        op->entry = ZKL__E_GRANT; /* the hand-off: we hold it without listing again */
+        op->step = zkl__step_grant; /* the hand-off: we hold it without listing again */
         return ZKL__STEP_AGAIN;
     }
     if (slept == ZKL_OK && !zkl__acq_canceled(op) && ahead_was_head(op)) {
@@ -371,7 +371,7 @@ static zkl__step_result arm_self(zkl__acq *op)
  * Only where waits add up: when the client has other operations live (an
  * event loop's thousand waits, or threads sharing a client). The watch sent
  * later goes alone, a round trip and a few thread wake-ups more than in the
- * batch with the watch on the node ahead (docs/design/scale.md: measured),
+ * batch with the watch on the node ahead (docs/design/scale-log.md: measured),
  * for a watch's few hundred bytes beside a session's 38 KiB.
  */
 static bool self_by_bell(zkl__acq *op, const char *prim)
@@ -461,7 +461,7 @@ static zkl__step_result step_look(zkl__acq *op)
         /* the node we wait for went while we listed, after the listing saw
          * it where its going grants: the hand-off, come early */
         zkl__names_free(&op->kids);
-        op->entry = ZKL__E_GRANT;
+        op->step = zkl__step_grant;
         return ZKL__STEP_AGAIN;
     }
     return op->v.watch_parent ? arm_children(op) : arm_nodes(op, &line);
@@ -498,73 +498,6 @@ static void arm_behind(zkl__acq *op, const char *name)
     arm_nodes(op, &l);
 }
 
-/* Asleep, watching nothing, until the bell, the bound, or news: then watch, or list. */
-static zkl__step_result step_deferred(zkl__acq *op)
-{
-    zkl_client *c = op->c;
-    bool bell, news;
-    char *name;
-    pthread_mutex_lock(&c->mu);
-    bell = zkl__has(op->mu_flags, ZKL__AM_BELL);
-    op->mu_flags &= ~ZKL__AM_BELL;
-    news = news_locked(op);
-    pthread_mutex_unlock(&c->mu);
-    if (!bell && !news && !zkl__acq_sleep(op, op->defer_until))
-        return ZKL__STEP_YIELD;
-    name = op->defer_name;
-    op->defer_name = NULL;
-    if (news || zkl__now_ms() >= op->a.deadline) {
-        free(name);
-        return judge(op, ZOK, news ? ZKL_OK : ZKL_ETIMEDOUT);
-    }
-    arm_behind(op, name); /* the bell rang, or the bound is over */
-    free(name);
-    return ZKL__STEP_AGAIN;
-}
-
-/*
- * The watches of a deep joiner, deferred. When a line of this process's
- * sessions forms at once (a thousand sessions joining together), every
- * joiner behind a known predecessor used to watch it (and its own node)
- * at once: a thousand or two reads, answered behind the burst's creates,
- * while the head's hand-off waited behind them in the server's queue, and
- * the first cycle's waits carried that gap (docs/design/scale.md, "the
- * join burst"). A joiner ZKL_DEEP_JOINER_DEPTH sequences or more behind the last grant
- * noted here (inproc.h: behind; in a line of this process's sessions, that
- * many waiters ahead) watches nothing yet: it waits for a bell, as a waiter
- * whose own node's watch is left to its bell does (inproc.h), and watches the node ahead and its
- * own when the lock is granted two places ahead or one, when one of those
- * two leaves without holding (inproc.h: left), or after ZKL_DEEP_JOINER_MS, whichever
- * is first. Lines of up to 64 sessions are not deferred: the bell costs
- * its waiter one wake-up more. The price: a joiner deferred does not see,
- * until the bound, a node ahead deleted by someone other than this process
- * (an operator, or another process's session ending), nor a grant whose
- * bell was lost (our node's note pushed out of the table by a node of
- * another path, inproc.c); the bound is then its extra wait. true: deferred.
- */
-static bool deferred(zkl__acq *op, int32_t seq, const char *name)
-{
-    int depth = (int)ZKL_TUNE(op->c, DEEP_JOINER_DEPTH, ZKL_DEEP_JOINER_DEPTH);
-    int64_t until;
-    if (op->prim.w || op->self.w || !zkl__hint(op, ZKL__HINT_DEEP) ||
-        zkl__inproc_behind(op->inproc, seq) < depth)
-        return false;
-    if (!(op->defer_name = strdup(name)))
-        return false;
-    pthread_mutex_lock(&op->c->mu);
-    op->mu_flags &= ~ZKL__AM_BELL;
-    pthread_mutex_unlock(&op->c->mu);
-    if (!zkl__acq_bell_at(op, seq)) {
-        free(op->defer_name);
-        op->defer_name = NULL;
-        return false;
-    }
-    until = zkl__now_ms() + ZKL_TUNE(op->c, DEEP_JOINER_MS, ZKL_DEEP_JOINER_MS);
-    op->defer_until = until < op->a.deadline ? until : op->a.deadline;
-    op->step = step_deferred;
-    return true;
-}
-
 /*
  * Known predecessor: our create went without the listing (create.c), and a
  * node made in this process by another session has the sequence just below
@@ -588,8 +521,7 @@ static bool known_predecessor(zkl__acq *op)
     by = zkl__inproc_made_at(op->inproc, seq - 1, name, sizeof name);
     if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
         return false;
-    if (!deferred(op, seq, name))
-        arm_behind(op, name);
+    arm_behind(op, name);
     return true;
 }
 
@@ -625,7 +557,7 @@ static zkl__step_result step_await(zkl__acq *op)
  * per session), noted in the order those are scheduled, not in sequence
  * order: when a thousand sessions join at once, most joiners learn their
  * own node before the node just ahead, made here too, is noted, and each
- * listed a line of up to a thousand names (docs/design/scale.md, "the join
+ * listed a line of up to a thousand names (docs/design/scale-log.md, "the join
  * burst"). So while a create of this process under the path is in flight,
  * a joiner whose node s - 1 is not known waits for its note (inproc.h),
  * bounded by ZKL_JOIN_AWAIT_MS and the deadline. With none in flight it lists at
