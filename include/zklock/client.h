@@ -270,9 +270,9 @@ zkl_status zkl_client_set_name(zkl_client *c, const char *name);
  * learns spares the others requests: a node granted here hands the lock to
  * the waiter behind it without a listing, a joiner finds the node just
  * ahead of its own without one, and the joiners of one burst await the
- * note of the node ahead rather than list (docs/design/scale.md). Across processes there is nothing
- * to share and nothing changes. Only requests are spared: what a grant rests on is the same either
- * way.
+ * note of the node ahead rather than list (docs/design/scale.md). Across
+ * processes there is nothing to share and nothing changes. Only requests
+ * are spared: what a grant rests on is the same either way.
  *
  * On by default; ZKL_PROCESS_HINTS=off (or 0) in the environment at open
  * turns them off for that client (a value other than on, off, 1 or 0 fails
