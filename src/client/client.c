@@ -401,8 +401,11 @@ static zkl_status close_forked(zkl_client *c)
         zkl__watches_free_locked(s[i]);
     }
     pthread_mutex_unlock(&c->mu);
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < 2; i++) {
+        if (s[i] && c->hooks.lists_free) /* its table of shared listings (requests/shared.c) */
+            c->hooks.lists_free(s[i]);
         free(s[i]);
+    }
     zkl__wakefd_close(c->wfd); /* this process's copy; the parent's stays open */
     client_free(c);
     return ZKL_OK;

@@ -242,7 +242,10 @@ void zkl__lists_free(zkl__session *s)
     zkl__lists *l = atomic_exchange(&s->lists, NULL);
     if (!l)
         return;
-    pthread_mutex_destroy(&l->mu); /* every listing was answered: no group is left */
+    /* Every listing was answered: no group is left. In a fork()ed child
+     * (client/fork.c) the parent's are not ours to free, and the mutex may be
+     * held by a thread that is not there: destroying it then fails, harmlessly. */
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 

@@ -244,9 +244,25 @@ static int violations(hold *all, size_t n, int *lost_holds, int *token_regressio
             (*lost_holds)++;
         }
     for (i = 0; i < n; i++) {
-        int leases = all[i].kind == K_LEASE;
+        int leases = 1; /* all[i] and the leases still held when it began */
         if ((int)all[i].kind < 0)
             continue;
+        if (all[i].kind == K_LEASE) { /* the most at once is reached at some lease's start */
+            for (j = 0; j < i; j++)
+                leases += all[j].kind == K_LEASE && all[j].end_us > all[i].start_us;
+            if (leases > LEASES) {
+                bad++;
+                fprintf(stderr,
+                        "soak: violation: %d leases at once (at most %d) from %lld us, "
+                        "sessions:",
+                        leases, LEASES, (long long)all[i].start_us);
+                for (j = 0; j <= i; j++)
+                    if (all[j].kind == K_LEASE && (j == i || all[j].end_us > all[i].start_us))
+                        fprintf(stderr, " %llx [%lld, %lld]", (unsigned long long)all[j].session,
+                                (long long)all[j].start_us, (long long)all[j].end_us);
+                fprintf(stderr, "\n");
+            }
+        }
         if (all[i].kind == K_MUTEX) {
             if (all[i].token <= last_token)
                 (*token_regressions)++;
@@ -260,10 +276,6 @@ static int violations(hold *all, size_t n, int *lost_holds, int *token_regressio
                 (a == K_READ && b == K_WRITE)) {
                 bad++;
                 fprintf(stderr, "soak: violation: kinds %d and %d overlap\n", a, b);
-            }
-            if (a == K_LEASE && b == K_LEASE && ++leases > LEASES) {
-                bad++;
-                fprintf(stderr, "soak: violation: more than %d leases at once\n", LEASES);
             }
         }
     }
