@@ -51,7 +51,8 @@ extern "C" {
  * after it. *needed (may be NULL) is set to the text's length without the
  * NUL, whether or not it fit. Errors: ZKL_EINVAL (c or buf NULL), ZKL_ENOMEM
  * (len is not more than *needed: buf holds a cut text; call again with a
- * larger one). Any thread; it takes the client's lock for the time of the
+ * larger one, and leave some room: counters that gain a digit between the
+ * two calls make the text longer). Any thread; it takes the client's lock for the time of the
  * copy, and makes no ZooKeeper request.
  */
 zkl_status zkl_client_metrics(zkl_client *c, char *buf, size_t len, size_t *needed);
