@@ -15,6 +15,27 @@
 #include "faultproxy.h"
 #include "zkt.h"
 
+/*
+ * The text of c (NULL: the whole process's), need bytes or more: read again
+ * with a larger buffer while it does not fit, as zkl_client_metrics says a
+ * caller should (a counter may gain a digit between two calls). *need: its
+ * length.
+ */
+static char *read_text(zkl_client *c, size_t *need)
+{
+    char *buf = NULL;
+    for (int tries = 0;; tries++) {
+        size_t len = *need + 1 + (size_t)tries * 256;
+        zkl_status st;
+        buf = realloc(buf, len);
+        cr_assert(buf);
+        st = c ? zkl_client_metrics(c, buf, len, need) : zkl_process_metrics(buf, len, need);
+        if (st == ZKL_OK)
+            return buf;
+        cr_assert(st == ZKL_ENOMEM && tries < 5, "metrics: %s", zkl_errmsg());
+    }
+}
+
 static char *metrics(zkl_client *c)
 {
     size_t need = 0;
@@ -22,16 +43,7 @@ static char *metrics(zkl_client *c)
     cr_assert_eq(zkl_client_metrics(c, small, sizeof small, &need), ZKL_ENOMEM);
     cr_assert_gt(need, sizeof small);
     cr_assert(strstr(zkl_errmsg(), "bytes"), "%s", zkl_errmsg());
-    buf = NULL;
-    for (int tries = 0;; tries++) { /* a counter may gain a digit between two calls */
-        size_t len = need + 1 + (size_t)tries * 256;
-        zkl_status st;
-        buf = realloc(buf, len);
-        cr_assert(buf);
-        if ((st = zkl_client_metrics(c, buf, len, &need)) == ZKL_OK)
-            break;
-        cr_assert(st == ZKL_ENOMEM && tries < 5, "metrics: %s", zkl_errmsg());
-    }
+    buf = read_text(c, &need);
     cr_assert_eq(strlen(buf), need);
     return buf;
 }
@@ -385,19 +397,8 @@ Test(metrics, holds_whose_lease_ran_out_are_counted_when_told, .timeout = 90)
 static char *process_metrics(void)
 {
     size_t need = 0;
-    char *buf;
     cr_assert_eq(zkl_process_metrics((char[8]){0}, 8, &need), ZKL_ENOMEM);
-    buf = NULL;
-    for (int tries = 0;; tries++) { /* a counter may gain a digit between two calls */
-        size_t len = need + 1 + (size_t)tries * 256;
-        zkl_status st;
-        buf = realloc(buf, len);
-        cr_assert(buf);
-        if ((st = zkl_process_metrics(buf, len, &need)) == ZKL_OK)
-            break;
-        cr_assert(st == ZKL_ENOMEM && tries < 5, "process metrics: %s", zkl_errmsg());
-    }
-    return buf;
+    return read_text(NULL, &need);
 }
 
 /* How many lines of text start with prefix. */
