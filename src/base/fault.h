@@ -37,6 +37,7 @@ struct zkl_client;
     X(DISPATCH_PAUSE_US) /* zkl_client_dispatch pauses between its two steps */                    \
     X(EVENT_DELAY_MS)    /* the session watcher sleeps before it records a loss */                 \
     X(SLEEP_ON_CV)       /* c's worker and waits sleep on condition variables, not eventfds */     \
+    X(CHROOT_STALL_MS)   /* the chroot's handle waits this long after it connects (a timer) */     \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \

@@ -5,19 +5,26 @@
  * where it may not be made, the error names the chroot, not the lock path.
  */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zkt.h"
 
-/* A client on the test server, chrooted at root (which need not exist). */
-static zkl_client *client_at(const char *root)
+/* A client on the test server with options o (NULL: the defaults), chrooted
+ * at root (which need not exist). */
+static zkl_client *client_with(const char *root, const zkl_client_options *o)
 {
     char connect[1200];
     zkl_client *c = NULL;
     snprintf(connect, sizeof connect, "%s%s", zkt_servers(), root);
-    ok(zkl_client_open(connect, NULL, &c), "open with a chroot");
+    ok(zkl_client_open(connect, o, &c), "open with a chroot");
     return c;
+}
+
+static zkl_client *client_at(const char *root)
+{
+    return client_with(root, NULL);
 }
 
 /* Delete path and everything under it. */
@@ -173,4 +180,99 @@ Test(chroot, chroot_that_may_not_be_created_is_named, .timeout = 60)
     cr_assert_eq(zoo_delete(zh, parent, -1), ZOK);
     zookeeper_close(zh);
     free(parent);
+}
+
+/* An async acquire's outcome. */
+struct report {
+    _Atomic int calls;
+    _Atomic int st;
+};
+
+static void on_report(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct report *r = ud;
+    (void)op;
+    if (st != ZKL_OK)
+        cr_log_info("async acquire: %s", msg);
+    atomic_store(&r->st, st);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static int reported(void *arg)
+{
+    return atomic_load(&((struct report *)arg)->calls) > 0;
+}
+
+/*
+ * The chroot is made by steps that never block the worker (issue 38): while
+ * an async acquire's chroot handle waits (3 s after it connects, a fault),
+ * the worker goes on renewing the lease (a renewal every 667 ms at a 2 s
+ * session timeout), and the acquire is granted after the wait.
+ */
+Test(chroot, making_the_chroot_leaves_the_worker_free, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *top = zkt_path("chroot-async");
+    zkl_client_options o;
+    struct report r = {0, -1};
+    zkl_client *c;
+    zkl_mutex *m;
+    zkl_op *op = NULL;
+    uint64_t n0, n1;
+    int64_t t0;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 2000;
+    c = client_with(top, &o);
+    zkt_fault_set(c, ZKL__FAULT_CHROOT_STALL_MS, 3000);
+    ok(zkl_mutex_create(c, "/locks/m", &m), "create");
+    t0 = zkt_now_ms();
+    ok(zkl_mutex_acquire_async(m, 20000, on_report, &r, &op), "acquire async");
+    zkt_sleep_ms(400);
+    n0 = zkt_lease_syncs(c);
+    zkt_sleep_ms(2000);
+    n1 = zkt_lease_syncs(c);
+    cr_assert_not(reported(&r), "granted before the chroot's handle waited out its 3 s");
+    cr_assert_geq(n1 - n0, 2, "%llu lease renewals in 2 s while the chroot was being made",
+                  (unsigned long long)(n1 - n0));
+    cr_assert(zkt_wait_for(reported, &r, 15000), "no outcome");
+    cr_assert_eq(atomic_load(&r.st), ZKL_OK);
+    cr_assert_geq(zkt_now_ms() - t0, 3000, "the chroot's handle did not wait");
+    assert_persistent(zh, top);
+    cr_log_info("%llu renewals in 2 s while the chroot was being made",
+                (unsigned long long)(n1 - n0));
+    ok(zkl_op_release(op), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    remove_tree(zh, top);
+    zookeeper_close(zh);
+    free(top);
+}
+
+/* An async acquire canceled while its chroot is being made ends at once,
+ * ZKL_ECANCELED, and makes nothing. */
+Test(chroot, cancel_while_making_the_chroot, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *top = zkt_path("chroot-cancel");
+    struct report r = {0, -1};
+    zkl_client *c = client_at(top);
+    zkl_mutex *m;
+    zkl_op *op = NULL;
+    int64_t t0;
+    zkt_fault_set(c, ZKL__FAULT_CHROOT_STALL_MS, 10000);
+    ok(zkl_mutex_create(c, "/locks/m", &m), "create");
+    ok(zkl_mutex_acquire_async(m, 20000, on_report, &r, &op), "acquire async");
+    zkt_sleep_ms(300);
+    t0 = zkt_now_ms();
+    ok(zkl_op_cancel(op), "cancel");
+    cr_assert(zkt_wait_for(reported, &r, 5000), "no outcome after the cancel");
+    cr_assert_eq(atomic_load(&r.st), ZKL_ECANCELED, "got %s",
+                 zkl_strerror((zkl_status)atomic_load(&r.st)));
+    cr_assert_lt(zkt_now_ms() - t0, 2000, "the cancel waited for the chroot's handle");
+    cr_assert_eq(zoo_exists(zh, top, 0, NULL), ZNONODE, "the chroot was made all the same");
+    ok(zkl_op_release(op), "release of a canceled handle");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(top);
 }

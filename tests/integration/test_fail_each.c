@@ -57,7 +57,8 @@ enum kind {
     CONTENDED,
     SEM_CONTENDED,
     ASYNC,
-    LONG_LINE
+    LONG_LINE,
+    CHROOT
 };
 
 /*
@@ -570,6 +571,21 @@ static void async_cycle(zkl_client *c, const char *path, long n)
     mutex_done(holder, n);
 }
 
+/* Under a chroot that does not exist yet (the client's connect string ends
+ * in path + "/root", made again in every run): an async acquire, whose
+ * chroot job runs on the worker, then the blocking cycle. */
+static void chroot_cycle(zkl_client *c, long n)
+{
+    async_wait(c, NULL, "/m", false, false, n);
+    mutex_cycle(c, "/m", n);
+}
+
+/* path + "/root", the CHROOT kind's chroot. */
+static void chroot_of(char *buf, size_t size, const char *path)
+{
+    snprintf(buf, size, "%s/root", path);
+}
+
 /*
  * One client: open, one recipe's cycle, drain, close. Returns how many
  * calls of the failing kind zklock made meanwhile.
@@ -579,11 +595,14 @@ static long scenario(const char *path, enum kind k, long fail_at)
     zkl_client_options o;
     zkl_client *c = NULL;
     zkl_status st;
+    char connect[1400], root[400];
+    chroot_of(root, sizeof root, path);
+    snprintf(connect, sizeof connect, "%s%s", zkt_servers(), k == CHROOT ? root : "");
     zkl_client_options_init(&o);
     o.connect_timeout_ms = 10000;
     zkt_countdown_reset(FAULTS);
     zkt_countdown_arm(FAULTS, fail_at);
-    st = zkl_client_open(zkt_servers(), &o, &c);
+    st = zkl_client_open(connect, &o, &c);
     short_or_ok(st, "zkl_client_open", fail_at);
     if (st != ZKL_OK)
         goto out;
@@ -603,6 +622,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         async_cycle(c, path, fail_at);
     else if (k == LONG_LINE)
         long_line_cycle(c, path, fail_at);
+    else if (k == CHROOT)
+        chroot_cycle(c, fail_at);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -639,6 +660,17 @@ static int left_behind(zhandle_t *zh, const char *path, enum kind k)
         snprintf(pa, sizeof pa, "%s-a", path);
         snprintf(pb, sizeof pb, "%s-b", path);
         return nodes_under(zh, path) + nodes_under(zh, pa) + nodes_under(zh, pb);
+    }
+    if (k == CHROOT) { /* the lock's nodes; then the chroot goes, for the next run to make */
+        char root[400], m[420];
+        int n;
+        chroot_of(root, sizeof root, path);
+        snprintf(m, sizeof m, "%s/m", root);
+        n = nodes_under(zh, m);
+        (void)zoo_delete(zh, m, -1);
+        (void)zoo_delete(zh, root, -1);
+        (void)zoo_delete(zh, path, -1);
+        return n;
     }
     if (k == LONG_LINE) /* the other session's line stays */
         return zkt_children_settle(zh, path, LINE_NODES) - LINE_NODES;
@@ -721,6 +753,11 @@ Test(SUITE, contended_cycle, .timeout = 600)
 Test(SUITE, contended_semaphore_cycle, .timeout = 600)
 {
     fail_each(SEM_CONTENDED, PREFIX "-semaphore-contended");
+}
+
+Test(SUITE, chroot_cycle, .timeout = 600)
+{
+    fail_each(CHROOT, PREFIX "-chroot");
 }
 
 Test(SUITE, async_cycle, .timeout = 600)

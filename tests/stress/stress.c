@@ -584,6 +584,69 @@ static int async_mix(void)
     return 0;
 }
 
+/* ---- the chroot, made by async acquires of two clients at once, some canceled ---- */
+
+/* Delete path (a node the library leaves by design, such as a chroot) through a handle of our own.
+ */
+static void remove_node(const char *path)
+{
+    zhandle_t *zh = zookeeper_init(servers, NULL, 10000, NULL, NULL, 0);
+    int i;
+    for (i = 0; zh && zoo_state(zh) != ZOO_CONNECTED_STATE && i < 1000; i++)
+        sleep_ms(10);
+    if (zh) {
+        (void)zoo_delete(zh, path, -1);
+        zookeeper_close(zh);
+    }
+}
+
+static int async_chroot(void)
+{
+    struct async_shared as;
+    char root[256], connect[1400];
+    zkl_client_options o;
+    zkl_client *c[2] = {NULL, NULL};
+    zkl_mutex *m[2] = {NULL, NULL};
+    zkl_op *ops[8];
+    int i, n = 8, waited = 0;
+    memset(&as, 0, sizeof as);
+    path_for(root, sizeof root, "chroot");
+    snprintf(connect, sizeof connect, "%s%s", servers, root);
+    zkl_client_options_init(&o);
+    for (i = 0; i < 2; i++) {
+        CHECK(zkl_client_open(connect, &o, &c[i]) == ZKL_OK, "open: %s", zkl_errmsg());
+        CHECK(zkl_mutex_create(c[i], "/m", &m[i]) == ZKL_OK, "create");
+    }
+    for (i = 0; i < n; i++)
+        CHECK(zkl_mutex_acquire_async(m[i % 2], 60000, i % 4 ? async_cb : async_cb_keep, &as,
+                                      &ops[i]) == ZKL_OK,
+              "acquire_async");
+    for (i = 0; i < n; i += 4) { /* canceled as their chroot jobs run, or granted */
+        if (zkl_op_cancel(ops[i]) == ZKL_OK)
+            atomic_fetch_add(&as.canceled_ok, 1);
+        else
+            while (!zkl_op_is_held(ops[i]) && atomic_load(&as.ended) < n)
+                sleep_ms(1);
+        while (zkl_op_release(ops[i]) == ZKL_EBUSY) /* not reported yet */
+            sleep_ms(1);
+    }
+    while (atomic_load(&as.ended) < n && waited++ < 6000)
+        sleep_ms(10);
+    CHECK(atomic_load(&as.ended) == n, "%d of %d ended", atomic_load(&as.ended), n);
+    CHECK(atomic_load(&as.sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&as.sh.errors) == 0, "%d errors", atomic_load(&as.sh.errors));
+    CHECK(atomic_load(&as.granted) + atomic_load(&as.canceled_ok) == n, "granted %d, canceled %d",
+          atomic_load(&as.granted), atomic_load(&as.canceled_ok));
+    for (i = 0; i < 2; i++) {
+        CHECK(zkl_mutex_destroy(m[i]) == ZKL_OK, "destroy");
+        zkl_client_close(c[i]);
+    }
+    snprintf(connect, sizeof connect, "%s/m", root);
+    remove_node(connect); /* the lock's container, if not reaped yet */
+    remove_node(root);
+    return 0;
+}
+
 /* ---- local hand-off: threads of one client pass one node, a remote client contends ---- */
 
 struct cohort_run {
@@ -667,6 +730,7 @@ int main(int argc, char **argv)
     run("revoke_and_notice", revoke_and_notice);
     run("destroy_during_notice", destroy_during_notice);
     run("async_mix", async_mix);
+    run("async_chroot", async_chroot);
     run("local_handoff", local_handoff);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

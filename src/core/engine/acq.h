@@ -133,10 +133,11 @@ struct zkl__acq {
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;
     int attempt, parents, restarts, fault;
-    int32_t await_seq;            /* the note awaited (ZKL__AF_AWAITING), until await_until */
-    char *mk;                     /* mkdirs: the path being made */
-    size_t mk_at;                 /* how much of a->path it is */
-    struct zkl__heldback *merged; /* held-back deletes riding in our multi */
+    int32_t await_seq;              /* the note awaited (ZKL__AF_AWAITING), until await_until */
+    char *mk;                       /* mkdirs: the path being made */
+    struct zkl__chroot_job *chroot; /* making the connect string's chroot (services/chroot.h) */
+    size_t mk_at;                   /* how much of a->path it is */
+    struct zkl__heldback *merged;   /* held-back deletes riding in our multi */
     /* requests in flight (at most three: a write and its listing, or the watches) */
     zkl__req *k[3];
     int nk;

@@ -59,6 +59,34 @@ static char *make_want(const zkl__acq *op)
 static zkl__step_result after_create(zkl__acq *op, int rc);
 static zkl__step_result step_recover(zkl__acq *op);
 
+/* ---- the chroot, made by a job of its own (services/chroot.h) ---- */
+
+static zkl__step_result chroot_done(zkl__acq *op, zkl_status st)
+{
+    zkl__chroot_end(op->chroot);
+    op->chroot = NULL;
+    if (st != ZKL_OK)
+        return zkl__acq_fail(op, st);
+    op->step = zkl__step_create;
+    return ZKL__STEP_AGAIN;
+}
+
+/* The job started, then looked at whenever it tells or its timer is due. */
+static zkl__step_result step_chroot(zkl__acq *op)
+{
+    zkl_status st;
+    int64_t wake;
+    if (zkl__acq_canceled(op))
+        return chroot_done(op, zkl__acq_gave_up(op, "making the chroot for"));
+    if (!op->chroot &&
+        (st = zkl__chroot_start(op->c, op->a.deadline, zkl__acq_notify, op, &op->chroot)) != ZKL_OK)
+        return zkl__acq_fail(op, st);
+    if (zkl__chroot_poll(op->chroot, &st, &wake))
+        return chroot_done(op, st);
+    (void)zkl__acq_sleep(op, wake);
+    return ZKL__STEP_YIELD;
+}
+
 /* ---- the parents: made as containers, bottom-up as Curator 5.7+ ---- */
 
 static zkl__step_result after_parents(zkl__acq *op, int rc)
@@ -70,12 +98,8 @@ static zkl__step_result after_parents(zkl__acq *op, int rc)
         return ZKL__STEP_AGAIN;
     }
     if (rc == ZNONODE && zkl__chroot_of(op->c->connect)) {
-        /* the root always exists: what is missing is the chroot (made once,
-         * on a handle of its own: this one step may block) */
-        zkl_status st = zkl__chroot_make(op->c, op->a.deadline);
-        if (st != ZKL_OK)
-            return zkl__acq_fail(op, st);
-        op->step = zkl__step_create;
+        /* the root always exists: what is missing is the chroot */
+        op->step = step_chroot;
         return ZKL__STEP_AGAIN;
     }
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)

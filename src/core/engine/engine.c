@@ -200,6 +200,7 @@ void zkl__acq_free(zkl__acq *op)
     zkl__acq_flight_end(op);
     zkl__inproc_drop(op->inproc, op->bell_seq, op);
     zkl__inproc_put(op->inproc);
+    zkl__chroot_end(op->chroot); /* an op freed as it made the chroot */
     pthread_mutex_lock(&c->mu);
     heap_remove(c->engine, op);
     DL_DELETE(c->engine->live, op);
