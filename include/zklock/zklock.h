@@ -14,6 +14,7 @@
 #include "inspect.h"
 #include "async.h"
 #include "metrics.h"
+#include "guard.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/async/async.h"
+#include "core/engine/guarded.h"
 #include "core/objects/lockobj.h"
 #include "recipes/sides.h"
 #include "zklock/multilock.h"
@@ -338,6 +339,48 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
     ml->acquired--;
     pthread_mutex_unlock(&ml->mu);
     return first;
+}
+
+/* The calling thread's hold of member m, copied into h (h->node the caller's). */
+static zkl_status member_hold(const member *m, zkl__hold *h)
+{
+    if (m->side)
+        return zkl__side_current(m->side, h);
+    return zkl__semaphore_mutex_hold(m->lock, h);
+}
+
+zkl_status zkl_multilock_guarded_write(zkl_multilock *ml, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    const char *fn = "zkl_multilock_guarded_write";
+    zkl__hold *holds;
+    zkl_status st = ZKL_OK;
+    size_t i, got = 0;
+    int acquired;
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!ml)
+        return zkl__fail(ZKL_EINVAL, "%s: NULL set", fn);
+    pthread_mutex_lock(&ml->mu);
+    acquired = ml->acquired;
+    pthread_mutex_unlock(&ml->mu);
+    if (acquired == 0 || ml->n == 0)
+        return zkl__fail(ZKL_ENOTOWNER, "%s: not acquired", fn);
+    if (ml->n > ZKL_GUARD_CHECKS_MAX)
+        return zkl__fail(ZKL_EINVAL, "%s: %zu members (at most %d in one transaction)", fn, ml->n,
+                         ZKL_GUARD_CHECKS_MAX);
+    if (!(holds = calloc(ml->n, sizeof *holds)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    for (got = 0; got < ml->n && st == ZKL_OK; got++)
+        if ((st = member_hold(&ml->v[got], &holds[got])) != ZKL_OK)
+            st = zkl__fail_prefix(st, "%s: member %zu: ", fn, got + 1);
+    if (st == ZKL_OK)
+        st = zkl__guarded_write(holds, (int)ml->n, w, n, failed, fn);
+    for (i = 0; i < got; i++)
+        free(holds[i].node);
+    free(holds);
+    return st;
 }
 
 zkl_status zkl_multilock_destroy(zkl_multilock *ml)

@@ -155,6 +155,21 @@ zkl_status zkl_mutex_node(zkl_mutex *m, char **node)
     return zkl__side_node(&m->side, node);
 }
 
+zkl_status zkl_mutex_guarded_write(zkl_mutex *m, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_status st;
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!m)
+        return zkl__fail(ZKL_EINVAL, "zkl_mutex_guarded_write: mutex is NULL");
+    zkl__lockobj_enter(&m->obj);
+    st = zkl__side_guarded(&m->side, w, n, failed, "zkl_mutex_guarded_write");
+    zkl__lockobj_leave(&m->obj);
+    return st;
+}
+
 zkl_status zkl_mutex_participants(zkl_mutex *m, char ***paths, size_t *n)
 {
     ZKL__REFUSE_IN_LOG();

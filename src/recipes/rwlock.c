@@ -251,6 +251,34 @@ zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
     return st;
 }
 
+/* The calling thread's hold of side sd of l, guarding w. */
+static zkl_status guarded(zkl_rwlock *l, bool write, zkl_write *w, size_t n, size_t *failed)
+{
+    const char *fn = write ? "zkl_rwlock_write_guarded_write" : "zkl_rwlock_read_guarded_write";
+    zkl_status st;
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "%s: lock is NULL", fn);
+    zkl__lockobj_enter(&l->obj);
+    st = zkl__side_guarded(write ? &l->write : &l->read, w, n, failed, fn);
+    zkl__lockobj_leave(&l->obj);
+    return st;
+}
+
+zkl_status zkl_rwlock_read_guarded_write(zkl_rwlock *l, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    return guarded(l, false, w, n, failed);
+}
+
+zkl_status zkl_rwlock_write_guarded_write(zkl_rwlock *l, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    return guarded(l, true, w, n, failed);
+}
+
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n)
 {
     ZKL__REFUSE_IN_LOG();

@@ -18,12 +18,14 @@
 
 #include "base/log.h"
 #include "core/async/async.h"
+#include "core/engine/guarded.h"
 #include "core/engine/internals.h"
 #include "core/objects/lockobj.h"
 #include "services/lease.h"
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "recipes/sides.h"
 #include "zklock/semaphore.h"
 
 struct zkl_semaphore {
@@ -433,6 +435,22 @@ int64_t zkl_lease_fencing_token(const zkl_lease *l)
 const char *zkl_lease_node(const zkl_lease *l)
 {
     return l ? l->hold.node : NULL;
+}
+
+zkl_status zkl_lease_guarded_write(zkl_lease *l, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_lease_guarded_write: lease is NULL");
+    return zkl__guarded_write(&l->hold, 1, w, n, failed, "zkl_lease_guarded_write");
+}
+
+const zkl__hold *zkl__lease_hold(const zkl_lease *l)
+{
+    return &l->hold;
 }
 
 zkl_status zkl_semaphore_participants(zkl_semaphore *s, char ***paths, size_t *n)

@@ -5,10 +5,13 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "session/client.h"
 #include "base/status.h"
+#include "core/engine/internals.h"
+#include "recipes/sides.h"
 #include "zklock/semaphore.h"
 
 struct zkl_semaphore_mutex {
@@ -89,6 +92,17 @@ zkl_status zkl_semaphore_mutex_acquire(zkl_semaphore_mutex *m, int timeout_ms)
     if (stale)
         zkl_lease_return(stale);
     return ZKL_OK;
+}
+
+zkl_status zkl__semaphore_mutex_hold(zkl_semaphore_mutex *m, zkl__hold *h)
+{
+    zkl_status st;
+    memset(h, 0, sizeof *h);
+    pthread_mutex_lock(&m->mu);
+    st = m->lease ? zkl__hold_copy(zkl__lease_hold(m->lease), h)
+                  : zkl__fail(ZKL_ENOTOWNER, "the semaphore mutex is not held");
+    pthread_mutex_unlock(&m->mu);
+    return st;
 }
 
 zkl_status zkl_semaphore_mutex_release(zkl_semaphore_mutex *m)

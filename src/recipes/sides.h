@@ -10,8 +10,13 @@
 #include "core/objects/reentrant.h"
 #include "zklock/mutex.h"
 #include "zklock/rwlock.h"
+#include "zklock/semaphore.h"
 
 zkl__side *zkl__mutex_side(zkl_mutex *m);
 zkl__side *zkl__rwlock_side(zkl_rwlock *l, bool write);
+/* A lease's hold (the lease's own). */
+const zkl__hold *zkl__lease_hold(const zkl_lease *l);
+/* A copy of m's hold (the caller frees h->node); ZKL_ENOTOWNER if m holds nothing. */
+zkl_status zkl__semaphore_mutex_hold(zkl_semaphore_mutex *m, zkl__hold *h);
 
 #endif

@@ -53,6 +53,12 @@ void zkl__call_free(call *k);
 void zkl__call_done(call *k, int rc);
 /* A listing's names in one new block (empty if none); -1 on no memory. */
 int zkl__names_copy(const struct String_vector *sv, zkl__names *out);
+/*
+ * Wait for k's reply, or until this thread's call deadline (calls.h): its
+ * rc, or ZOPERATIONTIMEOUT. *answered: the reply came (only then may its
+ * results be read). The waiter keeps its reference.
+ */
+int zkl__call_wait(call *k, bool *answered);
 /* Drop one reference (the requester's after it took its results, or the completion's). */
 void zkl__call_put(call *k);
 

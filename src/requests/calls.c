@@ -28,16 +28,23 @@ int64_t zkl__call_deadline(int64_t deadline)
  * ZOPERATIONTIMEOUT (retryable: the request may still be applied). The
  * waiter still holds its reference: drop it after taking the results.
  */
-static int req_wait(zkl__req *k)
+int zkl__call_wait(zkl__req *k, bool *answered)
 {
     int rc;
     pthread_mutex_lock(&k->mu);
     while (!k->done)
         if (zkl__cond_wait_until(&k->cv, &k->mu, call_deadline) == ETIMEDOUT)
             break;
+    *answered = k->done != 0;
     rc = k->done ? k->rc : ZOPERATIONTIMEOUT;
     pthread_mutex_unlock(&k->mu);
     return rc;
+}
+
+static int req_wait(zkl__req *k)
+{
+    bool answered;
+    return zkl__call_wait(k, &answered);
 }
 
 /* Wait for a request sent (k) or not (NULL, with send_rc); the rc. Keeps k. */

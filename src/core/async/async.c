@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/engine/guarded.h"
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -377,6 +378,21 @@ zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
         return st; /* the create rode in a multi: asked once, remembered */
     *token = h->czxid;
     return ZKL_OK;
+}
+
+zkl_status zkl_op_guarded_write(zkl_op *op, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__hold *h = NULL;
+    zkl_status st;
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!op)
+        return zkl__fail(ZKL_EINVAL, "zkl_op_guarded_write: handle is NULL");
+    if ((st = first_hold(op, "zkl_op_guarded_write", &h)) != ZKL_OK)
+        return st;
+    return zkl__guarded_write(op->holds, op->nholds, w, n, failed, "zkl_op_guarded_write");
 }
 
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)

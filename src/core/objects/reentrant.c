@@ -8,6 +8,7 @@
 #include "core/objects/cohort.h"
 #include "core/objects/stats.h"
 #include "core/objects/reentrant.h"
+#include "core/engine/guarded.h"
 #include "base/status.h"
 #include "base/util.h"
 
@@ -280,6 +281,17 @@ zkl_status zkl__side_node(zkl__side *sd, char **node)
         return st;
     *node = h.node;
     return ZKL_OK;
+}
+
+zkl_status zkl__side_guarded(zkl__side *sd, zkl_write *w, size_t n, size_t *failed, const char *fn)
+{
+    zkl__hold h;
+    zkl_status st = zkl__side_current(sd, &h);
+    if (st != ZKL_OK)
+        return zkl__fail_prefix(st, "%s: ", fn);
+    st = zkl__guarded_write(&h, 1, w, n, failed, fn);
+    free(h.node);
+    return st;
 }
 
 zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms)

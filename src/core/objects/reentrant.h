@@ -11,6 +11,7 @@
 
 #include "core/objects/holders.h"
 #include "core/engine/internals.h"
+#include "zklock/guard.h"
 
 typedef struct zkl__side {
     zkl_client *c;
@@ -70,5 +71,7 @@ zkl_status zkl__side_token(zkl__side *sd, int64_t *token);
 /* Time left on the calling thread's hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
 zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms);
 zkl_status zkl__side_node(zkl__side *sd, char **node);
+/* A guarded write (zklock/guard.h) behind the calling thread's hold of sd; fn: the public call. */
+zkl_status zkl__side_guarded(zkl__side *sd, zkl_write *w, size_t n, size_t *failed, const char *fn);
 
 #endif

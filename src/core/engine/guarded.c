@@ -1,0 +1,181 @@
+/*
+ * guarded.c - a guarded write of holds (guarded.h; zklock/guard.h says what
+ * the caller sees): the writes checked, the holds' session found, the one
+ * multi sent (requests/guarded.c), and its answer read as a status.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/guarded.h"
+#include "base/path.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "requests/calls.h"
+#include "requests/guarded.h"
+#include "requests/rc.h"
+#include "services/lease.h"
+
+static const char *type_name(zkl_write_type t)
+{
+    switch (t) {
+    case ZKL_WRITE_CREATE: return "create";
+    case ZKL_WRITE_DELETE: return "delete";
+    case ZKL_WRITE_SET: return "set";
+    case ZKL_WRITE_CHECK: return "check";
+    default: return "write";
+    }
+}
+
+/* w's own check: ZKL_OK, or why not (the message names write i). */
+static zkl_status check_write(const zkl_write *w, size_t i, const char *fn)
+{
+    zkl_status st;
+    if (w->type < ZKL_WRITE_CREATE || w->type > ZKL_WRITE_CHECK)
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: unknown type %d", fn, i, (int)w->type);
+    if (!w->path)
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: NULL path", fn, i);
+    if (w->version < -1)
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: version %d (-1 for any, or 0 and up)", fn, i,
+                         w->version);
+    if (w->type == ZKL_WRITE_CREATE &&
+        (w->mode < ZKL_CREATE_PERSISTENT || w->mode > ZKL_CREATE_CONTAINER))
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: unknown create mode %d", fn, i, w->mode);
+    if ((w->type == ZKL_WRITE_CREATE || w->type == ZKL_WRITE_SET) &&
+        (w->len < 0 || w->len > ZKL_NODE_DATA_MAX || (w->len > 0 && !w->data)))
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: data length %d (0 to %d, with data)", fn, i,
+                         w->len, ZKL_NODE_DATA_MAX);
+    if ((w->type == ZKL_WRITE_CREATE) && w->created && w->created_len == 0)
+        return zkl__fail(ZKL_EINVAL, "%s: write %zu: a created-path buffer of size 0", fn, i);
+    /* a sequential create's path gets a number: ZooKeeper checks it so
+     * (PathUtils.validatePath), and "/queue/" is a good one */
+    if (w->type == ZKL_WRITE_CREATE && (w->mode & ZKL_CREATE_PERSISTENT_SEQUENTIAL)) {
+        size_t len = strlen(w->path);
+        char *p = malloc(len + 2);
+        if (!p)
+            return zkl__fail(ZKL_ENOMEM, "out of memory");
+        memcpy(p, w->path, len);
+        memcpy(p + len, "1", 2);
+        st = zkl__path_validate(p);
+        free(p);
+    } else {
+        st = zkl__path_validate(w->path);
+    }
+    if (st != ZKL_OK)
+        return zkl__fail_prefix(st, "%s: write %zu (%s %s): ", fn, i, type_name(w->type), w->path);
+    return ZKL_OK;
+}
+
+static zkl_status check_writes(const zkl_write *w, size_t n, size_t *failed, const char *fn)
+{
+    size_t i;
+    zkl_status st;
+    if (!w || n == 0)
+        return zkl__fail(ZKL_EINVAL, "%s: no writes", fn);
+    if (n > ZKL_GUARDED_MAX)
+        return zkl__fail(ZKL_EINVAL, "%s: %zu writes (at most %d in one transaction)", fn, n,
+                         ZKL_GUARDED_MAX);
+    for (i = 0; i < n; i++)
+        if ((st = check_write(&w[i], i, fn)) != ZKL_OK) {
+            *failed = i;
+            return st;
+        }
+    return ZKL_OK;
+}
+
+/* The multi's answer as a status (nothing applied unless ZKL_OK or ZKL_ECONNLOSS). */
+static zkl_status outcome(const zkl__hold *holds, int nh, const zkl_write *w, int rc, int bad,
+                          size_t *failed, const char *fn)
+{
+    if (rc == ZOK)
+        return ZKL_OK;
+    if (bad >= 0 && bad < nh)
+        return zkl__fail(ZKL_ELOST,
+                         "%s: the hold's node %s is gone (the lock was lost): nothing "
+                         "was applied",
+                         fn, holds[bad].node);
+    if (bad >= nh) {
+        *failed = (size_t)(bad - nh);
+        return zkl__fail(w[*failed].rc == ZNOAUTH ? ZKL_ENOAUTH : ZKL_EZK,
+                         "%s: write %zu (%s %s) was refused: %s; nothing was applied", fn, *failed,
+                         type_name(w[*failed].type), w[*failed].path, zerror(w[*failed].rc));
+    }
+    switch (rc) {
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:
+    case ZAUTHFAILED:
+        return zkl__fail(ZKL_ELOST, "%s: the hold's session is gone (%s): nothing was applied", fn,
+                         zerror(rc));
+    case ZSYSTEMERROR: return zkl__fail(ZKL_ENOMEM, "%s: out of memory: nothing was sent", fn);
+    case ZBADARGUMENTS:
+    case ZMARSHALLINGERROR:
+        return zkl__fail(ZKL_EINVAL,
+                         "%s: the transaction could not be sent (%s): nothing was "
+                         "applied",
+                         fn, zerror(rc));
+    default:
+        return zkl__fail(ZKL_ECONNLOSS,
+                         "%s: %s with the transaction in flight: it may or may not have been "
+                         "applied (read back one of its writes to tell)",
+                         fn, rc == ZOPERATIONTIMEOUT ? "no reply in time" : zerror(rc));
+    }
+}
+
+/* The session of holds' epoch, with a reference; ZKL_ELOST if it is not the current one. */
+static zkl_status session_of(zkl_client *c, uint64_t epoch, zkl__session **s, const char *fn)
+{
+    zkl_status st = zkl__session_get(c, zkl__now_ms() + c->opts.connect_timeout_ms, s);
+    if (st != ZKL_OK)
+        return st;
+    if ((*s)->epoch != epoch) {
+        zkl__session_put(*s);
+        *s = NULL;
+        return zkl__fail(ZKL_ELOST, "%s: the hold's session is gone: nothing was sent", fn);
+    }
+    return ZKL_OK;
+}
+
+zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size_t n,
+                              size_t *failed, const char *fn)
+{
+    zkl_client *c;
+    char *guard[ZKL_GUARD_CHECKS_MAX];
+    zkl__session *s = NULL;
+    size_t unused;
+    zkl_status st;
+    int64_t prev;
+    int i, rc, bad;
+    if (!failed)
+        failed = &unused;
+    *failed = SIZE_MAX;
+    if ((st = check_writes(w, n, failed, fn)) != ZKL_OK)
+        return st;
+    if (nh < 1 || nh > ZKL_GUARD_CHECKS_MAX)
+        return zkl__fail(ZKL_EINVAL, "%s: %d lock nodes to check (1 to %d)", fn, nh,
+                         ZKL_GUARD_CHECKS_MAX);
+    c = holds[0].c;
+    if (zkl__forked(c)) /* the parent's session: never this process's to write in */
+        return zkl__fail(ZKL_ELOST,
+                         "%s: the hold belongs to the parent of this fork()ed process: nothing "
+                         "was sent",
+                         fn);
+    for (i = 0; i < nh; i++) {
+        if (holds[i].c != c)
+            return zkl__fail(ZKL_EINVAL,
+                             "%s: the holds are on more than one client (one transaction runs "
+                             "on one session)",
+                             fn);
+        if (holds[i].epoch != holds[0].epoch || !zkl__hold_alive(c, holds[i].epoch))
+            return zkl__fail(
+                ZKL_ELOST, "%s: the hold was lost with its session or lease: nothing was sent", fn);
+        guard[i] = holds[i].node;
+    }
+    if ((st = session_of(c, holds[0].epoch, &s, fn)) != ZKL_OK)
+        return st;
+    prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
+    rc = zkl__zk_guarded(s, guard, nh, w, (int)n, &bad);
+    zkl__call_deadline(prev);
+    zkl__session_put(s);
+    return outcome(holds, nh, w, rc, bad, failed, fn);
+}

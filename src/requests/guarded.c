@@ -1,0 +1,142 @@
+/*
+ * guarded.c - the multi transaction of a guarded write (guarded.h): checks
+ * of the guard nodes, then the caller's writes, sent on one session and
+ * waited for on the calling thread.
+ *
+ * The ZooKeeper client writes a multi's results (the per-op codes, a set's
+ * stat, a create's path) when the reply comes, which may be after the
+ * caller gave up at its call deadline: those buffers live in one block
+ * owned by the call (its results), and are copied out only once answered.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "requests/guarded.h"
+#include "base/path.h"
+#include "base/util.h"
+#include "requests/call.h"
+#include "requests/calls.h"
+
+/* A create's path buffer in the block: room for the path and a sequence suffix. */
+#define CREATED_ROOM (ZKL_PATH_MAX + 16)
+
+/* The block's parts, for nops ops of which n are the caller's writes. */
+typedef struct layout {
+    zoo_op_result_t *results; /* nops */
+    struct Stat *stats;       /* n: the writes' (a set's) */
+    char *paths;              /* n * CREATED_ROOM: the writes' (a create's) */
+} layout;
+
+static size_t block_size(int nops, int n)
+{
+    return sizeof(zoo_op_result_t) * (size_t)nops + sizeof(struct Stat) * (size_t)n +
+           (size_t)CREATED_ROOM * (size_t)n;
+}
+
+static layout layout_of(void *block, int nops, int n)
+{
+    layout l;
+    l.results = block;
+    l.stats = (struct Stat *)(l.results + nops);
+    l.paths = (char *)(l.stats + n);
+    return l;
+}
+
+static void op_of(zoo_op_t *op, const zkl_write *w, const struct ACL_vector *acl, char *path,
+                  struct Stat *stat)
+{
+    const char *data = w->data ? (const char *)w->data : NULL;
+    int len = w->data ? w->len : -1;
+    switch (w->type) {
+    case ZKL_WRITE_CREATE:
+        zoo_create_op_init(op, w->path, data, len, acl, w->mode, path, CREATED_ROOM);
+        break;
+    case ZKL_WRITE_DELETE: zoo_delete_op_init(op, w->path, w->version); break;
+    case ZKL_WRITE_SET: zoo_set_op_init(op, w->path, data, len, w->version, stat); break;
+    default: zoo_check_op_init(op, w->path, w->version); break;
+    }
+}
+
+static void stat_copy(zkl_stat *to, const struct Stat *from)
+{
+    to->czxid = from->czxid;
+    to->mzxid = from->mzxid;
+    to->pzxid = from->pzxid;
+    to->ctime = from->ctime;
+    to->mtime = from->mtime;
+    to->ephemeral_owner = from->ephemeralOwner;
+    to->version = from->version;
+    to->cversion = from->cversion;
+    to->aversion = from->aversion;
+    to->data_length = from->dataLength;
+    to->num_children = from->numChildren;
+}
+
+/* The answered call's results (its rc) into w, and *bad: the first op that
+ * failed, -1: none (a multi the server never processed has no op results). */
+static void results_out(const call *k, int rc, int ng, zkl_write *w, int n, int *bad)
+{
+    int nops = ng + n, i;
+    layout l = layout_of(k->results, nops, n);
+    *bad = -1;
+    for (i = 0; i < nops; i++)
+        if (l.results[i].err != ZOK && *bad < 0)
+            *bad = i;
+    for (i = 0; i < n; i++) {
+        w[i].rc = rc != ZOK && *bad < 0 ? rc : l.results[ng + i].err;
+        memset(&w[i].stat, 0, sizeof w[i].stat);
+        if (w[i].rc != ZOK)
+            continue;
+        if (w[i].type == ZKL_WRITE_SET)
+            stat_copy(&w[i].stat, &l.stats[i]);
+        if (w[i].type == ZKL_WRITE_CREATE && w[i].created && w[i].created_len > 0) {
+            const char *made = l.paths + (size_t)i * CREATED_ROOM;
+            size_t m = strnlen(made, CREATED_ROOM - 1);
+            if (m >= w[i].created_len)
+                m = w[i].created_len - 1;
+            memcpy(w[i].created, made, m);
+            w[i].created[m] = '\0';
+        }
+    }
+}
+
+int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, int n, int *bad)
+{
+    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    int nops = ng + n, i, rc;
+    bool answered;
+    zoo_op_t *ops;
+    call *k;
+    layout l;
+    *bad = -1;
+    ops = calloc((size_t)nops, sizeof *ops);
+    k = ops ? zkl__call_new(s) : NULL;
+    if (k && !(k->results = calloc(1, block_size(nops, n)))) {
+        zkl__call_free(k);
+        k = NULL;
+    }
+    if (!k) {
+        free(ops);
+        return ZSYSTEMERROR;
+    }
+    l = layout_of(k->results, nops, n);
+    for (i = 0; i < ng; i++)
+        zoo_check_op_init(&ops[i], guard[i], -1);
+    for (i = 0; i < n; i++)
+        op_of(&ops[ng + i], &w[i], acl, l.paths + (size_t)i * CREATED_ROOM, &l.stats[i]);
+    zkl__call_proves(k);
+    zkl__count_request(s->c, ZKL__REQ_MULTI);
+    rc = zoo_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
+    free(ops); /* the client serialised them */
+    if (rc != ZOK) {
+        zkl__call_free(k);
+        return rc;
+    }
+    rc = zkl__call_wait(k, &answered);
+    if (answered)
+        results_out(k, rc, ng, w, n, bad);
+    for (i = 0; !answered && i < n; i++)
+        w[i].rc = rc;
+    zkl__call_put(k);
+    return rc;
+}

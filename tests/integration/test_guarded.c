@@ -1,0 +1,469 @@
+/*
+ * test_guarded.c - guarded writes (zklock/guard.h, issue 39): for every kind
+ * of hold, the writes apply while it is held, and are refused with
+ * ZKL_ELOST, nothing applied, once the hold's session is expired on the
+ * server or its node is gone; a refused write names its index and
+ * ZooKeeper's error with nothing applied; misuse and bad input are refused
+ * before anything is sent.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkt.h"
+
+/* The data of node path as a number (-1: no such node). */
+static long read_number(zhandle_t *zh, const char *path)
+{
+    char buf[64];
+    int len = sizeof buf - 1;
+    if (zoo_get(zh, path, 0, buf, &len, NULL) != ZOK)
+        return -1;
+    buf[len < 0 ? 0 : len] = '\0';
+    return strtol(buf, NULL, 10);
+}
+
+/* A fresh counter node at 0, data version 1, for path (path + "-counter"), its path malloc'd. */
+static char *counter_for(zhandle_t *zh, const char *path)
+{
+    size_t n = strlen(path) + 16;
+    char *p = malloc(n);
+    snprintf(p, n, "%s-counter", path);
+    cr_assert_eq(zkt_make_path(zh, p, 0), ZOK);
+    cr_assert_eq(zoo_set(zh, p, "0", 1, -1), ZOK);
+    return p;
+}
+
+/* One write: set counter to value, at any version. */
+static zkl_write set_to(const char *counter, const char *value)
+{
+    zkl_write w;
+    memset(&w, 0, sizeof w);
+    w.type = ZKL_WRITE_SET;
+    w.path = counter;
+    w.data = value;
+    w.len = (int)strlen(value);
+    w.version = ZKL_ANY_VERSION;
+    return w;
+}
+
+/* A kind of hold: take it on c at path, write through it, let it go. */
+typedef struct kind {
+    const char *name;
+    void *(*take)(zkl_client *c, const char *path);
+    zkl_status (*write)(void *hold, zkl_write *w, size_t n, size_t *failed);
+    void (*drop)(void *hold, bool lost);
+} kind;
+
+/* mutex */
+static void *mutex_take(zkl_client *c, const char *path)
+{
+    zkl_mutex *m;
+    ok(zkl_mutex_create(c, path, &m), "mutex create");
+    ok(zkl_mutex_acquire(m, 10000), "mutex acquire");
+    return m;
+}
+static zkl_status mutex_write(void *h, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_mutex_guarded_write(h, w, n, failed);
+}
+static void mutex_drop(void *h, bool lost)
+{
+    zkl_status st = zkl_mutex_release(h);
+    cr_assert(st == ZKL_OK || (lost && st == ZKL_ELOST), "release: %s", zkl_strerror(st));
+    ok(zkl_mutex_destroy(h), "mutex destroy");
+}
+
+/* read and write sides */
+static void *rw_take(zkl_client *c, const char *path, bool write)
+{
+    zkl_rwlock *l;
+    ok(zkl_rwlock_create(c, path, &l), "rwlock create");
+    ok(write ? zkl_rwlock_write_acquire(l, 10000) : zkl_rwlock_read_acquire(l, 10000), "acquire");
+    return l;
+}
+static void *read_take(zkl_client *c, const char *path)
+{
+    return rw_take(c, path, false);
+}
+static void *write_take(zkl_client *c, const char *path)
+{
+    return rw_take(c, path, true);
+}
+static zkl_status read_write(void *h, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_rwlock_read_guarded_write(h, w, n, failed);
+}
+static zkl_status write_write(void *h, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_rwlock_write_guarded_write(h, w, n, failed);
+}
+static void rw_drop(void *h, bool write, bool lost)
+{
+    zkl_status st = write ? zkl_rwlock_write_release(h) : zkl_rwlock_read_release(h);
+    cr_assert(st == ZKL_OK || (lost && st == ZKL_ELOST), "release: %s", zkl_strerror(st));
+    ok(zkl_rwlock_destroy(h), "rwlock destroy");
+}
+static void read_drop(void *h, bool lost)
+{
+    rw_drop(h, false, lost);
+}
+static void write_drop(void *h, bool lost)
+{
+    rw_drop(h, true, lost);
+}
+
+/* a semaphore lease */
+struct sem_hold {
+    zkl_semaphore *s;
+    zkl_lease *l;
+};
+static void *lease_take(zkl_client *c, const char *path)
+{
+    struct sem_hold *h = calloc(1, sizeof *h);
+    ok(zkl_semaphore_create(c, path, 2, &h->s), "semaphore create");
+    ok(zkl_semaphore_acquire(h->s, 10000, &h->l), "semaphore acquire");
+    return h;
+}
+static zkl_status lease_write(void *p, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_lease_guarded_write(((struct sem_hold *)p)->l, w, n, failed);
+}
+static void lease_drop(void *p, bool lost)
+{
+    struct sem_hold *h = p;
+    (void)lost;
+    zkl_lease_return(h->l);
+    ok(zkl_semaphore_destroy(h->s), "semaphore destroy");
+    free(h);
+}
+
+/* a multilock of a mutex and a write side */
+struct ml_hold {
+    zkl_multilock *ml;
+    zkl_mutex *m;
+    zkl_rwlock *l;
+};
+static void *ml_take(zkl_client *c, const char *path)
+{
+    struct ml_hold *h = calloc(1, sizeof *h);
+    char p2[600];
+    snprintf(p2, sizeof p2, "%s-rw", path);
+    ok(zkl_mutex_create(c, path, &h->m), "mutex create");
+    ok(zkl_rwlock_create(c, p2, &h->l), "rwlock create");
+    ok(zkl_multilock_create(&h->ml), "multilock create");
+    ok(zkl_multilock_add_mutex(h->ml, h->m), "add");
+    ok(zkl_multilock_add_write(h->ml, h->l), "add");
+    ok(zkl_multilock_acquire(h->ml, 10000), "multilock acquire");
+    return h;
+}
+static zkl_status ml_write(void *p, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_multilock_guarded_write(((struct ml_hold *)p)->ml, w, n, failed);
+}
+static void ml_drop(void *p, bool lost)
+{
+    struct ml_hold *h = p;
+    zkl_status st = zkl_multilock_release(h->ml);
+    cr_assert(st == ZKL_OK || (lost && st == ZKL_ELOST), "release: %s", zkl_strerror(st));
+    ok(zkl_multilock_destroy(h->ml), "multilock destroy");
+    ok(zkl_mutex_destroy(h->m), "mutex destroy");
+    ok(zkl_rwlock_destroy(h->l), "rwlock destroy");
+    free(h);
+}
+
+/* an async handle */
+struct op_hold {
+    zkl_mutex *m;
+    zkl_op *op;
+    atomic_int calls;
+    zkl_status st;
+};
+static void on_granted(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct op_hold *h = ud;
+    (void)op;
+    (void)msg;
+    h->st = st;
+    atomic_fetch_add(&h->calls, 1);
+}
+static int granted(void *p)
+{
+    return atomic_load(&((struct op_hold *)p)->calls) > 0;
+}
+static void *op_take(zkl_client *c, const char *path)
+{
+    struct op_hold *h = calloc(1, sizeof *h);
+    ok(zkl_mutex_create(c, path, &h->m), "mutex create");
+    ok(zkl_mutex_acquire_async(h->m, 10000, on_granted, h, &h->op), "acquire async");
+    cr_assert(zkt_wait_for(granted, h, 15000), "no outcome");
+    ok(h->st, "the async acquire");
+    return h;
+}
+static zkl_status op_write(void *p, zkl_write *w, size_t n, size_t *failed)
+{
+    return zkl_op_guarded_write(((struct op_hold *)p)->op, w, n, failed);
+}
+static void op_drop(void *p, bool lost)
+{
+    struct op_hold *h = p;
+    zkl_status st = zkl_op_release(h->op);
+    cr_assert(st == ZKL_OK || (lost && st == ZKL_ELOST), "release: %s", zkl_strerror(st));
+    ok(zkl_mutex_destroy(h->m), "mutex destroy");
+    free(h);
+}
+
+static const kind kinds[] = {
+    {"mutex", mutex_take, mutex_write, mutex_drop},
+    {"read side", read_take, read_write, read_drop},
+    {"write side", write_take, write_write, write_drop},
+    {"semaphore lease", lease_take, lease_write, lease_drop},
+    {"multilock", ml_take, ml_write, ml_drop},
+    {"async handle", op_take, op_write, op_drop},
+};
+
+/* Each kind: two writes apply while held (a set and a create, with their results). */
+Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    size_t k;
+    for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char *path = zkt_path("guarded"), *counter = counter_for(zh, path), made[700], want[700];
+        zkl_write w[2];
+        size_t failed = 0;
+        void *h = kinds[k].take(c, path);
+        w[0] = set_to(counter, "1");
+        memset(&w[1], 0, sizeof w[1]);
+        snprintf(want, sizeof want, "%s-item", path);
+        w[1].type = ZKL_WRITE_CREATE;
+        w[1].path = want;
+        w[1].mode = ZKL_CREATE_PERSISTENT;
+        w[1].created = made;
+        w[1].created_len = sizeof made;
+        ok(kinds[k].write(h, w, 2, &failed), kinds[k].name);
+        cr_assert_eq(failed, SIZE_MAX);
+        cr_assert_eq(w[0].rc, ZOK);
+        cr_assert_eq(w[1].rc, ZOK);
+        cr_assert_eq(w[0].stat.version, 2, "%s: the set's stat", kinds[k].name);
+        cr_assert_str_eq(made, want, "%s: the created path", kinds[k].name);
+        cr_assert_eq(read_number(zh, counter), 1, "%s: not applied", kinds[k].name);
+        kinds[k].drop(h, false);
+        zoo_delete(zh, want, -1);
+        zoo_delete(zh, counter, -1);
+        free(counter);
+        free(path);
+    }
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+}
+
+/* Each kind: once its session is expired on the server (before the client
+ * need know it), the write is refused with ZKL_ELOST and nothing applies. */
+Test(guarded, every_kind_refused_after_its_session_expired, .timeout = 300)
+{
+    zhandle_t *zh = zkt_raw();
+    size_t k;
+    for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        zkl_client *c = zkt_client(4000);
+        char *path = zkt_path("guarded-exp"), *counter = counter_for(zh, path);
+        zkl_write w = set_to(counter, "7");
+        size_t failed = 0;
+        void *h = kinds[k].take(c, path);
+        zkl_status st;
+        zkt_expire(c);
+        st = kinds[k].write(h, &w, 1, &failed);
+        cr_assert_eq(st, ZKL_ELOST, "%s: got %s (%s)", kinds[k].name, zkl_strerror(st),
+                     zkl_errmsg());
+        cr_assert_eq(failed, SIZE_MAX);
+        cr_assert_eq(read_number(zh, counter), 0, "%s: applied after the session expired",
+                     kinds[k].name);
+        kinds[k].drop(h, true);
+        ok(zkl_client_close(c), "close");
+        zoo_delete(zh, counter, -1);
+        free(counter);
+        free(path);
+    }
+    zookeeper_close(zh);
+}
+
+/* The hold's node deleted by someone else: the check fails, nothing applies. */
+Test(guarded, refused_when_the_lock_node_is_gone, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-gone"), *counter = counter_for(zh, path), *node = NULL;
+    zkl_write w = set_to(counter, "5");
+    zkl_mutex *m = mutex_take(c, path);
+    zkl_status st;
+    ok(zkl_mutex_node(m, &node), "node");
+    cr_assert_eq(zoo_delete(zh, node, -1), ZOK);
+    st = zkl_mutex_guarded_write(m, &w, 1, NULL);
+    cr_assert_eq(st, ZKL_ELOST, "got %s (%s)", zkl_strerror(st), zkl_errmsg());
+    cr_assert(strstr(zkl_errmsg(), node), "the message names the node: %s", zkl_errmsg());
+    cr_assert_eq(read_number(zh, counter), 0, "applied without the lock node");
+    free(node);
+    (void)zkl_mutex_release(m);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
+
+/* A write the server refuses: its index and error, and nothing applied
+ * (the create before it is not made). */
+Test(guarded, refused_write_is_named_and_nothing_applies, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-bad"), *counter = counter_for(zh, path), item[600];
+    zkl_write w[3];
+    size_t failed = 0;
+    zkl_mutex *m = mutex_take(c, path);
+    zkl_status st;
+    snprintf(item, sizeof item, "%s-item", path);
+    memset(w, 0, sizeof w);
+    w[0].type = ZKL_WRITE_CREATE;
+    w[0].path = item;
+    w[1] = set_to(counter, "9");
+    w[1].version = 5; /* it is at 1 */
+    w[2] = set_to(counter, "10");
+    st = zkl_mutex_guarded_write(m, w, 3, &failed);
+    cr_assert_eq(st, ZKL_EZK, "got %s (%s)", zkl_strerror(st), zkl_errmsg());
+    cr_assert_eq(failed, 1);
+    cr_assert_eq(w[1].rc, ZBADVERSION);
+    cr_assert_eq(w[0].rc, ZOK, "the write before it would have applied");
+    cr_assert_eq(w[2].rc, ZRUNTIMEINCONSISTENCY);
+    cr_assert(strstr(zkl_errmsg(), "write 1"), "%s", zkl_errmsg());
+    cr_assert_eq(zoo_exists(zh, item, 0, NULL), ZNONODE, "the create was applied");
+    cr_assert_eq(read_number(zh, counter), 0);
+    /* and the hold is untouched: the same write at the right version applies */
+    w[1].version = 1;
+    ok(zkl_mutex_guarded_write(m, w, 3, &failed), "the transaction at the right version");
+    cr_assert_eq(read_number(zh, counter), 10);
+    cr_assert_eq(zoo_delete(zh, item, -1), ZOK);
+    mutex_drop(m, false);
+    ok(zkl_client_close(c), "close");
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
+
+struct other_thread {
+    zkl_mutex *m;
+    zkl_write *w;
+    zkl_status st;
+};
+
+static void *write_from_other_thread(void *p)
+{
+    struct other_thread *o = p;
+    o->st = zkl_mutex_guarded_write(o->m, o->w, 1, NULL);
+    return NULL;
+}
+
+/* Not held (never, by another thread, after release): ZKL_ENOTOWNER, nothing sent. */
+Test(guarded, not_held_is_refused_at_once, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-owner"), *counter = counter_for(zh, path);
+    zkl_write w = set_to(counter, "3");
+    struct other_thread o;
+    zkl_mutex *m;
+    zkl_lease *none = NULL;
+    pthread_t t;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    cr_assert_eq(zkl_mutex_guarded_write(m, &w, 1, NULL), ZKL_ENOTOWNER);
+    ok(zkl_mutex_acquire(m, 10000), "acquire");
+    o.m = m;
+    o.w = &w;
+    pthread_create(&t, NULL, write_from_other_thread, &o);
+    pthread_join(t, NULL);
+    cr_assert_eq(o.st, ZKL_ENOTOWNER, "another thread's write: %s", zkl_strerror(o.st));
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_eq(zkl_mutex_guarded_write(m, &w, 1, NULL), ZKL_ENOTOWNER);
+    cr_assert_eq(zkl_lease_guarded_write(none, &w, 1, NULL), ZKL_EINVAL);
+    cr_assert_eq(read_number(zh, counter), 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
+
+/* Bad input: each refused before anything is sent, with the index where it applies. */
+Test(guarded, bad_input_is_refused, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-input"), *counter = counter_for(zh, path);
+    zkl_write w[ZKL_GUARDED_MAX + 1], one;
+    size_t failed = 0, i;
+    zkl_mutex *m = mutex_take(c, path);
+    for (i = 0; i <= ZKL_GUARDED_MAX; i++)
+        w[i] = set_to(counter, "1");
+    cr_assert_eq(zkl_mutex_guarded_write(NULL, w, 1, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_guarded_write(m, NULL, 1, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 0, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, ZKL_GUARDED_MAX + 1, NULL), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "at most"), "%s", zkl_errmsg());
+    one = set_to("relative/path", "1");
+    w[1] = one;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EBADPATH);
+    cr_assert_eq(failed, 1);
+    w[1] = set_to(counter, "1");
+    w[1].path = "/a//b";
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EBADPATH);
+    w[1] = set_to(counter, "1");
+    w[1].path = NULL;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
+    w[1] = set_to(counter, "1");
+    w[1].type = (zkl_write_type)99;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
+    w[1] = set_to(counter, "1");
+    w[1].version = -2;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
+    w[1] = set_to(counter, "1");
+    w[1].len = -1;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
+    w[1] = set_to(counter, "1");
+    w[1].type = ZKL_WRITE_CREATE;
+    w[1].mode = 7;
+    cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
+    cr_assert_eq(failed, 1);
+    cr_assert_eq(read_number(zh, counter), 0, "a refused call applied something");
+    /* a sequential create may name its parent and a slash */
+    {
+        char parent[600], made[700];
+        snprintf(parent, sizeof parent, "%s-q/", path);
+        parent[strlen(parent) - 1] = '\0';
+        cr_assert_eq(zkt_make_path(zh, parent, 0), ZOK);
+        strcat(parent, "/");
+        memset(&one, 0, sizeof one);
+        one.type = ZKL_WRITE_CREATE;
+        one.path = parent;
+        one.mode = ZKL_CREATE_PERSISTENT_SEQUENTIAL;
+        one.created = made;
+        one.created_len = sizeof made;
+        ok(zkl_mutex_guarded_write(m, &one, 1, &failed), "a sequential create under parent/");
+        cr_assert(strncmp(made, parent, strlen(parent)) == 0 && strlen(made) == strlen(parent) + 10,
+                  "made %s", made);
+        cr_assert_eq(zoo_delete(zh, made, -1), ZOK);
+        parent[strlen(parent) - 1] = '\0';
+        cr_assert_eq(zoo_delete(zh, parent, -1), ZOK);
+    }
+    mutex_drop(m, false);
+    ok(zkl_client_close(c), "close");
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
