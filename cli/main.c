@@ -134,24 +134,30 @@ static zkl_status lock_create(lock *l, const zkl_cli_args *a)
     return ZKL_EINVAL;
 }
 
-static zkl_status lock_acquire(lock *l, int timeout_ms, int64_t *token)
+/* Take l; its fencing token and the full path of its node (malloc'd) for COMMAND. */
+static zkl_status lock_acquire(lock *l, int timeout_ms, int64_t *token, char **node)
 {
     zkl_status st;
     switch (l->mode) {
     case ZKL_CLI_MUTEX:
         st = zkl_mutex_acquire(l->m, timeout_ms);
-        return st ? st : zkl_mutex_fencing_token(l->m, token);
+        st = st ? st : zkl_mutex_fencing_token(l->m, token);
+        return st ? st : zkl_mutex_node(l->m, node);
     case ZKL_CLI_READ:
         st = zkl_rwlock_read_acquire(l->rw, timeout_ms);
-        return st ? st : zkl_rwlock_read_fencing_token(l->rw, token);
+        st = st ? st : zkl_rwlock_read_fencing_token(l->rw, token);
+        return st ? st : zkl_rwlock_read_node(l->rw, node);
     case ZKL_CLI_WRITE:
         st = zkl_rwlock_write_acquire(l->rw, timeout_ms);
-        return st ? st : zkl_rwlock_write_fencing_token(l->rw, token);
+        st = st ? st : zkl_rwlock_write_fencing_token(l->rw, token);
+        return st ? st : zkl_rwlock_write_node(l->rw, node);
     case ZKL_CLI_SEMAPHORE:
         st = zkl_semaphore_acquire(l->sem, timeout_ms, &l->lease);
-        if (st == ZKL_OK)
-            *token = zkl_lease_fencing_token(l->lease);
-        return st;
+        if (st != ZKL_OK)
+            return st;
+        *token = zkl_lease_fencing_token(l->lease);
+        *node = strdup(zkl_lease_node(l->lease));
+        return *node ? ZKL_OK : ZKL_ENOMEM;
     }
     return ZKL_EINVAL;
 }
@@ -268,32 +274,50 @@ static int list_participants(const zkl_cli_args *a)
     return 0;
 }
 
+/* "NAME=value", malloc'd (NULL: no memory). */
+static char *env_var(const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *v = malloc(n);
+    if (v)
+        snprintf(v, n, "%s=%s", name, value);
+    return v;
+}
+
+/* Whether environment entry e sets one of the variables zklock gives COMMAND. */
+static bool ours(const char *e)
+{
+    return strncmp(e, "ZKLOCK_FENCING_TOKEN=", 21) == 0 || strncmp(e, "ZKLOCK_PATH=", 12) == 0 ||
+           strncmp(e, "ZKLOCK_NODE=", 12) == 0;
+}
+
 /* Start COMMAND with the lock's variables; returns its pid, or -errno. */
-static pid_t spawn_command(char **command, const char *path, int64_t token)
+static pid_t spawn_command(char **command, const char *path, int64_t token, const char *node)
 {
     posix_spawnattr_t attr;
     sigset_t none, defaults;
     size_t n = 0, i;
-    char **env, tokvar[64], *pathvar;
+    char **env, tokvar[64], *pathvar, *nodevar;
     pid_t pid;
     int rc;
     while (environ[n])
         n++;
-    env = calloc(n + 3, sizeof *env);
-    pathvar = malloc(strlen(path) + sizeof "ZKLOCK_PATH=");
-    if (!env || !pathvar) {
+    env = calloc(n + 4, sizeof *env);
+    pathvar = env_var("ZKLOCK_PATH", path);
+    nodevar = env_var("ZKLOCK_NODE", node ? node : "");
+    if (!env || !pathvar || !nodevar) {
         free(env);
         free(pathvar);
+        free(nodevar);
         return -ENOMEM;
     }
     snprintf(tokvar, sizeof tokvar, "ZKLOCK_FENCING_TOKEN=%lld", (long long)token);
-    sprintf(pathvar, "ZKLOCK_PATH=%s", path);
     for (i = n = 0; environ[i]; i++)
-        if (strncmp(environ[i], "ZKLOCK_FENCING_TOKEN=", 21) != 0 &&
-            strncmp(environ[i], "ZKLOCK_PATH=", 12) != 0)
+        if (!ours(environ[i]))
             env[n++] = environ[i];
     env[n++] = tokvar;
     env[n++] = pathvar;
+    env[n++] = nodevar;
     env[n] = NULL;
     sigemptyset(&none);
     sigemptyset(&defaults);
@@ -311,6 +335,7 @@ static pid_t spawn_command(char **command, const char *path, int64_t token)
     posix_spawnattr_destroy(&attr);
     free(env);
     free(pathvar);
+    free(nodevar);
     return rc ? -rc : pid;
 }
 
@@ -359,6 +384,7 @@ typedef struct run {
     lock l;
     bool have_lock; /* l was created (and must be destroyed) */
     int64_t start, token;
+    char *node; /* our lock node's full path (ZKLOCK_NODE) */
     int grace, kill_after;
     zkl_watchdog wd;
     feeder fd;
@@ -393,6 +419,8 @@ static void teardown(run *r, bool release)
         lock_release(&r->l);
     if (r->have_lock)
         lock_destroy(&r->l);
+    free(r->node);
+    r->node = NULL;
     zkl_client_close(client);
 }
 
@@ -466,7 +494,7 @@ static int take_lock(run *r)
         timeout = left > 0 ? (int)left : 0;
     }
     t0 = now_ms();
-    st = lock_acquire(&r->l, timeout, &r->token);
+    st = lock_acquire(&r->l, timeout, &r->token, &r->node);
     if (st == ZKL_OK) {
         if (r->a.verbose) /* as util-linux's flock --verbose */
             fprintf(stderr, "zklock: getting lock took %.6f seconds\n",
@@ -529,7 +557,7 @@ static pid_t spawn_watched(run *r, bool foreground)
     set_phase(RUNNING);
     if (r->a.verbose)
         fprintf(stderr, "zklock: executing %s\n", r->a.command[0]);
-    pid = spawn_command(r->a.command, r->a.path, r->token);
+    pid = spawn_command(r->a.command, r->a.path, r->token, r->node);
     pthread_mutex_lock(&mu);
     child = pid > 0 ? pid : 0;
     if (pid > 0) {

@@ -131,6 +131,12 @@ bool zkl_op_is_held(zkl_op *op);
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token);
 /* Milliseconds left on the hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms);
+/*
+ * Full path of the hold's node (a semaphore's n leases: the first; a
+ * multilock: its first member's), malloc'd for the caller to free.
+ * ZKL_EINVAL, ZKL_ENOTOWNER if not granted, ZKL_ELOST if lost, ZKL_ENOMEM.
+ */
+zkl_status zkl_op_node(zkl_op *op, char **node);
 
 /*
  * Switch c to descriptor delivery: from now on completions are queued, and

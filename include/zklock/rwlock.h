@@ -72,6 +72,15 @@ zkl_status zkl_rwlock_write_fencing_token(zkl_rwlock *l, int64_t *token);
  * reads after the writes before them, not reads among themselves). */
 zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token);
 
+/*
+ * Full path of the calling thread's write (read) node, for a check of it in
+ * a transaction of the caller's own (zklock/guard.h does that for you).
+ * *node is malloc'd; the caller frees it. Errors: ZKL_EINVAL, ZKL_ENOTOWNER,
+ * ZKL_ELOST.
+ */
+zkl_status zkl_rwlock_write_node(zkl_rwlock *l, char **node);
+zkl_status zkl_rwlock_read_node(zkl_rwlock *l, char **node);
+
 /* All participants, readers and writers, in queue order; free with zkl_strings_free. */
 zkl_status zkl_rwlock_participants(zkl_rwlock *l, char ***paths, size_t *n);
 

@@ -251,6 +251,31 @@ zkl_status zkl_rwlock_read_fencing_token(zkl_rwlock *l, int64_t *token)
     return st;
 }
 
+static zkl_status side_node(zkl_rwlock *l, bool write, char **node)
+{
+    const char *fn = write ? "zkl_rwlock_write_node" : "zkl_rwlock_read_node";
+    zkl_status st;
+    zkl__clear_err();
+    if (!l || !node)
+        return zkl__fail(ZKL_EINVAL, "%s: NULL argument", fn);
+    zkl__lockobj_enter(&l->obj);
+    st = zkl__side_node(write ? &l->write : &l->read, node);
+    zkl__lockobj_leave(&l->obj);
+    return st;
+}
+
+zkl_status zkl_rwlock_write_node(zkl_rwlock *l, char **node)
+{
+    ZKL__REFUSE_IN_LOG();
+    return side_node(l, true, node);
+}
+
+zkl_status zkl_rwlock_read_node(zkl_rwlock *l, char **node)
+{
+    ZKL__REFUSE_IN_LOG();
+    return side_node(l, false, node);
+}
+
 /* The calling thread's hold of side sd of l, guarding w. */
 static zkl_status guarded(zkl_rwlock *l, bool write, zkl_write *w, size_t n, size_t *failed)
 {

@@ -54,6 +54,15 @@ p=$(uniq_path status)
 "$ZKLOCK" "$p" -- sh -c 'kill -9 $$'; check "killed COMMAND gives 128+signal" test $? = 137
 v=$("$ZKLOCK" "$p" -- sh -c 'echo "$ZKLOCK_PATH $ZKLOCK_FENCING_TOKEN"')
 check "COMMAND sees ZKLOCK_PATH and a numeric token ($v)" bash -c "[[ '$v' =~ ^$p\ [0-9]+$ ]]"
+v=$("$ZKLOCK" "$p" -- sh -c 'echo "$ZKLOCK_NODE"; "$0" --list "$ZKLOCK_PATH"' "$ZKLOCK")
+check "COMMAND sees ZKLOCK_NODE, its own lock node, the holder in --list ($v)" \
+  bash -c "[[ \$(head -1 <<<'$v') =~ ^$p/_c_[0-9a-f-]{36}-lock-[0-9]{10}$ ]] && grep -q \"\$(basename \$(head -1 <<<'$v'))\" <<<\"\$(sed -n 2p <<<'$v')\""
+v=$("$ZKLOCK" --semaphore 2 "$p-sem" -- sh -c 'echo "$ZKLOCK_NODE"')
+check "a semaphore's ZKLOCK_NODE is its lease node ($v)" bash -c "[[ '$v' =~ ^$p-sem/leases/_c_[0-9a-f-]{36}-lease-[0-9]{10}$ ]]"
+v=$("$ZKLOCK" -s "$p-rw" -- sh -c 'echo "$ZKLOCK_NODE"')
+check "a reader's ZKLOCK_NODE is its read node ($v)" bash -c "[[ '$v' =~ ^$p-rw/_c_[0-9a-f-]{36}-__READ__[0-9]{10}$ ]]"
+ZKLOCK_NODE=stale "$ZKLOCK" "$p" -- sh -c 'test "$ZKLOCK_NODE" != stale'
+check "an inherited ZKLOCK_NODE is replaced" test $? = 0
 t1=$("$ZKLOCK" "$p" -- sh -c 'echo $ZKLOCK_FENCING_TOKEN'); t2=$("$ZKLOCK" "$p" -- sh -c 'echo $ZKLOCK_FENCING_TOKEN')
 check "tokens grow across successive holders ($t1 < $t2)" test "$t1" -lt "$t2"
 "$ZKLOCK" "$p" -- /nonexistent/cmd 2>/dev/null; check "missing COMMAND binary gives 127" test $? = 127

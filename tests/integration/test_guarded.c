@@ -467,3 +467,40 @@ Test(guarded, bad_input_is_refused, .timeout = 60)
     free(counter);
     free(path);
 }
+
+/* The hold's node, for a transaction of the caller's own: each side of a
+ * read/write lock and an async handle name theirs, or say why not. */
+Test(guarded, the_nodes_of_holds, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-nodes"), *node = NULL;
+    zkl_rwlock *l;
+    struct op_hold *h;
+    ok(zkl_rwlock_create(c, path, &l), "create");
+    cr_assert_eq(zkl_rwlock_read_node(l, &node), ZKL_ENOTOWNER);
+    cr_assert_eq(zkl_rwlock_read_node(NULL, &node), ZKL_EINVAL);
+    cr_assert_eq(zkl_rwlock_write_node(l, NULL), ZKL_EINVAL);
+    ok(zkl_rwlock_read_acquire(l, 10000), "read");
+    ok(zkl_rwlock_read_node(l, &node), "read node");
+    cr_assert(strstr(node, "__READ__"), "%s", node);
+    cr_assert_eq(zoo_exists(zh, node, 0, NULL), ZOK);
+    free(node);
+    cr_assert_eq(zkl_rwlock_write_node(l, &node), ZKL_ENOTOWNER);
+    ok(zkl_rwlock_read_release(l), "release");
+    ok(zkl_rwlock_write_acquire(l, 10000), "write");
+    ok(zkl_rwlock_write_node(l, &node), "write node");
+    cr_assert(strstr(node, "__WRIT__"), "%s", node);
+    free(node);
+    rw_drop(l, true, false);
+    h = op_take(c, path);
+    ok(zkl_op_node(h->op, &node), "op node");
+    cr_assert_eq(zoo_exists(zh, node, 0, NULL), ZOK);
+    cr_assert_eq(zkl_op_node(h->op, NULL), ZKL_EINVAL);
+    op_drop(h, false);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the handle's node was left");
+    free(node);
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}

@@ -395,6 +395,21 @@ zkl_status zkl_op_guarded_write(zkl_op *op, zkl_write *w, size_t n, size_t *fail
     return zkl__guarded_write(op->holds, op->nholds, w, n, failed, "zkl_op_guarded_write");
 }
 
+zkl_status zkl_op_node(zkl_op *op, char **node)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__hold *h = NULL;
+    zkl_status st;
+    zkl__clear_err();
+    if (!op || !node)
+        return zkl__fail(ZKL_EINVAL, "zkl_op_node: NULL argument");
+    if ((st = first_hold(op, "zkl_op_node", &h)) != ZKL_OK)
+        return st;
+    if (!(*node = strdup(h->node)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    return ZKL_OK;
+}
+
 zkl_status zkl_op_lease_remaining(zkl_op *op, int64_t *ms)
 {
     ZKL__REFUSE_IN_LOG();
