@@ -403,7 +403,7 @@ zkl_status zkl_op_node(zkl_op *op, char **node)
     zkl__clear_err();
     if (!op || !node)
         return zkl__fail(ZKL_EINVAL, "zkl_op_node: NULL argument");
-    if ((st = first_hold(op, "zkl_op_node", &h)) != ZKL_OK)
+    if ((st = first_hold(op, "zkl_op_node", &h)) != ZKL_OK || !h)
         return st;
     if (!(*node = strdup(h->node)))
         return zkl__fail(ZKL_ENOMEM, "out of memory");
