@@ -42,7 +42,7 @@ fi
 hosts=$(<"$ZKL_TEST_ZK_DIR/connect")
 base=/zklock-test-examples/$$-$RANDOM
 
-for name in fencing readers_writers worker_pool; do
+for name in fencing guarded_counter readers_writers worker_pool; do
     out=$(timeout 120 "$bin/zklock_example_$name" "$hosts" "$base/$name" 2>&1)
     report "$name" $? "$out"
 done
