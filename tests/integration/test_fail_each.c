@@ -58,7 +58,8 @@ enum kind {
     SEM_CONTENDED,
     ASYNC,
     LONG_LINE,
-    CHROOT
+    CHROOT,
+    GUARDED
 };
 
 /*
@@ -580,6 +581,28 @@ static void chroot_cycle(zkl_client *c, long n)
     mutex_cycle(c, "/m", n);
 }
 
+/* A guarded transaction while a mutex is held: a create and a delete of one
+ * node beside the lock path, behind the check of the lock node. */
+static void guarded_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_mutex *m = mutex_made(c, path, n);
+    zkl_status st = m ? zkl_mutex_acquire(m, 10000) : ZKL_ENOMEM;
+    char item[400];
+    zkl_write w[2];
+    snprintf(item, sizeof item, "%s-item", path);
+    memset(w, 0, sizeof w);
+    w[0].type = ZKL_WRITE_CREATE;
+    w[0].path = item;
+    w[1].type = ZKL_WRITE_DELETE;
+    w[1].path = item;
+    w[1].version = ZKL_ANY_VERSION;
+    if (m)
+        short_or_ok(st, "zkl_mutex_acquire", n);
+    if (st == ZKL_OK)
+        short_or_ok(zkl_mutex_guarded_write(m, w, 2, NULL), "zkl_mutex_guarded_write", n);
+    mutex_done(m, n);
+}
+
 /* path + "/root", the CHROOT kind's chroot. */
 static void chroot_of(char *buf, size_t size, const char *path)
 {
@@ -624,6 +647,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         long_line_cycle(c, path, fail_at);
     else if (k == CHROOT)
         chroot_cycle(c, fail_at);
+    else if (k == GUARDED)
+        guarded_cycle(c, path, fail_at);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -758,6 +783,11 @@ Test(SUITE, contended_semaphore_cycle, .timeout = 600)
 Test(SUITE, chroot_cycle, .timeout = 600)
 {
     fail_each(CHROOT, PREFIX "-chroot");
+}
+
+Test(SUITE, guarded_cycle, .timeout = 600)
+{
+    fail_each(GUARDED, PREFIX "-guarded");
 }
 
 Test(SUITE, async_cycle, .timeout = 600)
