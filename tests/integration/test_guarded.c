@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faultproxy.h"
 #include "zkt.h"
 
 /* The data of node path as a number (-1: no such node). */
@@ -503,4 +504,76 @@ Test(guarded, the_nodes_of_holds, .timeout = 60)
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
     free(path);
+}
+
+/*
+ * The one ambiguous outcome: the connection goes with the transaction in
+ * flight (ZKL_ECONNLOSS, not sent again), and reading back one of its
+ * writes tells whether it applied. Through a proxy: with the server's
+ * replies swallowed the set reaches the server and applies; with the
+ * client's requests swallowed it never arrives. Either way the hold lives
+ * on (the session outlasts the loss), and the caller can tell by the
+ * counter's version.
+ */
+static void lost_in_flight(bool reached)
+{
+    zhandle_t *zh = zkt_raw();
+    fp_proxy *fp = fp_start(zkt_servers());
+    char *path = zkt_path("guarded-loss"), *counter = counter_for(zh, path);
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_mutex *m;
+    zkl_write w = set_to(counter, "42");
+    struct Stat st;
+    zkl_status s;
+    cr_assert(fp);
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 8000;
+    o.connect_timeout_ms = 1500;
+    ok(zkl_client_open(fp_connect_string(fp), &o, &c), "open through the proxy");
+    m = mutex_take(c, path);
+    w.version = 1;
+    if (reached)
+        fp_drop_replies(fp, true);
+    else
+        fp_drop_requests(fp, true);
+    s = zkl_mutex_guarded_write(m, &w, 1, NULL);
+    cr_assert_eq(s, ZKL_ECONNLOSS, "got %s (%s)", zkl_strerror(s), zkl_errmsg());
+    cr_assert(strstr(zkl_errmsg(), "may or may not"), "%s", zkl_errmsg());
+    fp_drop_replies(fp, false);
+    fp_drop_requests(fp, false);
+    fp_cut(fp);
+    /* the caller's read-back: version 2 with "42" means it applied */
+    cr_assert_eq(zoo_exists(zh, counter, 0, &st), ZOK);
+    if (reached) {
+        cr_assert_eq(st.version, 2, "the set that reached the server did not apply");
+        cr_assert_eq(read_number(zh, counter), 42);
+    } else {
+        cr_assert_eq(st.version, 1, "a set that never reached the server applied");
+        cr_assert_eq(read_number(zh, counter), 0);
+    }
+    cr_log_info("%s: ECONNLOSS, and the counter's version says %s",
+                reached ? "reply lost" : "request lost", reached ? "applied" : "not applied");
+    /* the hold outlived the loss: a guarded write at the version read applies */
+    w.version = st.version;
+    w.data = "43";
+    w.len = 2;
+    ok(zkl_mutex_guarded_write(m, &w, 1, NULL), "after the reconnect");
+    mutex_drop(m, false);
+    ok(zkl_client_close(c), "close");
+    fp_stop(fp);
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
+
+Test(guarded, connection_lost_after_the_server_applied, .timeout = 90)
+{
+    lost_in_flight(true);
+}
+
+Test(guarded, connection_lost_before_the_server_heard, .timeout = 90)
+{
+    lost_in_flight(false);
 }
