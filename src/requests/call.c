@@ -301,5 +301,14 @@ int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel
                        km->created, ZKL_PATH_MAX + 128);
     zkl__call_proves(km);
     zkl__count_request(s->c, ZKL__REQ_MULTI);
-    return zoo_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km);
+    return zkl__zk_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km);
+}
+
+int zkl__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                   void_completion_t done, const void *data)
+{
+    int state = zoo_state(zh);
+    if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+        return ZINVALIDSTATE;
+    return zoo_amulti(zh, count, ops, results, done, data);
 }

@@ -79,6 +79,18 @@ void zkl__on_string(int rc, const char *value, const void *data);
  */
 void zkl__watch_settle(zkl__watch *w, const call *k, int rc);
 
+/*
+ * zoo_amulti with rc ZINVALIDSTATE instead when the handle is expired or
+ * its authentication failed. libzookeeper_mt's zoo_amulti (3.8.0 in Debian
+ * 12, and upstream still) then frees an uninitialised pointer for every
+ * sub-request after the first (the request struct of a sub-request whose
+ * init was skipped), and under a chroot frees the first one's path twice: a
+ * crash, or a free of the caller's path. The state can still turn in the
+ * microseconds between this look and the call; docs/ARCHITECTURE.md says so.
+ */
+int zkl__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                   void_completion_t done, const void *data);
+
 /* Send senders shared by both kinds of requester: the send rc. */
 int zkl__send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
                      int mode);

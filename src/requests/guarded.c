@@ -126,7 +126,7 @@ int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, i
         op_of(&ops[ng + i], &w[i], acl, l.paths + (size_t)i * CREATED_ROOM, &l.stats[i]);
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_MULTI);
-    rc = zoo_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
+    rc = zkl__zk_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
     free(ops); /* the client serialised them */
     if (rc != ZOK) {
         zkl__call_free(k);

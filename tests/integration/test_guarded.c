@@ -577,3 +577,47 @@ Test(guarded, connection_lost_before_the_server_heard, .timeout = 90)
 {
     lost_in_flight(false);
 }
+
+/*
+ * The client's ZooKeeper handle knows its session expired before zklock
+ * does (the session event held back): every guarded write then is refused
+ * with ZKL_ELOST, nothing applied, and never reaches libzookeeper's
+ * zoo_amulti on the expired handle, which frees an uninitialised pointer
+ * there (src/requests/call.h): a crash, seen without the guard against it.
+ */
+Test(guarded, handle_expired_before_the_client_knows, .timeout = 90)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("guarded-early"), *counter = counter_for(zh, path);
+    zkl_client_options o;
+    zkl_client *c = NULL;
+    zkl_write w = set_to(counter, "9");
+    zkl_mutex *m;
+    int64_t end;
+    int tries = 0, lost = 0;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 4000;
+    o.connect_timeout_ms = 1500;
+    ok(zkl_client_open(zkt_servers(), &o, &c), "open");
+    zkt_fault_session_event_delay(c, 3000);
+    m = mutex_take(c, path);
+    zkt_expire(c);
+    end = zkt_now_ms() + 3000;
+    while (zkt_now_ms() < end) {
+        zkl_status st = zkl_mutex_guarded_write(m, &w, 1, NULL);
+        cr_assert(st == ZKL_ELOST || st == ZKL_ECONNLOSS, "got %s (%s)", zkl_strerror(st),
+                  zkl_errmsg());
+        lost += st == ZKL_ELOST;
+        tries++;
+        zkt_sleep_ms(20);
+    }
+    cr_assert_gt(lost, 0, "no write was refused as lost in %d tries", tries);
+    cr_assert_eq(read_number(zh, counter), 0, "applied after the session expired");
+    cr_log_info("%d guarded writes on an expired handle, %d refused as lost", tries, lost);
+    mutex_drop(m, true);
+    ok(zkl_client_close(c), "close");
+    zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}

@@ -44,6 +44,7 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include "counter.h"
 #include "faultproxy.h"
 #include "serverlog.h"
 #include "zklock/zklock.h"
@@ -149,11 +150,20 @@ static int fault_on(const char *fault)
 /* ---- holders ---- */
 
 typedef struct holder {
-    const char *kind; /* lib, cli, curator */
+    const char *kind; /* lib, cli, curator; counter, naive (counter.h) */
     pid_t pid;
-    int out;            /* its stdout (lib, curator) */
+    int out;            /* its stdout (lib, curator, counter, naive) */
     char stopfile[300]; /* cli: COMMAND writes its SIGTERM time here */
+    /* counter, naive: its increments as it was told, once it said (COUNT) */
+    int ok, unknown, refused;
+    bool counted;
 } holder;
+
+/* The holders of the counter workload (counter.h), judged by their counter. */
+static bool counting(const char *kind)
+{
+    return !strcmp(kind, "counter") || !strcmp(kind, "naive");
+}
 
 static void drop_privileges(void)
 {
@@ -204,6 +214,14 @@ static int holder_start(holder *h, const char *kind, const char *path, const cha
         close(p[0]);
         close(p[1]);
         drop_privileges();
+        if (counting(kind)) { /* a fresh process too */
+            char st[32], lag[32];
+            snprintf(st, sizeof st, "%d", session_ms);
+            snprintf(lag, sizeof lag, "%d", lag_ms);
+            execl("/proc/self/exe", "partition", "--counter-holder", connect, st, path, lag,
+                  strcmp(kind, "counter") ? "naive" : "guard", (char *)NULL);
+            _exit(127);
+        }
         if (!strcmp(kind, "lib")) { /* a fresh process: this one has threads */
             char st[32], lag[32];
             snprintf(st, sizeof st, "%d", session_ms);
@@ -287,6 +305,8 @@ static int64_t holder_stop(holder *h, int64_t *suspended)
         long long v;
         if (sscanf(line, "SUSPENDED %lld", &v) == 1 && suspended)
             *suspended = v;
+        if (sscanf(line, "COUNT %d %d %d", &h->ok, &h->unknown, &h->refused) == 3)
+            h->counted = true;
         if (sscanf(line, "STOP %lld", &v) == 1 || sscanf(line, "LOST %lld", &v) == 1)
             return v;
     }
@@ -322,6 +342,9 @@ typedef struct waiter {
     zkl_mutex *m;
     zkl_status st;
     int64_t token;
+    zhandle_t *zh; /* counter rounds: its increments once granted (else NULL) */
+    const char *path;
+    int incs;
     _Atomic int64_t granted_at;
     atomic_int done, release;
 } waiter;
@@ -333,6 +356,8 @@ static void *waiter_main(void *arg)
     if (w->st == ZKL_OK) {
         atomic_store(&w->granted_at, wall_ms());
         zkl_mutex_fencing_token(w->m, &w->token);
+        if (w->zh)
+            w->incs = pc_increments(w->m, w->zh, w->path, 5);
     }
     atomic_store(&w->done, 1);
     while (w->st == ZKL_OK && !atomic_load(&w->release))
@@ -346,6 +371,8 @@ static void *waiter_main(void *arg)
 
 typedef struct figures {
     int rounds, failed, overlaps, unstopped;
+    /* counter rounds: increments applied, lost (overwritten), rounds that lost any */
+    int applied, lost, lost_rounds, refused;
     int64_t overlap_max; /* ms both held, among rounds where the holder did stop */
     int64_t slack[512], handoff[512], live[512];
 } figures;
@@ -408,6 +435,54 @@ static int64_t other_owner(zhandle_t *zh, const char *path, int64_t ours, int *c
     return owner;
 }
 
+/*
+ * A counter round's verdict (counter.h), once the holder said what it was
+ * told: guarded, the counter equals the increments applied (none lost, none
+ * doubled), and those are the ones reported done (give or take the ones
+ * whose outcome was unknown); naive, the figures are only reported.
+ */
+static int counter_verdict(zhandle_t *zh, const char *kind, const char *fault, int n,
+                           const char *path, holder *h, const waiter *w, figures *fig,
+                           const char **why)
+{
+    pc_result r;
+    int64_t end = wall_ms() + 15000;
+    int lost, told;
+    while (!h->counted && wall_ms() < end) {
+        holder_stop(h, NULL);
+        sleep_ms(20);
+    }
+    if (!h->counted)
+        return *why = "the holder never reported its increments", 0;
+    if (pc_read(zh, path, &r))
+        return *why = "could not read the counter", 0;
+    lost = r.applied - (int)r.counter;
+    told = h->ok + w->incs;
+    fig->rounds++;
+    fig->applied += r.applied;
+    fig->lost += lost > 0 ? lost : -lost;
+    fig->lost_rounds += lost != 0;
+    fig->refused += h->refused;
+    printf("round %-8s %-12s %3d: counter %ld, increments applied %d (holder %d applied, %d done, "
+           "%d unknown, %d refused; waiter %d done), lost %d\n",
+           kind, fault, n, r.counter, r.applied, r.applied_holder, h->ok, h->unknown, h->refused,
+           w->incs, lost);
+    if (json)
+        fprintf(json,
+                "{\"holder\":\"%s\",\"fault\":\"%s\",\"round\":%d,\"counter\":%ld,\"applied\":%d,"
+                "\"done\":%d,\"unknown\":%d,\"refused\":%d,\"lost\":%d}\n",
+                kind, fault, n, r.counter, r.applied, told, h->unknown, h->refused, lost);
+    if (strcmp(kind, "counter") != 0)
+        return 1; /* naive: what the guard prevents, reported */
+    if (lost != 0)
+        return *why = "an increment was lost or doubled", 0;
+    if (r.applied < told || r.applied > told + h->unknown)
+        return *why = "the increments applied are not the ones reported done", 0;
+    if (w->incs != 5)
+        return *why = "the waiter's increments did not all apply", 0;
+    return 1;
+}
+
 static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char *fault, int n,
                      figures *fig)
 {
@@ -430,7 +505,12 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
         zkl_mutex_destroy(w.m);
         return 0;
     }
-    if (rules_start() || holder_start(&h, kind, path, fp ? fp_connect_string(fp) : servers)) {
+    if (counting(kind)) {
+        w.zh = zh;
+        w.path = path;
+    }
+    if ((counting(kind) && pc_setup(zh, path)) || rules_start() ||
+        holder_start(&h, kind, path, fp ? fp_connect_string(fp) : servers)) {
         fprintf(stderr, "partition: could not set up the round\n");
         undo();
         zkl_mutex_destroy(w.m);
@@ -486,7 +566,9 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
         ok = 0;
         why = "the waiter was not granted";
     }
-    if (ok) {
+    if (ok && counting(kind)) {
+        ok = counter_verdict(zh, kind, fault, n, path, &h, &w, fig, &why);
+    } else if (ok) {
         int64_t granted = atomic_load(&w.granted_at);
         int64_t slack = expiry && stop ? expiry - stop : -1;
         int64_t handoff = stop ? granted - stop : -1;
@@ -543,6 +625,8 @@ out:
     }
     zkl_mutex_destroy(w.m);
     fp_stop(fp);
+    if (counting(kind))
+        pc_cleanup(zh, path);
     if (!ok) {
         fig->failed++;
         printf("round %-8s %-12s %3d: FAILED: %s\n", kind, fault, n, why);
@@ -837,6 +921,10 @@ int main(int argc, char **argv)
     zhandle_t *zh;
     const char *dir = getenv("ZKL_TEST_ZK_DIR"), *dir3 = getenv("ZKL_TEST_ZK3_DIR"),
                *zks = getenv("ZKL_ZK_SERVER");
+    if (argc == 7 && !strcmp(argv[1], "--counter-holder")) { /* CONNECT T PATH LAG guard|naive */
+        snprintf(servers, sizeof servers, "%s", argv[2]);
+        pc_holder_main(argv[2], atoi(argv[3]), atoi(argv[5]), argv[4], !strcmp(argv[6], "guard"));
+    }
     if (argc == 6 && !strcmp(argv[1], "--lib-holder")) { /* CONNECT T PATH LAG */
         snprintf(servers, sizeof servers, "%s", argv[2]);
         session_ms = atoi(argv[3]);
@@ -934,6 +1022,8 @@ int main(int argc, char **argv)
                     continue; /* a paused C program cannot stop itself: the command's watchdog can
                                */
                 memset(&fig, 0, sizeof fig);
+                if (!strncmp(fs, "ens-", 4) && counting(hs))
+                    continue; /* the counter runs on the standalone server's faults */
                 if (!strncmp(fs, "ens-", 4) && !zk3dir[0]) {
                     printf("partition: no ZKL_TEST_ZK3_DIR and ZKL_ZK_SERVER: %s skipped\n", fs);
                     continue;
@@ -954,6 +1044,16 @@ int main(int argc, char **argv)
                         passed++;
                     else
                         failed++;
+                }
+                if (counting(hs)) {
+                    printf(
+                        "summary %-8s %-12s rounds %d, failed %d; increments applied %d, lost %d "
+                        "in %d rounds; holder writes refused %d\n",
+                        hs, fs, fig.rounds, fig.failed, fig.applied, fig.lost, fig.lost_rounds,
+                        fig.refused);
+                    if (!strcmp(hs, "naive")) /* reported, never failed */
+                        failed -= fig.failed, passed += fig.failed;
+                    continue;
                 }
                 printf("summary %-8s %-12s rounds %d, overlaps %d (longest %lld ms, %d never "
                        "stopped), failed %d; slack p0 %lld p50 %lld p100 %lld ms; next grant "
