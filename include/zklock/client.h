@@ -50,7 +50,8 @@
  * waits for itself:
  *  - on the worker: zkl_client_close gives ZKL_EBUSY; a blocking acquire,
  *    or a drain with a timeout other than 0, gives ZKL_EDEADLOCK; the rest
- *    works (destroys, releases, cancels, queries, async acquires, dispatch);
+ *    works (destroys, releases, cancels, queries, async acquires, dispatch,
+ *    guarded writes: their reply comes on ZooKeeper's thread, not the worker);
  *  - in a completion run by zkl_client_dispatch: zkl_client_close gives
  *    ZKL_EBUSY; the rest works;
  *  - in the log callback: every call refuses, ZKL_EBUSY (false or 0 where

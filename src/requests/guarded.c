@@ -72,18 +72,42 @@ static void stat_copy(zkl_stat *to, const struct Stat *from)
     to->num_children = from->numChildren;
 }
 
-/* The answered call's results (its rc) into w, and *bad: the first op that
- * failed, -1: none (a multi the server never processed has no op results). */
+/*
+ * Whether the server processed the multi (its answer, or a refusal with a
+ * result per op): a refused multi has at least two ops (a check and a
+ * write), and its results differ (0 before the refused op, its error, then
+ * ZRUNTIMEINCONSISTENCY). A failure the ZooKeeper client made up itself (a
+ * connection loss, an expiry, closing: ZOOKEEPER-1636's cleanup) gives
+ * every op the same rc as the multi.
+ */
+static bool processed(const zoo_op_result_t *results, int nops, int rc)
+{
+    int i;
+    if (rc == ZOK)
+        return true;
+    for (i = 0; i < nops; i++)
+        if (results[i].err != rc)
+            return true;
+    return false;
+}
+
+/*
+ * The answered call's results (its rc) into w, and *bad: the op the server
+ * refused, -1: none. Ops' results the client made up must not read as a
+ * refused check: that would say "nothing applied" of a transaction that
+ * may have applied before its reply was lost.
+ */
 static void results_out(const call *k, int rc, int ng, zkl_write *w, int n, int *bad)
 {
     int nops = ng + n, i;
     layout l = layout_of(k->results, nops, n);
+    bool server = processed(l.results, nops, rc);
     *bad = -1;
-    for (i = 0; i < nops; i++)
+    for (i = 0; server && i < nops; i++)
         if (l.results[i].err != ZOK && *bad < 0)
             *bad = i;
     for (i = 0; i < n; i++) {
-        w[i].rc = rc != ZOK && *bad < 0 ? rc : l.results[ng + i].err;
+        w[i].rc = !server || (rc != ZOK && *bad < 0) ? rc : l.results[ng + i].err;
         memset(&w[i].stat, 0, sizeof w[i].stat);
         if (w[i].rc != ZOK)
             continue;

@@ -1,10 +1,10 @@
 /*
  * test_callbacks.c - the callback x call matrix of client.h ("Lifecycle and
  * callbacks"): from inside each kind of callback the library runs, each of
- * close, destroy, blocking acquire, drain, dispatch, release and cancel
- * either works or refuses at once with its documented status. Run under
- * ASan and valgrind with the other integration tests: no call frees memory
- * in use or waits for itself.
+ * close, destroy, blocking acquire, drain, dispatch, a guarded write,
+ * release and cancel either works or refuses at once with its documented
+ * status. Run under ASan and valgrind with the other integration tests: no
+ * call frees memory in use or waits for itself.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
@@ -17,9 +17,10 @@
 #include "zklock/revoke.h"
 #include "zkt.h"
 
-enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, RELEASE, CANCEL, NCALLS };
-static const char *const call_name[NCALLS] = {
-    "close", "destroy", "blocking acquire", "drain", "dispatch", "release", "cancel"};
+enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, GUARDED, RELEASE, CANCEL, NCALLS };
+static const char *const call_name[NCALLS] = {"close",   "destroy",  "blocking acquire",
+                                              "drain",   "dispatch", "guarded write",
+                                              "release", "cancel"};
 
 /* The documented outcome of each call, by the callback it is made from. */
 typedef struct kind {
@@ -27,22 +28,24 @@ typedef struct kind {
     zkl_status want[NCALLS];
 } kind;
 
-/* On the client's worker: what would wait for the worker refuses. */
+/* On the client's worker: what would wait for the worker refuses (a
+ * guarded write waits for ZooKeeper's completion thread, not the worker). */
 #define ON_WORKER                                                                                  \
     {                                                                                              \
-        ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK                \
+        ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK        \
     }
 static const kind worker_completion = {"a completion on the worker", ON_WORKER};
 static const kind client_state = {"the client's on_state", ON_WORKER};
 static const kind lock_state = {"a lock's on_state", ON_WORKER};
 static const kind revocation = {"a revocation callback", ON_WORKER};
 /* On the loop's own thread (zkl_client_dispatch): only close refuses. */
-static const kind dispatched = {"a completion run by zkl_client_dispatch",
-                                {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
+static const kind dispatched = {
+    "a completion run by zkl_client_dispatch",
+    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
 /* The log callback may run under zklock's own locks: every call refuses. */
 static const kind logging = {
     "the log callback",
-    {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
+    {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
 
 /* One client c whose callback makes the calls, on objects of c. */
 typedef struct fixture {
@@ -75,7 +78,23 @@ static void note(fixture *f, int i, zkl_status st)
     snprintf(f->msg[i], sizeof f->msg[i], "%s", st == ZKL_OK ? "" : zkl_errmsg());
 }
 
-/* The seven calls, once, from inside whatever callback runs this. */
+/* A guarded write of the lease: a node beside the semaphore made and
+ * deleted in one transaction (nothing is left either way). */
+static zkl_status guarded(fixture *f)
+{
+    char item[300];
+    zkl_write w[2];
+    snprintf(item, sizeof item, "%s-g", f->paths[2]);
+    memset(w, 0, sizeof w);
+    w[0].type = ZKL_WRITE_CREATE;
+    w[0].path = item;
+    w[1].type = ZKL_WRITE_DELETE;
+    w[1].path = item;
+    w[1].version = ZKL_ANY_VERSION;
+    return zkl_lease_guarded_write(f->lease, w, 2, NULL);
+}
+
+/* The eight calls, once, from inside whatever callback runs this. */
 static void run_calls(fixture *f)
 {
     zkl_status st;
@@ -90,6 +109,7 @@ static void run_calls(fixture *f)
         cr_assert_eq(zkl_mutex_release(f->free_m), ZKL_OK);
     note(f, DRAIN, zkl_client_drain(f->c, 1000));
     note(f, DISPATCH, zkl_client_dispatch(f->c, NULL));
+    note(f, GUARDED, guarded(f));
     note(f, RELEASE, st = zkl_lease_return(f->lease));
     if (st == ZKL_OK)
         f->lease = NULL;
