@@ -38,6 +38,16 @@ static char *counter_for(zhandle_t *zh, const char *path)
     return p;
 }
 
+/* A test's end: its counter deleted, the raw handle closed, the strings freed. */
+static void scene_end(zhandle_t *zh, char *counter, char *path)
+{
+    if (counter)
+        zoo_delete(zh, counter, -1);
+    zookeeper_close(zh);
+    free(counter);
+    free(path);
+}
+
 /* One write: set counter to value, at any version. */
 static zkl_write set_to(const char *counter, const char *value)
 {
@@ -310,10 +320,7 @@ Test(guarded, refused_when_the_lock_node_is_gone, .timeout = 60)
     (void)zkl_mutex_release(m);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }
 
 /* A write the server refuses: its index and error, and nothing applied
@@ -350,10 +357,7 @@ Test(guarded, refused_write_is_named_and_nothing_applies, .timeout = 60)
     cr_assert_eq(zoo_delete(zh, item, -1), ZOK);
     mutex_drop(m, false);
     ok(zkl_client_close(c), "close");
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }
 
 struct other_thread {
@@ -394,10 +398,7 @@ Test(guarded, not_held_is_refused_at_once, .timeout = 60)
     cr_assert_eq(read_number(zh, counter), 0);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }
 
 /* Bad input: each refused before anything is sent, with the index where it applies. */
@@ -463,10 +464,7 @@ Test(guarded, bad_input_is_refused, .timeout = 60)
     }
     mutex_drop(m, false);
     ok(zkl_client_close(c), "close");
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }
 
 /* The hold's node, for a transaction of the caller's own: each side of a
@@ -568,10 +566,7 @@ static void lost_in_flight(bool reached, bool client_first)
     mutex_drop(m, client_first);
     ok(zkl_client_close(c), "close");
     fp_stop(fp);
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }
 
 Test(guarded, connection_lost_after_the_server_applied, .timeout = 90)
@@ -630,8 +625,5 @@ Test(guarded, handle_expired_before_the_client_knows, .timeout = 90)
     cr_log_info("%d guarded writes on an expired handle, %d refused as lost", tries, lost);
     mutex_drop(m, true);
     ok(zkl_client_close(c), "close");
-    zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
+    scene_end(zh, counter, path);
 }

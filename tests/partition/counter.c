@@ -8,25 +8,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "counter.h"
 
 /* The work between reading the counter and writing it back (ms): long
  * enough that a pause of the holder most often lands inside it. */
 #define WORK_MS 40
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* The round's node names; entry: the holder's log entries (h-), else the waiter's (w-). */
 static void names(const char *path, char *counter, char *incs, char *entry, size_t n)

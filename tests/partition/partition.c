@@ -44,6 +44,7 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include "clock.h"
 #include "counter.h"
 #include "faultproxy.h"
 #include "serverlog.h"
@@ -59,20 +60,6 @@ static pid_t isolated_pid;
 static volatile sig_atomic_t rules_on, qdisc_on;
 static pid_t server_pid, stopped_pid;
 static FILE *json;
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)

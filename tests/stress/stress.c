@@ -519,6 +519,22 @@ static void async_cb_keep(zkl_op *op, zkl_status st, const char *msg, void *ud)
     atomic_fetch_add(&as->ended, 1);
 }
 
+/* Cancel every step-th of ops[0..n) (kept handles: async_cb_keep), counting
+ * the cancels that won; a grant that came first is awaited; then release each. */
+static void cancel_every(zkl_op **ops, int n, int step, struct async_shared *as)
+{
+    int i;
+    for (i = 0; i < n; i += step) {
+        if (zkl_op_cancel(ops[i]) == ZKL_OK)
+            atomic_fetch_add(&as->canceled_ok, 1);
+        else
+            while (!zkl_op_is_held(ops[i]) && atomic_load(&as->ended) < n)
+                sleep_ms(1);
+        while (zkl_op_release(ops[i]) == ZKL_EBUSY) /* not reported yet */
+            sleep_ms(1);
+    }
+}
+
 struct loop_arg {
     zkl_client *c;
     struct async_shared *as;
@@ -563,15 +579,7 @@ static int async_mix(void)
         CHECK(zkl_mutex_acquire_async(i % 2 ? mb : ma, 60000, i % 5 ? async_cb : async_cb_keep, &as,
                                       &ops[i]) == ZKL_OK,
               "acquire_async");
-    for (i = 0; i < n; i += 5) { /* some cancels, racing grants; a kept grant lets go at once */
-        if (zkl_op_cancel(ops[i]) == ZKL_OK)
-            atomic_fetch_add(&as.canceled_ok, 1);
-        else
-            while (!zkl_op_is_held(ops[i]) && atomic_load(&as.ended) < n)
-                sleep_ms(1);
-        while (zkl_op_release(ops[i]) == ZKL_EBUSY) /* not reported yet */
-            sleep_ms(1);
-    }
+    cancel_every(ops, n, 5, &as); /* some cancels, racing grants; a kept grant lets go at once */
     pthread_join(loop, NULL);
     CHECK(atomic_load(&as.ended) == n, "%d of %d ended", atomic_load(&as.ended), n);
     CHECK(atomic_load(&as.sh.violations) == 0, "two holders at once");
@@ -621,15 +629,7 @@ static int async_chroot(void)
         CHECK(zkl_mutex_acquire_async(m[i % 2], 60000, i % 4 ? async_cb : async_cb_keep, &as,
                                       &ops[i]) == ZKL_OK,
               "acquire_async");
-    for (i = 0; i < n; i += 4) { /* canceled as their chroot jobs run, or granted */
-        if (zkl_op_cancel(ops[i]) == ZKL_OK)
-            atomic_fetch_add(&as.canceled_ok, 1);
-        else
-            while (!zkl_op_is_held(ops[i]) && atomic_load(&as.ended) < n)
-                sleep_ms(1);
-        while (zkl_op_release(ops[i]) == ZKL_EBUSY) /* not reported yet */
-            sleep_ms(1);
-    }
+    cancel_every(ops, n, 4, &as); /* canceled as their chroot jobs run, or granted */
     while (atomic_load(&as.ended) < n && waited++ < 6000)
         sleep_ms(10);
     CHECK(atomic_load(&as.ended) == n, "%d of %d ended", atomic_load(&as.ended), n);
