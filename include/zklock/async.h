@@ -147,8 +147,9 @@ zkl_status zkl_op_node(zkl_op *op, char **node);
 zkl_status zkl_client_event_fd(zkl_client *c, int *fd);
 
 /*
- * Run the completions that are ready, on the calling thread; *ran (may be
- * NULL) says how many. Call it when the event descriptor is readable (it
+ * Run the completions that are ready (async acquires' callbacks, and async
+ * guarded writes' answers: zklock/guard.h), on the calling thread; *ran
+ * (may be NULL) says how many. Call it when the event descriptor is readable (it
  * also clears its readiness). ZKL_EINVAL before zkl_client_event_fd.
  */
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran);

@@ -44,7 +44,9 @@
  *
  * Paths are the client's own: under its connect string's chroot, as lock
  * paths are. A guarded write blocks for one round trip, on the calling
- * thread; none may be called from the client's log callback.
+ * thread; zkl_op_guarded_write_async sends it without waiting, for event
+ * loops, and delivers the answer as async acquires are delivered. None may
+ * be called from the client's log callback.
  */
 #ifndef ZKLOCK_GUARD_H
 #define ZKLOCK_GUARD_H
@@ -120,6 +122,37 @@ zkl_status zkl_lease_guarded_write(zkl_lease *lease, zkl_write *w, size_t n, siz
 zkl_status zkl_multilock_guarded_write(zkl_multilock *ml, zkl_write *w, size_t n, size_t *failed);
 /* An async handle's hold (any thread): a check of each of its nodes. */
 zkl_status zkl_op_guarded_write(zkl_op *op, zkl_write *w, size_t n, size_t *failed);
+
+/*
+ * The answer of an async guarded write: st and failed as the blocking call
+ * gives them (failed: SIZE_MAX unless ZKL_EZK or ZKL_ENOAUTH), msg its
+ * message (owned by the library, valid during the call; "" for ZKL_OK),
+ * userdata the call's. The writes' results (rc, created, stat) are in the
+ * caller's w when it runs.
+ */
+typedef void (*zkl_write_fn)(zkl_status st, size_t failed, const char *msg, void *userdata);
+
+/*
+ * zkl_op_guarded_write without waiting, for event loops: ZKL_OK, the
+ * transaction is sent, and fn runs once with its answer, delivered as the
+ * handle's acquire was (zklock/async.h: on the home client's worker, or by
+ * zkl_client_dispatch after zkl_client_event_fd). Or a failure found before
+ * anything was sent (the statuses and *failed of the blocking call: bad
+ * input, ZKL_ENOTOWNER, ZKL_ELOST when the client already knows the hold
+ * is gone, ZKL_ENOMEM, ZKL_ECLOSED), and fn never runs.
+ *
+ * w[0..n) stays the caller's, unchanged, until fn runs: zklock writes the
+ * results into it then (the paths and data are read at the call). The
+ * answer comes when ZooKeeper answers, or when the ZooKeeper client gives up
+ * on the connection (ZKL_ECONNLOSS, ambiguous as in the blocking call),
+ * within about two thirds of the session timeout; there is no cancel (a
+ * sent transaction is the server's to apply). The handle may be released
+ * with the write in flight: ZooKeeper applies the write or refuses it
+ * before the release's delete. zkl_client_close refuses (ZKL_EBUSY) while a
+ * write has not reported. Any thread; from inside a callback too.
+ */
+zkl_status zkl_op_guarded_write_async(zkl_op *op, zkl_write *w, size_t n, size_t *failed,
+                                      zkl_write_fn fn, void *userdata);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,7 @@ struct zkl_client;
     X(EVENT_DELAY_MS)    /* the session watcher sleeps before it records a loss */                 \
     X(SLEEP_ON_CV)       /* c's worker and waits sleep on condition variables, not eventfds */     \
     X(CHROOT_STALL_MS)   /* the chroot's handle waits this long after it connects (a timer) */     \
+    X(WRITE_SENT_MS)     /* an async guarded write's sender pauses after the send */               \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \

@@ -415,7 +415,7 @@ zkl_status zkl_client_close(zkl_client *c)
 {
     ZKL__REFUSE_IN_LOG();
     zkl__session *s;
-    int handles;
+    int handles, writes;
     if (!c)
         return zkl__fail(ZKL_EINVAL, "zkl_client_close: client is NULL");
     /* libuv's rule (uv_loop_close): refuse, never free what the caller runs on */
@@ -426,11 +426,18 @@ zkl_status zkl_client_close(zkl_client *c)
                          "once the callback has returned");
     pthread_mutex_lock(&c->mu);
     handles = c->handles;
+    writes = c->writes_out;
     pthread_mutex_unlock(&c->mu);
     if (handles > 0)
         return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", handles);
-    if (zkl__forked(c))
+    if (zkl__forked(c)) /* the parent's writes are never answered here */
         return close_forked(c);
+    if (writes > 0)
+        return zkl__fail(ZKL_EBUSY,
+                         "zkl_client_close: %d async guarded write(s) have not reported yet "
+                         "(let their callbacks run first: with an event descriptor, "
+                         "zkl_client_dispatch runs them)",
+                         writes);
     zkl__fork_unregister(c);
     /* Let released nodes' deletes land first: zookeeper_close would drop
      * their replies and leak its own record of them (the server deletes the

@@ -1,7 +1,8 @@
 /*
  * guarded.c - the multi transaction of a guarded write (guarded.h): checks
  * of the guard nodes, then the caller's writes, sent on one session and
- * waited for on the calling thread.
+ * either waited for on the calling thread (blocking) or told to its
+ * requester when answered (pending.h's way, for the async form).
  *
  * The ZooKeeper client writes a multi's results (the per-op codes, a set's
  * stat, a create's path) when the reply comes, which may be after the
@@ -16,6 +17,7 @@
 #include "base/util.h"
 #include "requests/call.h"
 #include "requests/calls.h"
+#include "requests/pending.h"
 
 /* A create's path buffer in the block: room for the path and a sequence suffix. */
 #define CREATED_ROOM (ZKL_PATH_MAX + 16)
@@ -124,15 +126,14 @@ static void results_out(const call *k, int rc, int ng, zkl_write *w, int n, int 
     }
 }
 
-int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, int n, int *bad)
+zkl__req *zkl__req_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, int n,
+                           zkl__req_fn fn, void *arg, int *rc)
 {
     const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
-    int nops = ng + n, i, rc;
-    bool answered;
+    int nops = ng + n, i;
     zoo_op_t *ops;
     call *k;
     layout l;
-    *bad = -1;
     ops = calloc((size_t)nops, sizeof *ops);
     k = ops ? zkl__call_new(s) : NULL;
     if (k && !(k->results = calloc(1, block_size(nops, n)))) {
@@ -141,8 +142,13 @@ int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, i
     }
     if (!k) {
         free(ops);
-        return ZSYSTEMERROR;
+        *rc = ZSYSTEMERROR;
+        return NULL;
     }
+    pthread_mutex_lock(&k->mu);
+    k->notify = fn;
+    k->arg = arg;
+    pthread_mutex_unlock(&k->mu);
     l = layout_of(k->results, nops, n);
     for (i = 0; i < ng; i++)
         zoo_check_op_init(&ops[i], guard[i], -1);
@@ -150,17 +156,43 @@ int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, i
         op_of(&ops[ng + i], &w[i], acl, l.paths + (size_t)i * CREATED_ROOM, &l.stats[i]);
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_MULTI);
-    rc = zkl__zk_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
+    *rc = zkl__zk_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
     free(ops); /* the client serialised them */
-    if (rc != ZOK) {
+    if (*rc != ZOK) {
         zkl__call_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void zkl__req_guarded_results(const zkl__req *k, int rc, int ng, zkl_write *w, int n, int *bad)
+{
+    results_out(k, rc, ng, w, n, bad);
+}
+
+/* Every write's rc is rc: the multi was not sent, or not answered. */
+static void all_rc(zkl_write *w, int n, int rc)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        w[i].rc = rc;
+}
+
+int zkl__zk_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, int n, int *bad)
+{
+    bool answered;
+    int rc;
+    call *k = zkl__req_guarded(s, guard, ng, w, n, NULL, NULL, &rc);
+    *bad = -1;
+    if (!k) {
+        all_rc(w, n, rc);
         return rc;
     }
     rc = zkl__call_wait(k, &answered);
     if (answered)
         results_out(k, rc, ng, w, n, bad);
-    for (i = 0; !answered && i < n; i++)
-        w[i].rc = rc;
+    else
+        all_rc(w, n, rc);
     zkl__call_put(k);
     return rc;
 }

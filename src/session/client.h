@@ -179,7 +179,8 @@ struct zkl_client {
     zkl_conn_state state;
     int node_data_len;
     int evq_head, evq_len;
-    int handles; /* live lock objects made on this client */
+    int handles;    /* live lock objects made on this client */
+    int writes_out; /* async guarded writes sent, not yet reported (core/async/write.c) */
     int granted_timeout;
     zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
     /* acquires started from now on use the in-process room (core/engine/inproc.h):

@@ -375,14 +375,16 @@ Test(async, descriptor_delivery_on_the_loop_thread, .timeout = 60)
     seen s1 = {0}, s2 = {0}, sw = {0};
     struct pollfd p;
     int fd, fd2, ran, total = 0;
-    int64_t end = zkt_now_ms() + 20000;
+    int64_t end = zkt_now_ms() + 30000;
     cr_assert_eq(zkl_client_dispatch(c, &ran), ZKL_EINVAL, "dispatch before event_fd");
     ok(zkl_client_event_fd(c, &fd), "event_fd");
     ok(zkl_client_event_fd(c, &fd2), "event_fd again");
     cr_assert_eq(fd, fd2);
     ok(zkl_rwlock_create(c, path, &rw), "create");
-    ok(zkl_rwlock_read_acquire_async(rw, 5000, record, &s1, &r1), "read 1");
-    ok(zkl_rwlock_read_acquire_async(rw, 5000, record, &s2, &r2), "read 2");
+    /* the readers' 20 s: under valgrind on a loaded machine, one once ran
+     * out a 5 s wait (its node and the parents made, and listed) */
+    ok(zkl_rwlock_read_acquire_async(rw, 20000, record, &s1, &r1), "read 1");
+    ok(zkl_rwlock_read_acquire_async(rw, 20000, record, &s2, &r2), "read 2");
     ok(zkl_rwlock_write_acquire_async(rw, 300, record, &sw, &w), "write");
     while (total < 3 && zkt_now_ms() < end) {
         p.fd = fd;

@@ -1,9 +1,9 @@
 /*
  * test_callbacks.c - the callback x call matrix of client.h ("Lifecycle and
  * callbacks"): from inside each kind of callback the library runs, each of
- * close, destroy, blocking acquire, drain, dispatch, a guarded write,
- * release and cancel either works or refuses at once with its documented
- * status. Run under ASan and valgrind with the other integration tests: no
+ * close, destroy, blocking acquire, drain, dispatch, a guarded write (and
+ * an async one), release and cancel either works or refuses at once with
+ * its documented status. Run under ASan and valgrind with the other integration tests: no
  * call frees memory in use or waits for itself.
  */
 #include <criterion/criterion.h>
@@ -17,10 +17,11 @@
 #include "zklock/revoke.h"
 #include "zkt.h"
 
-enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, GUARDED, RELEASE, CANCEL, NCALLS };
-static const char *const call_name[NCALLS] = {"close",   "destroy",  "blocking acquire",
-                                              "drain",   "dispatch", "guarded write",
-                                              "release", "cancel"};
+enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, GUARDED, GUARDED_ASYNC, RELEASE, CANCEL, NCALLS };
+static const char *const call_name[NCALLS] = {
+    "close",    "destroy",       "blocking acquire",    "drain",
+    "dispatch", "guarded write", "async guarded write", "release",
+    "cancel"};
 
 /* The documented outcome of each call, by the callback it is made from. */
 typedef struct kind {
@@ -32,20 +33,25 @@ typedef struct kind {
  * guarded write waits for ZooKeeper's completion thread, not the worker). */
 #define ON_WORKER                                                                                  \
     {                                                                                              \
-        ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK        \
+        ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK,       \
+            ZKL_OK                                                                                 \
     }
 static const kind worker_completion = {"a completion on the worker", ON_WORKER};
 static const kind client_state = {"the client's on_state", ON_WORKER};
 static const kind lock_state = {"a lock's on_state", ON_WORKER};
 static const kind revocation = {"a revocation callback", ON_WORKER};
+static const kind write_answer = {"an async guarded write's answer on the worker", ON_WORKER};
 /* On the loop's own thread (zkl_client_dispatch): only close refuses. */
 static const kind dispatched = {
     "a completion run by zkl_client_dispatch",
-    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
+    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
+static const kind write_dispatched = {
+    "an async guarded write's answer run by zkl_client_dispatch",
+    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
 /* The log callback may run under zklock's own locks: every call refuses. */
-static const kind logging = {
-    "the log callback",
-    {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
+static const kind logging = {"the log callback",
+                             {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
 
 /* One client c whose callback makes the calls, on objects of c. */
 typedef struct fixture {
@@ -57,11 +63,18 @@ typedef struct fixture {
     zkl_mutex *hm, *wm;    /* cancel: wm's acquire waits behind hm */
     zkl_op *pending;       /* that acquire */
     atomic_int pend_calls; /* its callback ran */
+    zkl_mutex *am;         /* async guarded write: a handle's hold of it */
+    zkl_op *aop;
+    atomic_int aop_calls;
+    zkl_write aw[2]; /* the write (the caller's until answered) */
+    char aitem[300];
+    atomic_int answers;
+    zkl_status answer_st;
     zkl_status got[NCALLS];
     char msg[NCALLS][256];
     atomic_int started, ran;
     int fd; /* descriptor delivery, or -1 */
-    char *paths[4];
+    char *paths[5];
 } fixture;
 
 static void pend_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
@@ -94,7 +107,29 @@ static zkl_status guarded(fixture *f)
     return zkl_lease_guarded_write(f->lease, w, 2, NULL);
 }
 
-/* The eight calls, once, from inside whatever callback runs this. */
+static void answer_cb(zkl_status st, size_t failed, const char *msg, void *ud)
+{
+    fixture *f = ud;
+    (void)failed;
+    (void)msg;
+    f->answer_st = st;
+    atomic_fetch_add(&f->answers, 1);
+}
+
+/* The same made and deleted through the handle's hold, without waiting. */
+static zkl_status guarded_async(fixture *f)
+{
+    snprintf(f->aitem, sizeof f->aitem, "%s-ga", f->paths[4]);
+    memset(f->aw, 0, sizeof f->aw);
+    f->aw[0].type = ZKL_WRITE_CREATE;
+    f->aw[0].path = f->aitem;
+    f->aw[1].type = ZKL_WRITE_DELETE;
+    f->aw[1].path = f->aitem;
+    f->aw[1].version = ZKL_ANY_VERSION;
+    return zkl_op_guarded_write_async(f->aop, f->aw, 2, NULL, answer_cb, f);
+}
+
+/* The nine calls, once, from inside whatever callback runs this. */
 static void run_calls(fixture *f)
 {
     zkl_status st;
@@ -110,6 +145,7 @@ static void run_calls(fixture *f)
     note(f, DRAIN, zkl_client_drain(f->c, 1000));
     note(f, DISPATCH, zkl_client_dispatch(f->c, NULL));
     note(f, GUARDED, guarded(f));
+    note(f, GUARDED_ASYNC, guarded_async(f));
     note(f, RELEASE, st = zkl_lease_return(f->lease));
     if (st == ZKL_OK)
         f->lease = NULL;
@@ -130,6 +166,30 @@ static int pend_reported(void *p)
     return atomic_load(&f->pend_calls);
 }
 
+static void aop_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    fixture *f = ud;
+    (void)op;
+    cr_assert_eq(st, ZKL_OK, "the async hold: %s (%s)", zkl_strerror(st), msg);
+    atomic_store(&f->aop_calls, 1);
+}
+
+static int aop_reported(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return atomic_load(&f->aop_calls);
+}
+
+static int write_answered(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return atomic_load(&f->answers);
+}
+
 static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
 {
     zhandle_t *zh = zkt_raw();
@@ -140,7 +200,7 @@ static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
     f->h = zkt_client(0);
     if (descriptor)
         OK(zkl_client_event_fd(f->c, &f->fd));
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         f->paths[i] = zkt_path("matrix");
     OK(zkl_mutex_create(f->c, f->paths[0], &f->idle));
     OK(zkl_mutex_create(f->c, f->paths[1], &f->free_m));
@@ -151,6 +211,9 @@ static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
     OK(zkl_mutex_acquire(f->hm, 10000));
     OK(zkl_mutex_acquire_async(f->wm, ZKL_WAIT_FOREVER, pend_cb, f, &f->pending));
     cr_assert_eq(zkt_children_settle(zh, f->paths[3], 2), 2, "the pending acquire is in line");
+    OK(zkl_mutex_create(f->c, f->paths[4], &f->am));
+    OK(zkl_mutex_acquire_async(f->am, 10000, aop_cb, f, &f->aop));
+    cr_assert(zkt_wait_for(aop_reported, f, 20000), "the async hold never reported");
     zookeeper_close(zh);
 }
 
@@ -166,6 +229,12 @@ static void check_and_teardown(fixture *f, const kind *k)
     if (f->got[CANCEL] != ZKL_OK)
         OK(zkl_op_cancel(f->pending));
     cr_assert(zkt_wait_for(pend_reported, f, 20000), "the canceled acquire never reported");
+    if (f->got[GUARDED_ASYNC] == ZKL_OK) {
+        cr_assert(zkt_wait_for(write_answered, f, 20000), "the async write never answered");
+        cr_assert_eq(f->answer_st, ZKL_OK, "the async write: %s", zkl_strerror(f->answer_st));
+    }
+    OK(zkl_op_release(f->aop));
+    OK(zkl_mutex_destroy(f->am));
     OK(zkl_op_release(f->pending));
     OK(zkl_mutex_release(f->hm));
     if (f->idle)
@@ -178,7 +247,7 @@ static void check_and_teardown(fixture *f, const kind *k)
     OK(zkl_mutex_destroy(f->hm));
     OK(zkl_client_close(f->h));
     OK(zkl_client_close(f->c)); /* still whole after all of it */
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         free(f->paths[i]);
 }
 
@@ -232,6 +301,62 @@ Test(callbacks, dispatched_completion, .timeout = 120)
     OK(zkl_mutex_destroy(t));
     check_and_teardown(&f, &dispatched);
     free(path);
+}
+
+static void on_trigger_answer(zkl_status st, size_t failed, const char *msg, void *ud)
+{
+    (void)failed;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    run_calls(ud);
+}
+
+/* The trigger's write: a check of the trigger path (the caller's until answered). */
+static zkl_write trigger_write;
+
+static void write_trigger_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    cr_assert_eq(zkl_op_guarded_write_async(op, &trigger_write, 1, NULL, on_trigger_answer, ud),
+                 ZKL_OK, "%s", zkl_errmsg());
+}
+
+/* An async hold whose guarded write's answer makes the calls (then the hold goes). */
+static void write_answer_kind(bool descriptor, const kind *k)
+{
+    fixture f;
+    char *path = zkt_path("matrix-write");
+    zkl_mutex *t;
+    zkl_op *op;
+    int64_t t0 = zkt_now_ms();
+    setup(&f, NULL, descriptor);
+    memset(&trigger_write, 0, sizeof trigger_write);
+    trigger_write.type = ZKL_WRITE_CHECK;
+    trigger_write.path = path;
+    trigger_write.version = ZKL_ANY_VERSION;
+    OK(zkl_mutex_create(f.c, path, &t));
+    OK(zkl_mutex_acquire_async(t, 10000, write_trigger_cb, &f, &op));
+    while (!atomic_load(&f.ran) && zkt_now_ms() - t0 < 30000) {
+        struct pollfd p = {f.fd, POLLIN, 0};
+        if (!descriptor)
+            zkt_sleep_ms(20);
+        else if (poll(&p, 1, 1000) > 0)
+            OK(zkl_client_dispatch(f.c, NULL));
+    }
+    zkt_sleep_ms(50); /* the worker is past the callback */
+    OK(zkl_op_release(op));
+    OK(zkl_mutex_destroy(t));
+    check_and_teardown(&f, k);
+    free(path);
+}
+
+Test(callbacks, write_answer_on_the_worker, .timeout = 120)
+{
+    write_answer_kind(false, &write_answer);
+}
+
+Test(callbacks, write_answer_dispatched, .timeout = 120)
+{
+    write_answer_kind(true, &write_dispatched);
 }
 
 static void state_cb(zkl_client *c, zkl_conn_state st, void *ud)

@@ -581,8 +581,61 @@ static void chroot_cycle(zkl_client *c, long n)
     mutex_cycle(c, "/m", n);
 }
 
+/* A create and a delete of node item, in w[0..2). */
+static void made_and_gone(zkl_write *w, const char *item)
+{
+    memset(w, 0, 2 * sizeof *w);
+    w[0].type = ZKL_WRITE_CREATE;
+    w[0].path = item;
+    w[1].type = ZKL_WRITE_DELETE;
+    w[1].path = item;
+    w[1].version = ZKL_ANY_VERSION;
+}
+
+static void on_written(zkl_status st, size_t failed, const char *msg, void *ud)
+{
+    (void)failed;
+    on_report(NULL, st, msg, ud);
+}
+
+/* The same through an async handle's hold of path-h, the answer on the worker. */
+static void guarded_async_cycle(zkl_client *c, const char *path, long n)
+{
+    char lock[300], item[400];
+    zkl_mutex *m;
+    struct report r = {0}, a = {0};
+    zkl_op *op = NULL;
+    zkl_write w[2];
+    zkl_status st;
+    snprintf(lock, sizeof lock, "%s-h", path);
+    snprintf(item, sizeof item, "%s-item-async", path);
+    made_and_gone(w, item);
+    st = (m = mutex_made(c, lock, n)) ? ZKL_OK : ZKL_ENOMEM;
+    if (m)
+        short_or_ok(st = zkl_mutex_acquire_async(m, 10000, on_report, &r, &op),
+                    "zkl_mutex_acquire_async", n);
+    if (m && st == ZKL_OK) {
+        report_wait(c, &r, false, n);
+        cr_assert(r.st == ZKL_OK || ((r.st == ZKL_ENOMEM || r.st == ZKL_ESYS) && r.msg[0]),
+                  WHAT " %ld failing: the async acquire gave %s (%s)", n, zkl_strerror(r.st),
+                  r.msg);
+        if (r.st == ZKL_OK)
+            short_or_ok(st = zkl_op_guarded_write_async(op, w, 2, NULL, on_written, &a),
+                        "zkl_op_guarded_write_async", n);
+        if (r.st == ZKL_OK && st == ZKL_OK) {
+            report_wait(c, &a, false, n);
+            cr_assert(a.st == ZKL_OK || ((a.st == ZKL_ENOMEM || a.st == ZKL_ESYS) && a.msg[0]),
+                      WHAT " %ld failing: the async guarded write gave %s (%s)", n,
+                      zkl_strerror(a.st), a.msg);
+        }
+        short_or_ok(zkl_op_release(op), "zkl_op_release", n);
+    }
+    mutex_done(m, n);
+}
+
 /* A guarded transaction while a mutex is held: a create and a delete of one
- * node beside the lock path, behind the check of the lock node. */
+ * node beside the lock path, behind the check of the lock node; then the
+ * same without waiting, through an async handle's hold. */
 static void guarded_cycle(zkl_client *c, const char *path, long n)
 {
     zkl_mutex *m = mutex_made(c, path, n);
@@ -590,17 +643,13 @@ static void guarded_cycle(zkl_client *c, const char *path, long n)
     char item[400];
     zkl_write w[2];
     snprintf(item, sizeof item, "%s-item", path);
-    memset(w, 0, sizeof w);
-    w[0].type = ZKL_WRITE_CREATE;
-    w[0].path = item;
-    w[1].type = ZKL_WRITE_DELETE;
-    w[1].path = item;
-    w[1].version = ZKL_ANY_VERSION;
+    made_and_gone(w, item);
     if (m)
         short_or_ok(st, "zkl_mutex_acquire", n);
     if (st == ZKL_OK)
         short_or_ok(zkl_mutex_guarded_write(m, w, 2, NULL), "zkl_mutex_guarded_write", n);
     mutex_done(m, n);
+    guarded_async_cycle(c, path, n);
 }
 
 /* path + "/root", the CHROOT kind's chroot. */
@@ -696,6 +745,11 @@ static int left_behind(zhandle_t *zh, const char *path, enum kind k)
         (void)zoo_delete(zh, root, -1);
         (void)zoo_delete(zh, path, -1);
         return n;
+    }
+    if (k == GUARDED) { /* the lock path, and the async hold's beside it */
+        char ph[300];
+        snprintf(ph, sizeof ph, "%s-h", path);
+        return nodes_under(zh, path) + nodes_under(zh, ph);
     }
     if (k == LONG_LINE) /* the other session's line stays */
         return zkt_children_settle(zh, path, LINE_NODES) - LINE_NODES;

@@ -14,52 +14,8 @@
 #include <string.h>
 
 #include "faultproxy.h"
+#include "writes.h"
 #include "zkt.h"
-
-/* The data of node path as a number (-1: no such node). */
-static long read_number(zhandle_t *zh, const char *path)
-{
-    char buf[64];
-    int len = sizeof buf - 1;
-    if (zoo_get(zh, path, 0, buf, &len, NULL) != ZOK)
-        return -1;
-    buf[len < 0 ? 0 : len] = '\0';
-    return strtol(buf, NULL, 10);
-}
-
-/* A fresh counter node at 0, data version 1, for path (path + "-counter"), its path malloc'd. */
-static char *counter_for(zhandle_t *zh, const char *path)
-{
-    size_t n = strlen(path) + 16;
-    char *p = malloc(n);
-    snprintf(p, n, "%s-counter", path);
-    cr_assert_eq(zkt_make_path(zh, p, 0), ZOK);
-    cr_assert_eq(zoo_set(zh, p, "0", 1, -1), ZOK);
-    return p;
-}
-
-/* A test's end: its counter deleted, the raw handle closed, the strings freed. */
-static void scene_end(zhandle_t *zh, char *counter, char *path)
-{
-    if (counter)
-        zoo_delete(zh, counter, -1);
-    zookeeper_close(zh);
-    free(counter);
-    free(path);
-}
-
-/* One write: set counter to value, at any version. */
-static zkl_write set_to(const char *counter, const char *value)
-{
-    zkl_write w;
-    memset(&w, 0, sizeof w);
-    w.type = ZKL_WRITE_SET;
-    w.path = counter;
-    w.data = value;
-    w.len = (int)strlen(value);
-    w.version = ZKL_ANY_VERSION;
-    return w;
-}
 
 /* A kind of hold: take it on c at path, write through it, let it go. */
 typedef struct kind {
@@ -243,11 +199,12 @@ Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
     zkl_client *c = zkt_client(0);
     size_t k;
     for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        char *path = zkt_path("guarded"), *counter = counter_for(zh, path), made[700], want[700];
+        char *path = zkt_path("guarded"), *counter = zkt_counter_for(zh, path), made[700],
+             want[700];
         zkl_write w[2];
         size_t failed = 0;
         void *h = kinds[k].take(c, path);
-        w[0] = set_to(counter, "1");
+        w[0] = zkt_set_to(counter, "1");
         memset(&w[1], 0, sizeof w[1]);
         snprintf(want, sizeof want, "%s-item", path);
         w[1].type = ZKL_WRITE_CREATE;
@@ -261,7 +218,7 @@ Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
         cr_assert_eq(w[1].rc, ZOK);
         cr_assert_eq(w[0].stat.version, 2, "%s: the set's stat", kinds[k].name);
         cr_assert_str_eq(made, want, "%s: the created path", kinds[k].name);
-        cr_assert_eq(read_number(zh, counter), 1, "%s: not applied", kinds[k].name);
+        cr_assert_eq(zkt_number_at(zh, counter), 1, "%s: not applied", kinds[k].name);
         kinds[k].drop(h, false);
         zoo_delete(zh, want, -1);
         zoo_delete(zh, counter, -1);
@@ -284,8 +241,8 @@ Test(guarded, every_kind_refused_after_its_session_expired, .timeout = 300)
     size_t k;
     for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         zkl_client *c = zkt_client(4000);
-        char *path = zkt_path("guarded-exp"), *counter = counter_for(zh, path);
-        zkl_write w = set_to(counter, "7");
+        char *path = zkt_path("guarded-exp"), *counter = zkt_counter_for(zh, path);
+        zkl_write w = zkt_set_to(counter, "7");
         size_t failed = 0;
         void *h = kinds[k].take(c, path);
         zkl_status st;
@@ -293,14 +250,14 @@ Test(guarded, every_kind_refused_after_its_session_expired, .timeout = 300)
         zkt_expire(c);
         end = zkt_now_ms() + 30000;
         while ((st = kinds[k].write(h, &w, 1, &failed)) == ZKL_ECONNLOSS && zkt_now_ms() < end) {
-            cr_assert_eq(read_number(zh, counter), 0, "%s: applied after the session expired",
+            cr_assert_eq(zkt_number_at(zh, counter), 0, "%s: applied after the session expired",
                          kinds[k].name);
             zkt_sleep_ms(100);
         }
         cr_assert_eq(st, ZKL_ELOST, "%s: got %s (%s)", kinds[k].name, zkl_strerror(st),
                      zkl_errmsg());
         cr_assert_eq(failed, SIZE_MAX);
-        cr_assert_eq(read_number(zh, counter), 0, "%s: applied after the session expired",
+        cr_assert_eq(zkt_number_at(zh, counter), 0, "%s: applied after the session expired",
                      kinds[k].name);
         kinds[k].drop(h, true);
         ok(zkl_client_close(c), "close");
@@ -316,8 +273,8 @@ Test(guarded, refused_when_the_lock_node_is_gone, .timeout = 60)
 {
     zhandle_t *zh = zkt_raw();
     zkl_client *c = zkt_client(0);
-    char *path = zkt_path("guarded-gone"), *counter = counter_for(zh, path), *node = NULL;
-    zkl_write w = set_to(counter, "5");
+    char *path = zkt_path("guarded-gone"), *counter = zkt_counter_for(zh, path), *node = NULL;
+    zkl_write w = zkt_set_to(counter, "5");
     zkl_mutex *m = mutex_take(c, path);
     zkl_status st;
     ok(zkl_mutex_node(m, &node), "node");
@@ -325,12 +282,12 @@ Test(guarded, refused_when_the_lock_node_is_gone, .timeout = 60)
     st = zkl_mutex_guarded_write(m, &w, 1, NULL);
     cr_assert_eq(st, ZKL_ELOST, "got %s (%s)", zkl_strerror(st), zkl_errmsg());
     cr_assert(strstr(zkl_errmsg(), node), "the message names the node: %s", zkl_errmsg());
-    cr_assert_eq(read_number(zh, counter), 0, "applied without the lock node");
+    cr_assert_eq(zkt_number_at(zh, counter), 0, "applied without the lock node");
     free(node);
     (void)zkl_mutex_release(m);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }
 
 /* A write the server refuses: its index and error, and nothing applied
@@ -339,7 +296,7 @@ Test(guarded, refused_write_is_named_and_nothing_applies, .timeout = 60)
 {
     zhandle_t *zh = zkt_raw();
     zkl_client *c = zkt_client(0);
-    char *path = zkt_path("guarded-bad"), *counter = counter_for(zh, path), item[600];
+    char *path = zkt_path("guarded-bad"), *counter = zkt_counter_for(zh, path), item[600];
     zkl_write w[3];
     size_t failed = 0;
     zkl_mutex *m = mutex_take(c, path);
@@ -348,9 +305,9 @@ Test(guarded, refused_write_is_named_and_nothing_applies, .timeout = 60)
     memset(w, 0, sizeof w);
     w[0].type = ZKL_WRITE_CREATE;
     w[0].path = item;
-    w[1] = set_to(counter, "9");
+    w[1] = zkt_set_to(counter, "9");
     w[1].version = 5; /* it is at 1 */
-    w[2] = set_to(counter, "10");
+    w[2] = zkt_set_to(counter, "10");
     st = zkl_mutex_guarded_write(m, w, 3, &failed);
     cr_assert_eq(st, ZKL_EZK, "got %s (%s)", zkl_strerror(st), zkl_errmsg());
     cr_assert_eq(failed, 1);
@@ -359,15 +316,15 @@ Test(guarded, refused_write_is_named_and_nothing_applies, .timeout = 60)
     cr_assert_eq(w[2].rc, ZRUNTIMEINCONSISTENCY);
     cr_assert(strstr(zkl_errmsg(), "write 1"), "%s", zkl_errmsg());
     cr_assert_eq(zoo_exists(zh, item, 0, NULL), ZNONODE, "the create was applied");
-    cr_assert_eq(read_number(zh, counter), 0);
+    cr_assert_eq(zkt_number_at(zh, counter), 0);
     /* and the hold is untouched: the same write at the right version applies */
     w[1].version = 1;
     ok(zkl_mutex_guarded_write(m, w, 3, &failed), "the transaction at the right version");
-    cr_assert_eq(read_number(zh, counter), 10);
+    cr_assert_eq(zkt_number_at(zh, counter), 10);
     cr_assert_eq(zoo_delete(zh, item, -1), ZOK);
     mutex_drop(m, false);
     ok(zkl_client_close(c), "close");
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }
 
 struct other_thread {
@@ -388,8 +345,8 @@ Test(guarded, not_held_is_refused_at_once, .timeout = 60)
 {
     zhandle_t *zh = zkt_raw();
     zkl_client *c = zkt_client(0);
-    char *path = zkt_path("guarded-owner"), *counter = counter_for(zh, path);
-    zkl_write w = set_to(counter, "3");
+    char *path = zkt_path("guarded-owner"), *counter = zkt_counter_for(zh, path);
+    zkl_write w = zkt_set_to(counter, "3");
     struct other_thread o;
     zkl_mutex *m;
     zkl_lease *none = NULL;
@@ -405,10 +362,10 @@ Test(guarded, not_held_is_refused_at_once, .timeout = 60)
     ok(zkl_mutex_release(m), "release");
     cr_assert_eq(zkl_mutex_guarded_write(m, &w, 1, NULL), ZKL_ENOTOWNER);
     cr_assert_eq(zkl_lease_guarded_write(none, &w, 1, NULL), ZKL_EINVAL);
-    cr_assert_eq(read_number(zh, counter), 0);
+    cr_assert_eq(zkt_number_at(zh, counter), 0);
     ok(zkl_mutex_destroy(m), "destroy");
     ok(zkl_client_close(c), "close");
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }
 
 /* Bad input: each refused before anything is sent, with the index where it applies. */
@@ -416,42 +373,42 @@ Test(guarded, bad_input_is_refused, .timeout = 60)
 {
     zhandle_t *zh = zkt_raw();
     zkl_client *c = zkt_client(0);
-    char *path = zkt_path("guarded-input"), *counter = counter_for(zh, path);
+    char *path = zkt_path("guarded-input"), *counter = zkt_counter_for(zh, path);
     zkl_write w[ZKL_GUARDED_MAX + 1], one;
     size_t failed = 0, i;
     zkl_mutex *m = mutex_take(c, path);
     for (i = 0; i <= ZKL_GUARDED_MAX; i++)
-        w[i] = set_to(counter, "1");
+        w[i] = zkt_set_to(counter, "1");
     cr_assert_eq(zkl_mutex_guarded_write(NULL, w, 1, NULL), ZKL_EINVAL);
     cr_assert_eq(zkl_mutex_guarded_write(m, NULL, 1, NULL), ZKL_EINVAL);
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 0, NULL), ZKL_EINVAL);
     cr_assert_eq(zkl_mutex_guarded_write(m, w, ZKL_GUARDED_MAX + 1, NULL), ZKL_EINVAL);
     cr_assert(strstr(zkl_errmsg(), "at most"), "%s", zkl_errmsg());
-    one = set_to("relative/path", "1");
+    one = zkt_set_to("relative/path", "1");
     w[1] = one;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EBADPATH);
     cr_assert_eq(failed, 1);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].path = "/a//b";
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EBADPATH);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].path = NULL;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].type = (zkl_write_type)99;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].version = -2;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].len = -1;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
-    w[1] = set_to(counter, "1");
+    w[1] = zkt_set_to(counter, "1");
     w[1].type = ZKL_WRITE_CREATE;
     w[1].mode = 7;
     cr_assert_eq(zkl_mutex_guarded_write(m, w, 2, &failed), ZKL_EINVAL);
     cr_assert_eq(failed, 1);
-    cr_assert_eq(read_number(zh, counter), 0, "a refused call applied something");
+    cr_assert_eq(zkt_number_at(zh, counter), 0, "a refused call applied something");
     /* a sequential create may name its parent and a slash */
     {
         char parent[600], made[700];
@@ -474,7 +431,7 @@ Test(guarded, bad_input_is_refused, .timeout = 60)
     }
     mutex_drop(m, false);
     ok(zkl_client_close(c), "close");
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }
 
 /* The hold's node, for a transaction of the caller's own: each side of a
@@ -527,11 +484,11 @@ static void lost_in_flight(bool reached, bool client_first)
 {
     zhandle_t *zh = zkt_raw();
     fp_proxy *fp = fp_start(zkt_servers());
-    char *path = zkt_path("guarded-loss"), *counter = counter_for(zh, path);
+    char *path = zkt_path("guarded-loss"), *counter = zkt_counter_for(zh, path);
     zkl_client_options o;
     zkl_client *c = NULL;
     zkl_mutex *m;
-    zkl_write w = set_to(counter, "42");
+    zkl_write w = zkt_set_to(counter, "42");
     struct Stat st;
     zkl_status s;
     cr_assert(fp);
@@ -559,10 +516,10 @@ static void lost_in_flight(bool reached, bool client_first)
     cr_assert_eq(zoo_exists(zh, counter, 0, &st), ZOK);
     if (reached) {
         cr_assert_eq(st.version, 2, "the set that reached the server did not apply");
-        cr_assert_eq(read_number(zh, counter), 42);
+        cr_assert_eq(zkt_number_at(zh, counter), 42);
     } else {
         cr_assert_eq(st.version, 1, "a set that never reached the server applied");
-        cr_assert_eq(read_number(zh, counter), 0);
+        cr_assert_eq(zkt_number_at(zh, counter), 0);
     }
     cr_log_info("%s: ECONNLOSS, and the counter's version says %s",
                 reached ? "reply lost" : "request lost", reached ? "applied" : "not applied");
@@ -576,7 +533,7 @@ static void lost_in_flight(bool reached, bool client_first)
     mutex_drop(m, client_first);
     ok(zkl_client_close(c), "close");
     fp_stop(fp);
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }
 
 Test(guarded, connection_lost_after_the_server_applied, .timeout = 90)
@@ -607,10 +564,10 @@ Test(guarded, connection_lost_the_client_noticing_first, .timeout = 90)
 Test(guarded, handle_expired_before_the_client_knows, .timeout = 90)
 {
     zhandle_t *zh = zkt_raw();
-    char *path = zkt_path("guarded-early"), *counter = counter_for(zh, path);
+    char *path = zkt_path("guarded-early"), *counter = zkt_counter_for(zh, path);
     zkl_client_options o;
     zkl_client *c = NULL;
-    zkl_write w = set_to(counter, "9");
+    zkl_write w = zkt_set_to(counter, "9");
     zkl_mutex *m;
     int64_t end;
     int tries = 0, lost = 0;
@@ -634,9 +591,9 @@ Test(guarded, handle_expired_before_the_client_knows, .timeout = 90)
         zkt_sleep_ms(20);
     }
     cr_assert_gt(lost, 0, "no write was refused as lost in %d tries", tries);
-    cr_assert_eq(read_number(zh, counter), 0, "applied after the session expired");
+    cr_assert_eq(zkt_number_at(zh, counter), 0, "applied after the session expired");
     cr_log_info("%d guarded writes on an expired handle, %d refused as lost", tries, lost);
     mutex_drop(m, true);
     ok(zkl_client_close(c), "close");
-    scene_end(zh, counter, path);
+    zkt_scene_end(zh, counter, path);
 }

@@ -279,9 +279,9 @@ void zkt_state_event(zkl_client *c, zkl_conn_state st)
 int zkt_reports_queued(zkl_client *c)
 {
     int n = 0;
-    const zkl_op *op;
+    const zkl__report *r;
     pthread_mutex_lock(&c->mu);
-    for (op = c->engine ? c->engine->reports : NULL; op; op = op->qnext)
+    for (r = c->engine ? c->engine->reports : NULL; r; r = r->next)
         n++;
     pthread_mutex_unlock(&c->mu);
     return n;

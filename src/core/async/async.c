@@ -32,6 +32,7 @@
 #include "base/util.h"
 #include "core/engine/acq.h"
 #include "core/async/async.h"
+#include "core/async/write.h"
 #include "core/objects/lockobj.h"
 #include "services/lease.h"
 
@@ -41,6 +42,13 @@ static void op_free(zkl_op *op)
         free(op->holds);
     free(op->msg);
     free(op);
+}
+
+static void deliver(zkl_op *op);
+
+static void deliver_report(zkl__report *r)
+{
+    deliver((zkl_op *)r); /* rep is op's first member */
 }
 
 static void deliver(zkl_op *op)
@@ -63,32 +71,18 @@ static void deliver(zkl_op *op)
         op_free(op);
 }
 
-/* The handle is done with st (message msg, taken over): report it. */
+/* The handle is done with st (message msg, taken over), on the worker: report it. */
 static void finish(zkl_op *op, zkl_status st, char *msg)
 {
     zkl_client *c = op->c;
-    struct zkl__engine *e;
-    uint64_t one = 1;
     op->st = st;
     op->msg = msg;
+    op->rep.deliver = deliver_report;
     pthread_mutex_lock(&c->mu);
     op->acq = NULL;
     op->finished = true;
-    e = c->engine;
-    if (e->efd < 0) {
-        pthread_mutex_unlock(&c->mu);
-        deliver(op);
-        return;
-    }
-    op->qnext = NULL; /* queued for the loop's thread */
-    if (e->reports_end)
-        e->reports_end->qnext = op;
-    else
-        e->reports = op;
-    e->reports_end = op;
     pthread_mutex_unlock(&c->mu);
-    if (write(e->efd, &one, sizeof one) < 0 && errno != EAGAIN)
-        zkl__log(ZKL_LOG_ERROR, "event descriptor: %s", strerror(errno));
+    zkl__report_from_worker(c, &op->rep);
 }
 
 static void acq_done(struct zkl__acq *acq, void *arg);
@@ -395,6 +389,25 @@ zkl_status zkl_op_guarded_write(zkl_op *op, zkl_write *w, size_t n, size_t *fail
     return zkl__guarded_write(op->holds, op->nholds, w, n, failed, "zkl_op_guarded_write");
 }
 
+zkl_status zkl_op_guarded_write_async(zkl_op *op, zkl_write *w, size_t n, size_t *failed,
+                                      zkl_write_fn fn, void *userdata)
+{
+    ZKL__REFUSE_IN_LOG();
+    static const char name[] = "zkl_op_guarded_write_async";
+    zkl__hold *h = NULL;
+    zkl_status st;
+    size_t unused;
+    zkl__clear_err();
+    if (!failed)
+        failed = &unused;
+    *failed = SIZE_MAX;
+    if (!op || !fn)
+        return zkl__fail(ZKL_EINVAL, "%s: %s is NULL", name, op ? "fn" : "handle");
+    if ((st = first_hold(op, name, &h)) != ZKL_OK)
+        return st;
+    return zkl__guarded_write_async(op->c, op->holds, op->nholds, w, n, fn, userdata, failed, name);
+}
+
 zkl_status zkl_op_node(zkl_op *op, char **node)
 {
     ZKL__REFUSE_IN_LOG();
@@ -451,7 +464,7 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
 {
     ZKL__REFUSE_IN_LOG();
-    zkl_op *list, *op;
+    zkl__report *list, *r;
     uint64_t n;
     int count = 0, efd;
     zkl__clear_err();
@@ -475,13 +488,10 @@ zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
     if (read(efd, &n, sizeof n) < 0 && errno != EAGAIN)
         zkl__log(ZKL_LOG_ERROR, "event descriptor: %s", strerror(errno));
     dispatch_pause_fault(c);
-    pthread_mutex_lock(&c->mu);
-    list = c->engine->reports;
-    c->engine->reports = c->engine->reports_end = NULL;
-    pthread_mutex_unlock(&c->mu);
-    while ((op = list) != NULL) {
-        list = op->qnext;
-        deliver(op); /* may release op */
+    list = zkl__reports_take(c);
+    while ((r = list) != NULL) {
+        list = r->next;
+        r->deliver(r); /* may free r */
         count++;
     }
     if (ran)

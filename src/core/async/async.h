@@ -11,13 +11,15 @@
 #include <stdbool.h>
 
 #include "core/engine/hold.h"
+#include "core/engine/report.h"
 #include "core/objects/reentrant.h"
 #include "zklock/async.h"
 
 typedef struct zkl__plan zkl__plan;
 
 struct zkl_op {
-    zkl_client *c; /* its home: the delivery mode, the lock of the fields below */
+    zkl__report rep; /* its report, once it is done (first: async.c's op_of) */
+    zkl_client *c;   /* its home: the delivery mode, the lock of the fields below */
     const zkl__plan *plan;
     const char *what;     /* the public function, for messages */
     void *obj;            /* the recipe's object */
@@ -42,7 +44,6 @@ struct zkl_op {
     char *msg;
     zkl_op_fn fn;
     void *ud;
-    struct zkl_op *qnext; /* the descriptor's queue */
 };
 
 struct zkl__plan {

@@ -27,6 +27,17 @@
 
 typedef struct zkl__acq zkl__acq;
 
+/*
+ * A report to deliver in the client's mode (zklock/async.h): an async
+ * acquire's end (core/async/async.c) or an async guarded write's answer
+ * (core/async/write.c). deliver runs it (its callback), with no lock held,
+ * on the worker or in zkl_client_dispatch; it may free r.
+ */
+typedef struct zkl__report {
+    struct zkl__report *next;
+    void (*deliver)(struct zkl__report *r);
+} zkl__report;
+
 /* The client's engine (c->engine), made with its first operation; under c->mu. */
 struct zkl__engine {
     zkl__acq *live;              /* every operation not yet freed (utlist, prev/next) */
@@ -34,10 +45,14 @@ struct zkl__engine {
     zkl__acq *ready, *ready_end; /* async operations to run (rnext) */
     zkl__acq **heap;             /* async operations' timers, by wake_ms */
     size_t heap_n, heap_cap;
-    /* descriptor delivery (zkl_client_event_fd): finished async acquires
-     * wait here for zkl_client_dispatch (async.c) */
+    /* descriptor delivery (zkl_client_event_fd): reports wait here for
+     * zkl_client_dispatch (core/async/async.c) */
     int efd; /* -1: callbacks on the worker */
-    struct zkl_op *reports, *reports_end;
+    zkl__report *reports, *reports_end;
+    /* worker delivery: reports posted from another thread (a guarded
+     * write's answer, on the completion thread) wait here for the engine
+     * phase */
+    zkl__report *posted, *posted_end;
 };
 
 /* What a step did: go on with the next step at once, or wait to be readied. */

@@ -333,11 +333,28 @@ static void run_async_locked(zkl_client *c, zkl__acq *op)
 }
 
 /* The worker's engine phase: due timers, then up to a batch of ready operations. */
+/* Deliver the reports posted for the worker (c->mu held, let go meanwhile). */
+static void deliver_posted_locked(zkl_client *c)
+{
+    zkl__report *r = c->engine->posted, *next;
+    c->engine->posted = c->engine->posted_end = NULL;
+    pthread_mutex_unlock(&c->mu);
+    for (; r; r = next) {
+        next = r->next;
+        r->deliver(r); /* may free r */
+    }
+    pthread_mutex_lock(&c->mu);
+}
+
 static int64_t engine_turn(zkl_client *c, int64_t now_us)
 {
     struct zkl__engine *e = c->engine;
     int64_t now_ms = now_us / 1000;
     int n;
+    if (e->posted) {
+        deliver_posted_locked(c);
+        return 0;
+    }
     while (e->heap_n && e->heap[0]->wake_ms <= now_ms) {
         zkl__acq *op = e->heap[0];
         heap_remove(e, op);

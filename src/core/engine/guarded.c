@@ -84,9 +84,8 @@ static zkl_status check_writes(const zkl_write *w, size_t n, size_t *failed, con
     return ZKL_OK;
 }
 
-/* The multi's answer as a status (nothing applied unless ZKL_OK or ZKL_ECONNLOSS). */
-static zkl_status outcome(const zkl__hold *holds, int nh, const zkl_write *w, int rc, int bad,
-                          size_t *failed, const char *fn)
+zkl_status zkl__guard_outcome(char *const *nodes, int nh, const zkl_write *w, int rc, int bad,
+                              size_t *failed, const char *fn)
 {
     if (rc == ZOK)
         return ZKL_OK;
@@ -94,7 +93,7 @@ static zkl_status outcome(const zkl__hold *holds, int nh, const zkl_write *w, in
         return zkl__fail(ZKL_ELOST,
                          "%s: the hold's node %s is gone (the lock was lost): nothing "
                          "was applied",
-                         fn, holds[bad].node);
+                         fn, nodes[bad]);
     if (bad >= nh) {
         *failed = (size_t)(bad - nh);
         return zkl__fail(w[*failed].rc == ZNOAUTH ? ZKL_ENOAUTH : ZKL_EZK,
@@ -136,25 +135,20 @@ static zkl_status session_of(zkl_client *c, uint64_t epoch, zkl__session **s, co
     return ZKL_OK;
 }
 
-zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size_t n,
-                              size_t *failed, const char *fn)
+zkl_status zkl__guard_prepare(const zkl__hold *holds, int nh, const zkl_write *w, size_t n,
+                              size_t *failed, const char *fn, zkl__guard *g)
 {
     zkl_client *c;
-    char *guard[ZKL_GUARD_CHECKS_MAX];
-    zkl__session *s = NULL;
-    size_t unused;
     zkl_status st;
-    int64_t prev;
-    int i, rc, bad;
-    if (!failed)
-        failed = &unused;
+    int i;
     *failed = SIZE_MAX;
+    memset(g, 0, sizeof *g);
     if ((st = check_writes(w, n, failed, fn)) != ZKL_OK)
         return st;
     if (nh < 1 || nh > ZKL_GUARD_CHECKS_MAX)
         return zkl__fail(ZKL_EINVAL, "%s: %d lock nodes to check (1 to %d)", fn, nh,
                          ZKL_GUARD_CHECKS_MAX);
-    c = holds[0].c;
+    c = g->c = holds[0].c;
     if (zkl__forked(c)) /* the parent's session: never this process's to write in */
         return zkl__fail(ZKL_ELOST,
                          "%s: the hold belongs to the parent of this fork()ed process: nothing "
@@ -169,13 +163,27 @@ zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size
         if (holds[i].epoch != holds[0].epoch || !zkl__hold_alive(c, holds[i].epoch))
             return zkl__fail(
                 ZKL_ELOST, "%s: the hold was lost with its session or lease: nothing was sent", fn);
-        guard[i] = holds[i].node;
+        g->nodes[i] = holds[i].node;
     }
-    if ((st = session_of(c, holds[0].epoch, &s, fn)) != ZKL_OK)
+    g->n = nh;
+    return session_of(c, holds[0].epoch, &g->s, fn);
+}
+
+zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size_t n,
+                              size_t *failed, const char *fn)
+{
+    zkl__guard g;
+    size_t unused;
+    zkl_status st;
+    int64_t prev;
+    int rc, bad;
+    if (!failed)
+        failed = &unused;
+    if ((st = zkl__guard_prepare(holds, nh, w, n, failed, fn, &g)) != ZKL_OK)
         return st;
-    prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
-    rc = zkl__zk_guarded(s, guard, nh, w, (int)n, &bad);
+    prev = zkl__call_deadline(zkl__now_ms() + holds[0].c->opts.connect_timeout_ms);
+    rc = zkl__zk_guarded(g.s, g.nodes, g.n, w, (int)n, &bad);
     zkl__call_deadline(prev);
-    zkl__session_put(s);
-    return outcome(holds, nh, w, rc, bad, failed, fn);
+    zkl__session_put(g.s);
+    return zkl__guard_outcome(g.nodes, g.n, w, rc, bad, failed, fn);
 }
