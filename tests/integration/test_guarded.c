@@ -434,6 +434,38 @@ Test(guarded, bad_input_is_refused, .timeout = 60)
     zkt_scene_end(zh, counter, path);
 }
 
+/* A multilock whose members live on two clients (two sessions) cannot be
+ * guarded in one transaction: refused with ZKL_EINVAL, nothing sent. */
+Test(guarded, multilock_on_two_clients_is_refused, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("guarded-two"), *counter = zkt_counter_for(zh, path);
+    char p2[600];
+    zkl_client *c1 = zkt_client(0), *c2 = zkt_client(0);
+    zkl_write w = zkt_set_to(counter, "1");
+    zkl_multilock *ml;
+    zkl_mutex *m1, *m2;
+    size_t failed = 0;
+    snprintf(p2, sizeof p2, "%s-2", path);
+    ok(zkl_mutex_create(c1, path, &m1), "mutex create");
+    ok(zkl_mutex_create(c2, p2, &m2), "mutex create");
+    ok(zkl_multilock_create(&ml), "multilock create");
+    ok(zkl_multilock_add_mutex(ml, m1), "add");
+    ok(zkl_multilock_add_mutex(ml, m2), "add");
+    ok(zkl_multilock_acquire(ml, 10000), "multilock acquire");
+    cr_assert_eq(zkl_multilock_guarded_write(ml, &w, 1, &failed), ZKL_EINVAL);
+    cr_assert(strstr(zkl_errmsg(), "more than one client"), "%s", zkl_errmsg());
+    cr_assert_eq(failed, SIZE_MAX);
+    cr_assert_eq(zkt_number_at(zh, counter), 0, "applied");
+    ok(zkl_multilock_release(ml), "release");
+    ok(zkl_multilock_destroy(ml), "multilock destroy");
+    ok(zkl_mutex_destroy(m1), "mutex destroy");
+    ok(zkl_mutex_destroy(m2), "mutex destroy");
+    ok(zkl_client_close(c2), "close");
+    ok(zkl_client_close(c1), "close");
+    zkt_scene_end(zh, counter, path);
+}
+
 /* The hold's node, for a transaction of the caller's own: each side of a
  * read/write lock and an async handle name theirs, or say why not. */
 Test(guarded, the_nodes_of_holds, .timeout = 60)

@@ -592,6 +592,110 @@ static int async_mix(void)
     return 0;
 }
 
+/* ---- async guarded writes: sent from grants, answered on the worker and
+ * through the descriptor, some with their handle released in flight ---- */
+
+struct write_slot {
+    struct async_shared *as;
+    zkl_op *op;
+    zkl_write w[2];
+    char item[300];
+    bool early; /* the handle is released right after the send */
+};
+
+/* The answer: the handle, if still held, goes from inside it. */
+static void on_written(zkl_status st, size_t bad, const char *msg, void *ud)
+{
+    struct write_slot *ws = ud;
+    (void)bad;
+    if (st != ZKL_OK) {
+        fprintf(stderr, "stress: async guarded write: %s\n", msg);
+        atomic_fetch_add(&ws->as->sh.errors, 1);
+    }
+    if (!ws->early) {
+        atomic_fetch_sub(&ws->as->sh.inside, 1);
+        if (zkl_op_release(ws->op) != ZKL_OK)
+            atomic_fetch_add(&ws->as->sh.errors, 1);
+    }
+    atomic_fetch_add(&ws->as->ended, 1);
+}
+
+/* The grant: a guarded create and delete of the slot's item, sent from inside. */
+static void on_write_grant(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    struct write_slot *ws = ud;
+    struct async_shared *as = ws->as;
+    if (st != ZKL_OK) {
+        fprintf(stderr, "stress: async guarded acquire: %s\n", msg);
+        atomic_fetch_add(&as->sh.errors, 1);
+        zkl_op_release(op);
+        atomic_fetch_add(&as->ended, 1);
+        return;
+    }
+    if (atomic_fetch_add(&as->sh.inside, 1) != 0)
+        atomic_fetch_add(&as->sh.violations, 1);
+    ws->op = op;
+    if (zkl_op_guarded_write_async(op, ws->w, 2, NULL, on_written, ws) != ZKL_OK) {
+        fprintf(stderr, "stress: async guarded write not sent: %s\n", zkl_errmsg());
+        atomic_fetch_add(&as->sh.errors, 1);
+        ws->early = false;
+        on_written(ZKL_OK, SIZE_MAX, "", ws); /* lets the handle go */
+        return;
+    }
+    if (ws->early) {
+        atomic_fetch_sub(&as->sh.inside, 1);
+        if (zkl_op_release(op) != ZKL_OK)
+            atomic_fetch_add(&as->sh.errors, 1);
+    }
+}
+
+static int async_guarded(void)
+{
+    struct async_shared as;
+    zkl_client *a = open_client(10000), *b = open_client(10000);
+    zkl_mutex *ma = NULL, *mb = NULL;
+    struct write_slot ws[24];
+    struct loop_arg la;
+    pthread_t loop;
+    zkl_op *op;
+    int i, n = 24, fd;
+    memset(&as, 0, sizeof as);
+    memset(ws, 0, sizeof ws);
+    path_for(as.sh.path, sizeof as.sh.path, "async-guarded");
+    CHECK(a && b, "open");
+    CHECK(zkl_client_event_fd(b, &fd) == ZKL_OK, "event_fd");
+    CHECK(zkl_mutex_create(a, as.sh.path, &ma) == ZKL_OK, "create");
+    CHECK(zkl_mutex_create(b, as.sh.path, &mb) == ZKL_OK, "create");
+    la.c = b;
+    la.as = &as;
+    la.want = n;
+    pthread_create(&loop, NULL, loop_main, &la);
+    for (i = 0; i < n; i++) {
+        ws[i].as = &as;
+        ws[i].early = i % 4 == 3;
+        snprintf(ws[i].item, sizeof ws[i].item, "%s-item-%d", as.sh.path, i);
+        ws[i].w[0].type = ZKL_WRITE_CREATE;
+        ws[i].w[0].path = ws[i].item;
+        ws[i].w[1].type = ZKL_WRITE_DELETE;
+        ws[i].w[1].path = ws[i].item;
+        ws[i].w[1].version = ZKL_ANY_VERSION;
+        CHECK(zkl_mutex_acquire_async(i % 2 ? mb : ma, 60000, on_write_grant, &ws[i], &op) ==
+                  ZKL_OK,
+              "acquire_async");
+    }
+    for (i = 0; i < 6000 && atomic_load(&as.ended) < n; i++)
+        sleep_ms(10);
+    atomic_store(&as.ended, n); /* the loop thread stops either way */
+    pthread_join(loop, NULL);
+    CHECK(i < 6000, "not every write was answered in 60 s");
+    CHECK(atomic_load(&as.sh.violations) == 0, "two holders at once");
+    CHECK(atomic_load(&as.sh.errors) == 0, "%d errors", atomic_load(&as.sh.errors));
+    CHECK(zkl_mutex_destroy(ma) == ZKL_OK && zkl_mutex_destroy(mb) == ZKL_OK, "destroy");
+    CHECK(zkl_client_close(a) == ZKL_OK && zkl_client_close(b) == ZKL_OK, "close: %s",
+          zkl_errmsg());
+    return 0;
+}
+
 /* ---- the chroot, made by async acquires of two clients at once, some canceled ---- */
 
 /* Delete path (a node the library leaves by design, such as a chroot) through a handle of our own.
@@ -731,6 +835,7 @@ int main(int argc, char **argv)
     run("destroy_during_notice", destroy_during_notice);
     run("async_mix", async_mix);
     run("async_chroot", async_chroot);
+    run("async_guarded", async_guarded);
     run("local_handoff", local_handoff);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
