@@ -21,7 +21,8 @@ typedef struct zkl_participant {
     size_t data_len;
     int64_t token; /* its creation zxid: the fencing token of that hold */
     int64_t owner; /* the session that owns it */
-    /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease; 'X' a child that
+    /* 'M' mutex, 'R' read, 'W' write, 'S' semaphore lease, 'L' a leader
+     * latch's participant (zklock/leader.h: the first holds); 'X' a child that
      * is not a lock node (persistent: no session owns it), listed where it
      * sorts */
     char kind;

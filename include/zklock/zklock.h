@@ -15,6 +15,7 @@
 #include "async.h"
 #include "metrics.h"
 #include "guard.h"
+#include "leader.h"
 
 #define ZKLOCK_VERSION "0.1.0"
 

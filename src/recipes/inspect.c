@@ -18,10 +18,11 @@
 #include "requests/calls.h"
 #include "requests/retry.h"
 #include "zklock/inspect.h"
+#include "zklock/leader.h"
 
 /* Every lock marker a mutex or read/write lock path may hold, for one sort. */
 static const char *const all_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, ZKL_MUTEX_MARKER,
-                                          NULL};
+                                          ZKL_LATCH_MARKER, NULL};
 
 /* The children of path (none if it is gone), connection losses retried. */
 static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
@@ -130,7 +131,10 @@ static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_partic
         zkl__verdict vd;
         zkl__line_at(kids->v, kids->n, i, d->counts, NULL, &l);
         vd = d->decide(d, &l, NULL);
-        char kind = d == &zkl__read_driver ? 'R' : d == &zkl__write_driver ? 'W' : 'M';
+        char kind = d == &zkl__read_driver    ? 'R'
+                    : d == &zkl__write_driver ? 'W'
+                    : d == &zkl__latch_driver ? 'L'
+                                              : 'M';
         rc = add(s, path, name, kind, vd.holds, in_the_way(&b, kids->v, i), v, n, cap);
     }
     return rc;
@@ -209,4 +213,43 @@ void zkl_participants_free(zkl_participant *v, size_t n)
         free(v[i].data);
     }
     free(v);
+}
+
+zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_participant *v = NULL;
+    size_t n = 0, i;
+    zkl_status st;
+    zkl__clear_err();
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!c || !path)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
+    if ((st = zkl_inspect(c, path, &v, &n)) != ZKL_OK)
+        return st;
+    for (i = 0; i < n; i++) /* participants: latch or lock nodes (a selector's) */
+        if (v[i].kind == 'L' || v[i].kind == 'M')
+            out->members++;
+    for (i = 0; i < n && !out->present; i++)
+        if ((v[i].kind == 'L' || v[i].kind == 'M') && v[i].holds) {
+            out->present = true;
+            out->id = v[i].data;
+            out->id_len = v[i].data_len;
+            out->token = v[i].token;
+            out->node = v[i].node;
+            v[i].data = v[i].node = NULL; /* taken over */
+        }
+    zkl_participants_free(v, n);
+    return ZKL_OK;
+}
+
+void zkl_leader_clear(zkl_leader *leader)
+{
+    if (!leader)
+        return;
+    free(leader->id);
+    free(leader->node);
+    memset(leader, 0, sizeof *leader);
 }

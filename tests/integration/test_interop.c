@@ -103,7 +103,7 @@ static void wait_for_curator(const char *file)
 
 /* ---- C workers writing the same log ---- */
 
-enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM };
+enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM, K_LATCH };
 
 struct cworker {
     const char *path;
@@ -135,6 +135,23 @@ static void *c_worker(void *arg)
             zkl_mutex_release(m);
         }
         ok(zkl_mutex_destroy(m), "destroy");
+    } else if (w->kind == K_LATCH) { /* a term per round: lead, log, leave */
+        zkl_latch *l;
+        ok(zkl_latch_create(c, w->path, who, &l), "create");
+        for (i = 0; i < w->rounds; i++) {
+            int64_t tok = 0;
+            ok(zkl_latch_start(l, NULL, NULL), "start");
+            if (zkl_latch_await(l, 60000) != ZKL_OK || zkl_latch_token(l, &tok) != ZKL_OK) {
+                atomic_fetch_add(&w->errors, 1);
+                zkl_latch_leave(l, ZKL_LATCH_SILENT);
+                continue;
+            }
+            excl_log(w->fd, 'M', "enter", who, tok);
+            zkt_sleep_ms(w->hold_ms);
+            excl_log(w->fd, 'M', "exit", who, tok);
+            ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "leave");
+        }
+        ok(zkl_latch_destroy(l), "destroy");
     } else if (w->kind == K_SEM) {
         zkl_semaphore *s;
         ok(zkl_semaphore_create(c, w->path, 3, &s), "create");
@@ -227,6 +244,93 @@ Test(interop, mutex_with_curator, .timeout = 300)
     close(fd);
     unlink(file);
     free(file);
+    free(path);
+}
+
+/* zklock latches and Curator LeaderLatches in one election: one leader at a
+ * time on the clock (the leaders' own log lines), each term's token above the
+ * last, leadership passing both ways. */
+Test(interop, latch_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("ilatch"), *file = log_file("latch");
+    int fd = excl_open(file);
+    struct cworker w[2];
+    pthread_t t[2];
+    pid_t p;
+    excl_report r;
+    int i;
+    cr_assert_geq(fd, 0);
+    memset(w, 0, sizeof w);
+    for (i = 0; i < 2; i++) {
+        w[i].path = path;
+        w[i].fd = fd;
+        w[i].rounds = 15;
+        w[i].hold_ms = 20; /* long enough that a second leader overlaps (seen failing so) */
+        w[i].id = i;
+        w[i].kind = K_LATCH;
+    }
+    {
+        const char *args[] = {"--threads", "2", "latch", path, "15", file, "20", NULL};
+        p = peer(NULL, args);
+    }
+    wait_for_curator(file);
+    run_c(w, 2, t);
+    join_c(w, 2, t);
+    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
+    r = excl_check(file, 0);
+    cr_assert_eq(r.malformed, 0);
+    cr_assert_eq(r.enters, 60, "C and Curator terms: %d", r.enters);
+    cr_assert_eq(r.violations, 0, "two leaders at once: %s", r.first_error);
+    cr_assert_eq(r.token_regressions, 0, "a term's token not above the last");
+    cr_assert_gt(r.handoffs_c_to_j, 0, "leadership never passed from C to Curator");
+    cr_assert_gt(r.handoffs_j_to_c, 0, "leadership never passed from Curator to C");
+    close(fd);
+    unlink(file);
+    free(file);
+    free(path);
+}
+
+/* Each side's observer names the other's leader: Curator's getLeader a C
+ * latch's id, zkl_leader_get a Curator LeaderLatch's node. */
+Test(interop, observers_agree_with_curator, .timeout = 180)
+{
+    char *path = zkt_path("ilatch-obs"), line[512];
+    zkl_client *c = zkt_client(10000);
+    zkl_latch *l;
+    zkl_leader ld;
+    int out;
+    pid_t p;
+    ok(zkl_latch_create(c, path, "c-leader", &l), "create");
+    ok(zkl_latch_start(l, NULL, NULL), "start");
+    ok(zkl_latch_await(l, 10000), "the C latch leads");
+    {
+        const char *args[] = {"leader", path, NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
+    close(out);
+    cr_assert_str_eq(line, "LEADER c-leader", "Curator's getLeader: %s", line);
+    ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "leave");
+    {
+        const char *args[] = {"latch-hold", path, "j-leader", "30", NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert(strncmp(line, "LEADING ", 8) == 0, "the Curator latch: %s", line);
+    ok(zkl_leader_get(c, path, &ld), "observe");
+    cr_assert(ld.present, "no leader observed");
+    cr_assert_str_eq(ld.id, "j-leader");
+    cr_assert_str_eq(ld.node, line + 8, "observed %s, Curator leads with %s", ld.node, line + 8);
+    zkl_leader_clear(&ld);
+    ok(zkl_latch_start(l, NULL, NULL), "the C latch joins behind it");
+    cr_assert_eq(zkl_latch_await(l, 300), ZKL_ETIMEDOUT, "led beside Curator's leader");
+    kill(p, SIGTERM); /* the JVM closes its session: its node goes */
+    peer_wait(p);
+    close(out);
+    ok(zkl_latch_await(l, 20000), "the C latch leads after Curator's");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
     free(path);
 }
 

@@ -20,8 +20,14 @@
 //                                               clock) as Curator reports them; exit 0 at LOST
 //                                               (the partition tests' Curator holder)
 //   downgrade PATH LOG HOLD_MS                  write lock, then read lock, release write, hold read
+//   latch PATH ROUNDS LOG [HOLD_MS]             LeaderLatch (id WHO), kind M: each round starts a
+//                                               latch, awaits leadership, logs enter/exit with
+//                                               its node's czxid as TOKEN, and closes it
+//   latch-hold PATH ID SECONDS                  LeaderLatch with id ID: print "LEADING <node>"
+//                                               once it leads, hold SECONDS, close, print "LEFT"
+//   leader PATH                                 LeaderLatch.getLeader(): "LEADER <id>", or "NONE"
 //
-// The first four ("loop commands") run --threads N threads (default 1), each
+// The first four and latch ("loop commands") run --threads N threads (default 1), each
 // with its own CuratorFramework, i.e. its own ZooKeeper session. Options may
 // appear anywhere on the command line.
 //
@@ -50,6 +56,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -153,8 +161,11 @@ public class CuratorPeer {
                 holdUntilLost(a.get(1), toInt(a.get(2), "SESSION_MS")); }
             case "participants" -> { arity(a, 2, 2, "participants PATH"); participants(a.get(1)); }
             case "downgrade" -> { arity(a, 4, 4, "downgrade PATH LOG HOLD_MS"); downgrade(a.get(1), a.get(2), toInt(a.get(3), "HOLD_MS")); }
+            case "latch" -> { arity(a, 4, 5, "latch PATH ROUNDS LOG [HOLD_MS]"); latch(a.get(1), toInt(a.get(2), "ROUNDS"), a.get(3), holdMs(a, 4)); }
+            case "latch-hold" -> { arity(a, 4, 4, "latch-hold PATH ID SECONDS"); latchHold(a.get(1), a.get(2), toDouble(a.get(3), "SECONDS")); }
+            case "leader" -> { arity(a, 2, 2, "leader PATH"); leader(a.get(1)); }
             default -> throw new Failure(2, "unknown command (mutex, read, write, semaphore, "
-                    + "hold-revocable, revoke, hold, participants, downgrade)");
+                    + "hold-revocable, revoke, hold, participants, downgrade, latch, latch-hold, leader)");
         }
     }
 
@@ -166,6 +177,43 @@ public class CuratorPeer {
             InterProcessMutex lock = new InterProcessMutex(client, path);
             lockRounds(lock, path, "M", rounds, events, index, holdMs);
         });
+    }
+
+    static void latch(String path, int rounds, String log, int holdMs) throws Exception {
+        EventLog events = new EventLog(log);
+        loop((client, index) -> {
+            for (int r = 0; r < rounds; r++) {
+                LeaderLatch latch = new LeaderLatch(client, path, WHO_PREFIX + index);
+                latch.start();
+                if (!latch.await(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) throw timedOut(path);
+                long token = client.checkExists().forPath(latch.getOurPath()).getCzxid();
+                events.write("M", "enter", index, token);
+                sleepMs(holdMs);
+                events.write("M", "exit", index, token);
+                latch.close();
+            }
+        });
+    }
+
+    static void latchHold(String path, String id, double seconds) throws Exception {
+        CuratorFramework client = connect();
+        LeaderLatch latch = new LeaderLatch(client, path, id);
+        latch.start();
+        if (!latch.await(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) throw timedOut(path);
+        System.out.println("LEADING " + latch.getOurPath());
+        System.out.flush();
+        sleepMs((long) (seconds * 1000));
+        latch.close();
+        System.out.println("LEFT");
+        System.out.flush();
+    }
+
+    static void leader(String path) throws Exception {
+        CuratorFramework client = connect();
+        LeaderLatch latch = new LeaderLatch(client, path); // not started: only reads
+        Participant p = latch.getLeader();
+        System.out.println(p.isLeader() ? "LEADER " + p.getId() : "NONE");
+        System.out.flush();
     }
 
     static void readWrite(String path, boolean write, int rounds, String log, int holdMs) throws Exception {
@@ -354,7 +402,11 @@ public class CuratorPeer {
         }
 
         synchronized void write(String kind, String event, int index) throws IOException {
-            out.write((kind + " " + event + " " + WHO_PREFIX + index + " 0\n").getBytes(StandardCharsets.US_ASCII));
+            write(kind, event, index, 0);
+        }
+
+        synchronized void write(String kind, String event, int index, long token) throws IOException {
+            out.write((kind + " " + event + " " + WHO_PREFIX + index + " " + token + "\n").getBytes(StandardCharsets.US_ASCII));
         }
     }
 

@@ -15,7 +15,7 @@ bad() { echo "man: $*"; fail=1; }
 
 declared=$(cc -E -P -I"$src/include" "$src/include/zklock/zklock.h" |
     grep -oE '\bzkl_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)
-objects="zklock zkl_client zkl_mutex zkl_rwlock zkl_semaphore zkl_multilock zkl_revoke zkl_inspect zkl_async zkl_guard zkl_metrics zkl_status"
+objects="zklock zkl_client zkl_mutex zkl_rwlock zkl_semaphore zkl_multilock zkl_revoke zkl_inspect zkl_async zkl_guard zkl_leader zkl_metrics zkl_status"
 n=0
 for f in $declared; do
     n=$((n + 1))

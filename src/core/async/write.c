@@ -154,9 +154,9 @@ zkl_status zkl__guarded_write_async(zkl_client *home, const zkl__hold *holds, in
     int rc, bad = -1;
     if ((st = zkl__guard_prepare(holds, nh, w, n, failed, fn_name, &g)) != ZKL_OK)
         return st;
-    if ((st = job_new(home, &g, fn_name, &j)) != ZKL_OK) {
+    if ((st = job_new(home, &g, fn_name, &j)) != ZKL_OK || !j) {
         zkl__session_put(g.s);
-        return st;
+        return st != ZKL_OK ? st : zkl__fail(ZKL_ENOMEM, "%s: out of memory", fn_name);
     }
     j->w = w;
     j->n = n;

@@ -26,6 +26,7 @@
 #define ZKL_READ_MARKER "__READ__"
 #define ZKL_WRITE_MARKER "__WRIT__"
 #define ZKL_LEASE_MARKER "lease-"
+#define ZKL_LATCH_MARKER "latch-" /* Curator's LeaderLatch */
 
 /* The core's own reading of a verdict (zkl__decide), never set by a driver. */
 enum {
@@ -79,6 +80,7 @@ extern const zkl__driver zkl__mutex_driver; /* Curator's standard driver, one ho
 extern const zkl__driver zkl__read_driver;  /* ctx: the basename of our own write node, or NULL */
 extern const zkl__driver zkl__write_driver;
 extern const zkl__driver zkl__lease_driver; /* ctx: const int *, the number of leases */
+extern const zkl__driver zkl__latch_driver; /* Curator's LeaderLatch: index 0 leads */
 
 /* The standard decision (Curator's StandardLockInternalsDriver, one holder). */
 zkl__verdict zkl__decide_standard(const zkl__line *l);
@@ -87,8 +89,8 @@ zkl__verdict zkl__decide_standard(const zkl__line *l);
 bool zkl__view(const zkl__driver *d, char *const *names, size_t n, const char *self,
                const void *ctx, zkl__line *out);
 
-/* The driver of a lock node's name (read, write, else the mutex's), for
- * listings of a mutex or a read/write lock. */
+/* The driver of a lock node's name (read, write, a latch's, else the
+ * mutex's), for listings of a mutex, a read/write lock or an election. */
 const zkl__driver *zkl__driver_of(const char *name);
 
 /* Ask d about its view l and add the core's flags. */

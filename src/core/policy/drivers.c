@@ -9,6 +9,7 @@
 static const char *const mutex_markers[] = {ZKL_MUTEX_MARKER, NULL};
 static const char *const rw_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, NULL};
 static const char *const lease_markers[] = {ZKL_LEASE_MARKER, NULL};
+static const char *const latch_markers[] = {ZKL_LATCH_MARKER, NULL};
 
 zkl__verdict zkl__decide_standard(const zkl__line *l)
 {
@@ -85,6 +86,8 @@ const zkl__driver *zkl__driver_of(const char *name)
         return &zkl__read_driver;
     if (strstr(name, ZKL_WRITE_MARKER))
         return &zkl__write_driver;
+    if (strstr(name, ZKL_LATCH_MARKER))
+        return &zkl__latch_driver;
     return &zkl__mutex_driver;
 }
 
@@ -93,3 +96,7 @@ bool zkl__view(const zkl__driver *d, char *const *names, size_t n, const char *s
 {
     return zkl__line_of(names, n, self, d->sort_markers, d->counts, ctx, out);
 }
+/* A latch is the standard driver over its own marker: the first node leads,
+ * the others watch the one just before theirs (LeaderLatch.checkLeadership). */
+const zkl__driver zkl__latch_driver = {ZKL_LATCH_MARKER, latch_markers, ZKL__D_HEAD_HOLDS, NULL,
+                                       standard_decide};

@@ -1,0 +1,160 @@
+/*
+ * leader.h - leader election: a latch in one election with Curator's
+ * LeaderLatch, leadership bound by the lease, a token per term, and an
+ * observer for processes that only watch.
+ *
+ * A latch joins the election at path with a participant id (its node's
+ * data, UTF-8, may be empty): a protected ephemeral-sequential node
+ * path/_c_<uuid>-latch-<seq> under container parents, as Curator's
+ * LeaderLatch makes it, so C and Java processes take part in one election.
+ * The node that sorts first (by the text after its last "latch-") leads;
+ * every other watches the node just before its own.
+ *
+ * Leadership is a hold of the lock core (zklock/async.h's handles), and
+ * ends as a hold does:
+ *  - zkl_latch_is_leader reads true only while the hold's lease is valid
+ *    (zkl_mutex_lease_remaining): it turns false before the server could
+ *    expire the session, and a disconnect shorter than the lease does not
+ *    end leadership (no flapping on every SUSPENDED);
+ *  - when leadership ends unasked, the callback is told
+ *    ZKL_LEADER_LEASE_ENDED (the lease ran out: the server may not have
+ *    expired the session yet, but another participant may lead as soon as
+ *    it does) or ZKL_LEADER_LOST (the session is gone), and the latch joins
+ *    again at once with a new node of the new session.
+ *
+ * The token of a term is the czxid of the leader's node: it rises strictly
+ * from term to term (a new term is a new node), and stays the same for the
+ * whole term. Give it to a resource that can check fencing tokens; for state
+ * in ZooKeeper, zkl_latch_guarded_write writes only while the term lasts.
+ * Caveat of Curator's sort: nodes sort by their 10-digit sequence as text,
+ * so after the parent's sequence counter wraps at 2^31 the order breaks
+ * (in Curator's latches too); the token (a zxid) does not wrap.
+ *
+ * Threads and callbacks: the callback is delivered as async acquires'
+ * completions are (zklock/async.h: on the client's worker, or by
+ * zkl_client_dispatch after zkl_client_event_fd), with no lock held, and
+ * GAINED and an end of leadership strictly alternate, starting with
+ * GAINED. It may call any function of the latch (zkl_latch_leave,
+ * zkl_latch_destroy: the latch is freed when the callback returns) but not
+ * zkl_latch_await (ZKL_EDEADLOCK) or zkl_client_close (ZKL_EBUSY). No
+ * callback runs after zkl_latch_destroy returns: one running on another
+ * thread is waited out.
+ */
+#ifndef ZKLOCK_LEADER_H
+#define ZKLOCK_LEADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "guard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkl_latch zkl_latch;
+
+typedef enum zkl_leader_event {
+    ZKL_LEADER_GAINED = 1,      /* this participant leads; token is the term's */
+    ZKL_LEADER_LOST = 2,        /* leadership ended: the session is gone */
+    ZKL_LEADER_LEASE_ENDED = 3, /* leadership ended: the lease ran out, before any expiry */
+    ZKL_LEADER_LEFT = 4,        /* leadership ended by zkl_latch_leave(l, ZKL_LATCH_NOTIFY) */
+} zkl_leader_event;
+
+/* Name of an event ("GAINED", ...); never NULL. */
+const char *zkl_leader_event_name(zkl_leader_event ev);
+
+/* Told of leadership gained and ended; token: the term's (of the term that ends, for an end). */
+typedef void (*zkl_leader_fn)(zkl_latch *l, zkl_leader_event ev, int64_t token, void *userdata);
+
+/*
+ * A latch for the election at path (validated as lock paths are), with
+ * participant id (NULL: empty; at most ZKL_NODE_DATA_MAX bytes). It does
+ * not take part until zkl_latch_start. ZKL_EINVAL, ZKL_EBADPATH,
+ * ZKL_ENOMEM, ZKL_ECLOSED.
+ */
+zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl_latch **out);
+
+/*
+ * Join the election (Curator's start): returns at once; fn (may be NULL)
+ * is told of leadership as it comes and goes, until zkl_latch_leave.
+ * ZKL_EBUSY if the latch already takes part; ZKL_ENOMEM, ZKL_ECLOSED.
+ */
+zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata);
+
+/*
+ * Wait until this latch leads, up to timeout_ms (ZKL_WAIT_FOREVER: no
+ * limit): ZKL_OK (it leads now), ZKL_ETIMEDOUT, ZKL_ECANCELED (it left, or
+ * never started). ZKL_EDEADLOCK from the client's worker or inside any
+ * callback of the client; with descriptor delivery, leadership is noted
+ * when zkl_client_dispatch runs the report, so wait on another thread than
+ * the loop's.
+ */
+zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms);
+
+/* Whether this latch leads now: its hold is granted, and its lease valid. */
+bool zkl_latch_is_leader(zkl_latch *l);
+
+/* The current term's token (the czxid of the node): ZKL_ENOTOWNER if it does not lead. */
+zkl_status zkl_latch_token(zkl_latch *l, int64_t *token);
+
+/* The full path of this latch's node while it leads (malloc'd): ZKL_ENOTOWNER if it does not. */
+zkl_status zkl_latch_node(zkl_latch *l, char **node);
+
+/* A guarded write (zklock/guard.h) of the current term: ZKL_ENOTOWNER if it does not lead. */
+zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t *failed);
+
+/* How zkl_latch_leave ends a leadership (Curator's CloseMode). */
+enum {
+    ZKL_LATCH_SILENT = 0, /* the callback is not told */
+    ZKL_LATCH_NOTIFY = 1, /* the callback is told ZKL_LEADER_LEFT, if it led */
+};
+
+/*
+ * Leave the election (Curator's close): a wait is canceled, a leadership
+ * ends (its node deleted, as a release deletes it); mode says whether the
+ * callback hears of it. The latch may start again. ZKL_OK also if it took
+ * no part; ZKL_EINVAL for a NULL latch or an unknown mode.
+ */
+zkl_status zkl_latch_leave(zkl_latch *l, int mode);
+
+/*
+ * Leave silently and free the latch. From inside its own callback, it is
+ * freed when the callback returns; a callback running on another thread is
+ * waited out. A wait whose cancel is still on its way keeps the object
+ * until its report is in: zkl_client_close refuses (ZKL_EBUSY) until then
+ * (with descriptor delivery, dispatch). ZKL_EBUSY while a thread is in
+ * zkl_latch_await on it.
+ */
+zkl_status zkl_latch_destroy(zkl_latch *l);
+
+/* The current leader of the election at path, as one listing shows it. */
+typedef struct zkl_leader {
+    bool present;   /* false: no leader (nobody takes part) */
+    char *id;       /* its participant id (NUL-terminated copy of the node's data) */
+    size_t id_len;  /* the data's length */
+    int64_t token;  /* its node's czxid: the term's token */
+    char *node;     /* its node's full path */
+    size_t members; /* participants in the listing, the leader included */
+} zkl_leader;
+
+/*
+ * Observe the election at path without taking part: its leader, or
+ * present false. Works for zklock's latches and Curator's LeaderLatch
+ * (latch- nodes), and for Curator's LeaderSelector and zklock's mutex
+ * (lock- nodes with the id as data). The first node is the leader as the
+ * participants judge it; a Curator LeaderLatch that dropped leadership on
+ * SUSPENDED (its default) keeps its node, so it is observed as leader
+ * while not acting as one, until its session ends or it rejoins.
+ * zkl_leader_clear frees what *out holds.
+ */
+zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out);
+void zkl_leader_clear(zkl_leader *leader);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,471 @@
+/*
+ * latch.c - zkl_latch, Curator's LeaderLatch (zklock/leader.h): leadership
+ * is an async hold of the latch driver (core/policy/drivers.c: index 0
+ * leads, watch the node before ours) with no deadline; its end is the
+ * hold's end, told by the hold-state notices of the lock object.
+ *
+ * DESIGN
+ *
+ * One state per latch (IDLE, JOINING: a handle waits; LEADING: the handle
+ * holds) and one flags word, under the latch's own mutex l->mu, taken
+ * before c->mu (the handle calls take c->mu inside) and after the client's
+ * listen_mu (the notices run under it). Threads:
+ *  - the caller's: start (a handle is asked for), leave (canceled or
+ *    released), destroy, and the reads (is_leader, token, node, await);
+ *  - the delivery (worker or zkl_client_dispatch): the handle's report
+ *    (on_op: GAINED, or a failure, which joins again) and posted end
+ *    reports (ev_deliver: LOST, LEASE_ENDED, LEFT);
+ *  - the worker: the notices (on_notice: LOST, LEASE_EXPIRED end a
+ *    leadership, release its handle, join again, and post the end report).
+ * User callbacks run with no lock held, counted in l->calling; destroy waits
+ * out one running on another thread, and from inside one the latch is
+ * freed when it returns. The latch is freed when it is destroyed, no
+ * callback runs, no handle is out and no end report is on its way
+ * (maybe_free). Ordering: an end report is posted before the next handle
+ * can be granted, and the delivery runs posted reports before handles'
+ * (core/engine/engine.c), so GAINED and ends alternate as delivered.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "core/async/async.h"
+#include "core/engine/acq.h"
+#include "core/engine/guarded.h"
+#include "core/engine/report.h"
+#include "core/objects/lockobj.h"
+#include "core/objects/reentrant.h"
+#include "zklock/async.h"
+#include "zklock/leader.h"
+
+enum latch_state { IDLE, JOINING, LEADING };
+
+enum {
+    F_LEAVING = 1u << 0,   /* a leave (or destroy) canceled the waiting handle */
+    F_DESTROYED = 1u << 1, /* zkl_latch_destroy was called: no more user callbacks */
+    F_ANNOUNCED = 1u << 2, /* GAINED was told, its end not yet */
+    F_FREED = 1u << 3,     /* maybe_free has taken it */
+};
+
+struct zkl_latch {
+    zkl__lockobj obj; /* first: the lock-object base */
+    zkl__side side;
+    char *id;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* state changes (await), callbacks ending (destroy) */
+    enum latch_state state;
+    unsigned flags;
+    zkl_op *op; /* JOINING: the waiting handle (once known); LEADING: the holding one */
+    int64_t token;
+    zkl_leader_fn fn;
+    void *ud;
+    int calling; /* user callbacks running */
+    pthread_t caller;
+    int awaiting; /* threads in zkl_latch_await */
+    int reports;  /* end reports posted, not yet delivered */
+};
+
+/* An end of leadership on its way to the callback. */
+typedef struct end_report {
+    zkl__report rep; /* first */
+    zkl_latch *l;
+    zkl_leader_event ev;
+    int64_t token;
+} end_report;
+
+const char *zkl_leader_event_name(zkl_leader_event ev)
+{
+    switch (ev) {
+    case ZKL_LEADER_GAINED: return "GAINED";
+    case ZKL_LEADER_LOST: return "LOST";
+    case ZKL_LEADER_LEASE_ENDED: return "LEASE_ENDED";
+    case ZKL_LEADER_LEFT: return "LEFT";
+    default: return "UNKNOWN";
+    }
+}
+
+static void latch_free(zkl_latch *l)
+{
+    zkl__lockobj_detach(&l->obj);
+    zkl__side_destroy(&l->side);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l->id);
+    zkl__lockobj_free(&l->obj);
+}
+
+/* Free l if it is destroyed and nothing of it is left running. No lock held. */
+static void maybe_free(zkl_latch *l)
+{
+    bool go;
+    pthread_mutex_lock(&l->mu);
+    go = (l->flags & F_DESTROYED) && !(l->flags & F_FREED) && l->calling == 0 && !l->op &&
+         l->reports == 0 && l->state == IDLE;
+    if (go)
+        l->flags |= F_FREED;
+    pthread_mutex_unlock(&l->mu);
+    if (go)
+        latch_free(l);
+}
+
+/* Tell the user of ev (l->mu held, let go meanwhile), unless destroyed. */
+static void tell_locked(zkl_latch *l, zkl_leader_event ev, int64_t token)
+{
+    zkl_leader_fn fn = (l->flags & F_DESTROYED) ? NULL : l->fn;
+    void *ud = l->ud;
+    if (!fn)
+        return;
+    l->calling++;
+    l->caller = pthread_self();
+    pthread_mutex_unlock(&l->mu);
+    fn(l, ev, token, ud);
+    pthread_mutex_lock(&l->mu);
+    l->calling--;
+    pthread_cond_broadcast(&l->cv);
+}
+
+static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud);
+
+/* Ask for a new handle (l->mu held): JOINING, or IDLE if it cannot be. */
+static zkl_status join_locked(zkl_latch *l, const char *what)
+{
+    zkl_op *op = NULL;
+    zkl_status st = zkl__async_side_acquire(&l->side, ZKL_WAIT_FOREVER, on_op, l, what, &op);
+    if (st != ZKL_OK) {
+        l->state = IDLE;
+        pthread_cond_broadcast(&l->cv);
+        return st;
+    }
+    l->state = JOINING;
+    l->op = op; /* its report takes l->mu first: it cannot have run */
+    return ZKL_OK;
+}
+
+/* The handle's report, on the delivery. */
+static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    zkl_latch *l = ud;
+    int64_t token = 0;
+    bool leaving;
+    pthread_mutex_lock(&l->mu);
+    l->op = NULL;
+    leaving = (l->flags & (F_LEAVING | F_DESTROYED)) || l->state != JOINING;
+    if (st == ZKL_OK && !leaving && (st = zkl_op_fencing_token(op, &token)) == ZKL_OK) {
+        l->state = LEADING;
+        l->op = op;
+        l->token = token;
+        if (l->flags & F_ANNOUNCED)
+            zkl__log(ZKL_LOG_ERROR, "latch %s: a term began before the last one's end was told",
+                     l->obj.path);
+        l->flags |= F_ANNOUNCED;
+        pthread_cond_broadcast(&l->cv);
+        tell_locked(l, ZKL_LEADER_GAINED, token);
+        pthread_mutex_unlock(&l->mu);
+        maybe_free(l);
+        return;
+    }
+    (void)zkl_op_release(op); /* from inside: freed on return */
+    if (leaving || st == ZKL_ECANCELED) {
+        l->flags &= ~F_LEAVING;
+        l->state = IDLE;
+        pthread_cond_broadcast(&l->cv);
+    } else { /* the wait failed (its session, memory): take part again */
+        zkl__log(ZKL_LOG_WARN, "latch %s: joining again after: %s", l->obj.path,
+                 st == ZKL_OK ? zkl_errmsg() : msg);
+        (void)join_locked(l, "zkl_latch_start");
+    }
+    pthread_mutex_unlock(&l->mu);
+    maybe_free(l);
+}
+
+static void ev_deliver(zkl__report *r)
+{
+    end_report *e = (end_report *)r;
+    zkl_latch *l = e->l;
+    pthread_mutex_lock(&l->mu);
+    l->reports--;
+    l->flags &= ~F_ANNOUNCED;
+    tell_locked(l, e->ev, e->token);
+    pthread_mutex_unlock(&l->mu);
+    free(e);
+    maybe_free(l);
+}
+
+/* Leadership ends with ev (l->mu held, LEADING): its handle goes, and the end is posted. */
+static void end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
+{
+    end_report *e = tell && (l->flags & F_ANNOUNCED) ? calloc(1, sizeof *e) : NULL;
+    zkl_op *op = l->op;
+    l->op = NULL;
+    l->state = IDLE;
+    if (!e) {
+        l->flags &= ~F_ANNOUNCED;
+        if (tell && (l->flags & F_ANNOUNCED))
+            zkl__log(ZKL_LOG_ERROR, "latch %s: out of memory: the end of leadership untold",
+                     l->obj.path);
+    }
+    (void)zkl_op_release(op); /* ZKL_ELOST for a lost hold: it goes all the same */
+    pthread_cond_broadcast(&l->cv);
+    if (e) {
+        e->rep.deliver = ev_deliver;
+        e->l = l;
+        e->ev = ev;
+        e->token = l->token;
+        l->reports++;
+        zkl__report_post(l->obj.c, &e->rep);
+    }
+}
+
+/* A connection event of a session the latch holds in (on the worker). */
+static void on_notice(void *lock, zkl_conn_state st, void *ud)
+{
+    zkl_latch *l = ud;
+    (void)lock;
+    if (st != ZKL_STATE_LOST && st != ZKL_STATE_LEASE_EXPIRED)
+        return; /* a disconnect within the lease: still leading */
+    pthread_mutex_lock(&l->mu);
+    if (l->state == LEADING) {
+        end_locked(l, st == ZKL_STATE_LOST ? ZKL_LEADER_LOST : ZKL_LEADER_LEASE_ENDED, true);
+        if (!(l->flags & F_DESTROYED))
+            (void)join_locked(l, "zkl_latch_start");
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+static bool holds_in(void *self, uint64_t epoch)
+{
+    zkl_latch *l = self;
+    return zkl__side_async_in(&l->side, epoch);
+}
+
+zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl_latch **out)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__lockobj *obj;
+    zkl__lockstats *stats;
+    zkl_latch *l;
+    size_t len = id ? strlen(id) : 0;
+    zkl_status st;
+    zkl__clear_err();
+    if (out)
+        *out = NULL;
+    if (len > ZKL_NODE_DATA_MAX)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_create: the id has %zu bytes (at most %d)", len,
+                         ZKL_NODE_DATA_MAX);
+    st = zkl__lockobj_new(sizeof *l, "zkl_latch_create", out, c, path, holds_in, &obj);
+    if (st != ZKL_OK || !out)
+        return st;
+    l = (zkl_latch *)obj;
+    pthread_mutex_init(&l->mu, NULL);
+    zkl__cond_init(&l->cv);
+    zkl__side_init(&l->side, c, l->obj.path, &zkl__latch_driver);
+    l->id = strdup(id ? id : "");
+    if (!l->id || (st = zkl__lockobj_add_part(&l->obj, "latch", false, &stats)) != ZKL_OK ||
+        (st = zkl__lockobj_on_state(&l->obj, on_notice, l)) != ZKL_OK) {
+        latch_free(l);
+        return st != ZKL_OK ? st : zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    l->side.stats = stats;
+    l->side.data = l->id; /* the participant id, as Curator's nodes carry it */
+    l->side.data_len = (int)len;
+    *out = l;
+    return ZKL_OK;
+}
+
+zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_status st;
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_start: latch is NULL");
+    pthread_mutex_lock(&l->mu);
+    if (l->state != IDLE || (l->flags & F_DESTROYED)) {
+        pthread_mutex_unlock(&l->mu);
+        return zkl__fail(ZKL_EBUSY,
+                         "zkl_latch_start: %s: the latch already takes part (leave first)",
+                         l->obj.path);
+    }
+    l->fn = fn;
+    l->ud = userdata;
+    st = join_locked(l, "zkl_latch_start");
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+/* Leads now: LEADING, and the hold alive (its lease valid). l->mu held. */
+static bool leads_locked(zkl_latch *l)
+{
+    return l->state == LEADING && l->op && zkl_op_is_held(l->op);
+}
+
+zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_status st;
+    int64_t deadline;
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_await: latch is NULL");
+    if ((st = zkl__check_timeout(timeout_ms, "zkl_latch_await")) != ZKL_OK)
+        return st;
+    if ((st = zkl__refuse_on_worker(l->obj.c, "zkl_latch_await")) != ZKL_OK)
+        return st;
+    if (zkl__in_callback(l->obj.c))
+        return zkl__fail(ZKL_EDEADLOCK,
+                         "zkl_latch_await: called from inside a callback of the client, which "
+                         "would wait for its own delivery");
+    deadline = zkl__deadline(timeout_ms);
+    pthread_mutex_lock(&l->mu);
+    l->awaiting++;
+    for (;;) {
+        if (leads_locked(l)) {
+            st = ZKL_OK;
+            break;
+        }
+        if (l->state == IDLE) {
+            st = zkl__fail(ZKL_ECANCELED, "zkl_latch_await: %s: the latch takes no part",
+                           l->obj.path);
+            break;
+        }
+        if (zkl__now_ms() >= deadline) {
+            st = zkl__fail(ZKL_ETIMEDOUT, "zkl_latch_await: %s: not leader within %d ms",
+                           l->obj.path, timeout_ms);
+            break;
+        }
+        /* a lease that ran out turns leads_locked false with no signal: look again */
+        zkl__cond_wait_until(&l->cv, &l->mu,
+                             deadline < zkl__now_ms() + 100 ? deadline : zkl__now_ms() + 100);
+    }
+    l->awaiting--;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+bool zkl_latch_is_leader(zkl_latch *l)
+{
+    ZKL__REFUSE_IN_LOG_AS(false);
+    bool leads;
+    if (!l)
+        return false;
+    pthread_mutex_lock(&l->mu);
+    leads = leads_locked(l);
+    pthread_mutex_unlock(&l->mu);
+    return leads;
+}
+
+/* The current term's hold (its node copied into *node_copy), or ZKL_ENOTOWNER. */
+static zkl_status term_of(zkl_latch *l, const char *fn, zkl__hold *h, int64_t *token)
+{
+    zkl_status st = ZKL_OK;
+    pthread_mutex_lock(&l->mu);
+    if (!leads_locked(l))
+        st = zkl__fail(ZKL_ENOTOWNER, "%s: %s: this latch does not lead", fn, l->obj.path);
+    else {
+        *h = l->op->holds[0];
+        if (!(h->node = strdup(h->node)))
+            st = zkl__fail(ZKL_ENOMEM, "out of memory");
+        *token = l->token;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+zkl_status zkl_latch_token(zkl_latch *l, int64_t *token)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__hold h;
+    zkl_status st;
+    zkl__clear_err();
+    if (!l || !token)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_token: NULL argument");
+    if ((st = term_of(l, "zkl_latch_token", &h, token)) == ZKL_OK)
+        free(h.node);
+    return st;
+}
+
+zkl_status zkl_latch_node(zkl_latch *l, char **node)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__hold h;
+    int64_t token;
+    zkl_status st;
+    zkl__clear_err();
+    if (!l || !node)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_node: NULL argument");
+    if ((st = term_of(l, "zkl_latch_node", &h, &token)) == ZKL_OK)
+        *node = h.node;
+    return st;
+}
+
+zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t *failed)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__hold h;
+    int64_t token;
+    zkl_status st;
+    zkl__clear_err();
+    if (failed)
+        *failed = SIZE_MAX;
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_guarded_write: latch is NULL");
+    if ((st = term_of(l, "zkl_latch_guarded_write", &h, &token)) != ZKL_OK)
+        return st;
+    /* a copy of the hold: the term may end meanwhile, and the server then refuses */
+    st = zkl__guarded_write(&h, 1, w, n, failed, "zkl_latch_guarded_write");
+    free(h.node);
+    return st;
+}
+
+/* Leave (l->mu held): a waiting handle canceled, a leadership ended. */
+static void leave_locked(zkl_latch *l, bool notify)
+{
+    if (l->state == LEADING) {
+        end_locked(l, ZKL_LEADER_LEFT, notify);
+    } else if (l->state == JOINING) {
+        l->flags |= F_LEAVING; /* its report ends it: canceled, or granted too late */
+        if (l->op)
+            (void)zkl_op_cancel(l->op);
+    }
+}
+
+zkl_status zkl_latch_leave(zkl_latch *l, int mode)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_leave: latch is NULL");
+    if (mode != ZKL_LATCH_SILENT && mode != ZKL_LATCH_NOTIFY)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_leave: unknown mode %d", mode);
+    pthread_mutex_lock(&l->mu);
+    leave_locked(l, mode == ZKL_LATCH_NOTIFY);
+    pthread_mutex_unlock(&l->mu);
+    return ZKL_OK;
+}
+
+zkl_status zkl_latch_destroy(zkl_latch *l)
+{
+    ZKL__REFUSE_IN_LOG();
+    bool inside;
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_destroy: latch is NULL");
+    pthread_mutex_lock(&l->mu);
+    if (l->awaiting > 0) {
+        pthread_mutex_unlock(&l->mu);
+        return zkl__fail(ZKL_EBUSY, "zkl_latch_destroy: %s: %d thread(s) wait in zkl_latch_await",
+                         l->obj.path, l->awaiting);
+    }
+    l->flags |= F_DESTROYED;
+    leave_locked(l, false);
+    inside = l->calling > 0 && pthread_equal(l->caller, pthread_self());
+    while (l->calling > 0 && !inside) /* one running on another thread */
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+    if (!inside)
+        maybe_free(l); /* or the last report does */
+    return ZKL_OK;
+}

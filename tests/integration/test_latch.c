@@ -1,0 +1,365 @@
+/*
+ * test_latch.c - leader election (zklock/leader.h, issue 40): a latch's
+ * node is Curator's LeaderLatch's; participants lead one at a time, in
+ * turn, each term's token above the last; the observer agrees; leadership
+ * ends with the lease, before the server could expire the session, and the
+ * latch joins again; callbacks alternate and never come after destroy;
+ * misuse is refused.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zkt.h"
+
+#define MAX_EVENTS 64
+
+/* What one latch's callback saw. */
+typedef struct seen {
+    pthread_mutex_t mu;
+    int n;
+    zkl_leader_event ev[MAX_EVENTS];
+    int64_t token[MAX_EVENTS];
+    int64_t at[MAX_EVENTS];
+    bool leader_then[MAX_EVENTS]; /* zkl_latch_is_leader from inside */
+} seen;
+
+static void on_leader(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    seen *s = ud;
+    bool leads = zkl_latch_is_leader(l);
+    pthread_mutex_lock(&s->mu);
+    if (s->n < MAX_EVENTS) {
+        s->ev[s->n] = ev;
+        s->token[s->n] = token;
+        s->at[s->n] = zkt_now_ms();
+        s->leader_then[s->n] = leads;
+        s->n++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int events(seen *s)
+{
+    int n;
+    pthread_mutex_lock(&s->mu);
+    n = s->n;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+typedef struct wait_n {
+    seen *s;
+    int n;
+} wait_n;
+
+static int has_n(void *p)
+{
+    wait_n *w = p;
+    return events(w->s) >= w->n;
+}
+
+/* GAINED and ends alternate, starting with GAINED; each end has its term's token. */
+static void check_alternation(seen *s, const char *who)
+{
+    int i;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n; i++) {
+        bool gained = s->ev[i] == ZKL_LEADER_GAINED;
+        cr_assert_eq(gained, i % 2 == 0, "%s: event %d is %s", who, i,
+                     zkl_leader_event_name(s->ev[i]));
+        if (!gained)
+            cr_assert_eq(s->token[i], s->token[i - 1], "%s: an end with another term's token", who);
+        else if (i > 0)
+            cr_assert_gt(s->token[i], s->token[i - 2], "%s: a term's token did not rise", who);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The one latch of v[0..n) that leads now, or -1; fails on two. */
+static int the_leader(zkl_latch **v, int n)
+{
+    int i, who = -1;
+    for (i = 0; i < n; i++)
+        if (v[i] && zkl_latch_is_leader(v[i])) {
+            cr_assert_eq(who, -1, "latches %d and %d both lead", who, i);
+            who = i;
+        }
+    return who;
+}
+
+typedef struct any_arg {
+    zkl_latch **v;
+    int n;
+} any_arg;
+
+static int someone_leads(void *p)
+{
+    any_arg *a = p;
+    return the_leader(a->v, a->n) >= 0;
+}
+
+/* The election at path observed once it has members participants (the
+ * nodes of those that joined made, of those that left deleted): 10 s at most. */
+static void observe(zkl_client *c, const char *path, size_t members, zkl_leader *ld)
+{
+    int64_t end = zkt_now_ms() + 10000;
+    for (;;) {
+        ok(zkl_leader_get(c, path, ld), "observe");
+        if (ld->members == members || zkt_now_ms() > end)
+            break;
+        zkl_leader_clear(ld);
+        zkt_sleep_ms(20);
+    }
+    cr_assert_eq(ld->members, members, "%zu participants observed, %zu expected", ld->members,
+                 members);
+}
+
+/* Three participants on three sessions lead in turn, leaving one by one. */
+Test(latch, participants_lead_in_turn, .timeout = 120)
+{
+    enum { N = 3 };
+    char *path = zkt_path("latch-turns");
+    static const char *ids[N] = {"alpha", "beta", "gamma"};
+    zkl_client *c[N], *obs = zkt_client(0);
+    zkl_latch *l[N];
+    seen s[N];
+    bool led[N] = {false};
+    int64_t last = 0;
+    any_arg a = {l, N};
+    int i, round;
+    memset(s, 0, sizeof s);
+    for (i = 0; i < N; i++) {
+        pthread_mutex_init(&s[i].mu, NULL);
+        c[i] = zkt_client(0);
+        ok(zkl_latch_create(c[i], path, ids[i], &l[i]), "create");
+        ok(zkl_latch_start(l[i], on_leader, &s[i]), "start");
+    }
+    for (round = 0; round < N; round++) {
+        zkl_leader ld;
+        int64_t token;
+        char *node;
+        int who;
+        cr_assert(zkt_wait_for(someone_leads, &a, 20000), "round %d: nobody leads", round);
+        who = the_leader(l, N);
+        cr_assert(!led[who], "%s led twice", ids[who]);
+        led[who] = true;
+        ok(zkl_latch_token(l[who], &token), "token");
+        cr_assert_gt(token, last, "the term's token did not rise");
+        last = token;
+        ok(zkl_latch_node(l[who], &node), "node");
+        cr_assert(strstr(node, "/_c_") && strstr(node, "-latch-"), "node %s", node);
+        observe(obs, path, (size_t)(N - round), &ld);
+        cr_assert(ld.present, "the observer sees no leader");
+        cr_assert_str_eq(ld.id, ids[who]);
+        cr_assert_eq(ld.token, token);
+        cr_assert_str_eq(ld.node, node);
+        zkl_leader_clear(&ld);
+        free(node);
+        ok(zkl_latch_leave(l[who], ZKL_LATCH_NOTIFY), "leave");
+        cr_assert_not(zkl_latch_is_leader(l[who]), "still leads after leaving");
+        {
+            wait_n w = {&s[who], 2};
+            cr_assert(zkt_wait_for(has_n, &w, 10000), "LEFT not told");
+        }
+        cr_assert_eq(s[who].ev[1], ZKL_LEADER_LEFT);
+    }
+    {
+        zkl_leader ld;
+        observe(obs, path, 0, &ld);
+        cr_assert_not(ld.present, "a leader with nobody taking part");
+        zkl_leader_clear(&ld);
+    }
+    for (i = 0; i < N; i++) {
+        check_alternation(&s[i], ids[i]);
+        cr_assert_eq(events(&s[i]), 2, "%s: %d events", ids[i], events(&s[i]));
+        cr_assert(s[i].leader_then[0], "%s: not leader inside GAINED", ids[i]);
+        ok(zkl_latch_destroy(l[i]), "destroy");
+        ok(zkl_client_close(c[i]), "close");
+        pthread_mutex_destroy(&s[i].mu);
+    }
+    ok(zkl_client_close(obs), "close");
+    free(path);
+}
+
+/* await, the token as the node's czxid, the id as its data, and Curator's name. */
+Test(latch, await_token_and_node, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-await");
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l;
+    int64_t token;
+    char *node, data[64];
+    int len = sizeof data;
+    struct Stat st;
+    ok(zkl_latch_create(c, path, "me", &l), "create");
+    cr_assert_eq(zkl_latch_await(l, 100), ZKL_ECANCELED, "await before start");
+    cr_assert_eq(zkl_latch_token(l, &token), ZKL_ENOTOWNER);
+    ok(zkl_latch_start(l, NULL, NULL), "start");
+    cr_assert_eq(zkl_latch_start(l, NULL, NULL), ZKL_EBUSY, "started twice");
+    ok(zkl_latch_await(l, 10000), "await");
+    cr_assert(zkl_latch_is_leader(l));
+    ok(zkl_latch_token(l, &token), "token");
+    ok(zkl_latch_node(l, &node), "node");
+    cr_assert_eq(zoo_get(zh, node, 0, data, &len, &st), ZOK);
+    cr_assert_eq(st.czxid, token, "the token is the node's czxid");
+    cr_assert_eq(len, 2);
+    cr_assert(memcmp(data, "me", 2) == 0, "the id is the node's data");
+    cr_assert_neq(st.ephemeralOwner, 0, "ephemeral");
+    free(node);
+    ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "leave");
+    cr_assert_eq(zkl_latch_await(l, 100), ZKL_ECANCELED, "await after leave");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node left behind");
+    ok(zkl_latch_start(l, NULL, NULL), "start again");
+    ok(zkl_latch_await(l, 10000), "await again");
+    ok(zkl_latch_token(l, &token), "token");
+    ok(zkl_latch_destroy(l), "destroy while leading");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node left behind");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/* A follower's await times out; the leader's guarded write lands, a follower's is refused. */
+Test(latch, follower_waits_and_cannot_write, .timeout = 60)
+{
+    char *path = zkt_path("latch-follow");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    zkl_write w;
+    char item[300];
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(la, NULL, NULL), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkl_latch_await(lb, 500), ZKL_ETIMEDOUT);
+    cr_assert_not(zkl_latch_is_leader(lb));
+    snprintf(item, sizeof item, "%s-item", path);
+    memset(&w, 0, sizeof w);
+    w.type = ZKL_WRITE_CREATE;
+    w.path = item;
+    cr_assert_eq(zkl_latch_guarded_write(lb, &w, 1, NULL), ZKL_ENOTOWNER);
+    ok(zkl_latch_guarded_write(la, &w, 1, NULL), "the leader's write");
+    w.type = ZKL_WRITE_DELETE;
+    w.version = ZKL_ANY_VERSION;
+    ok(zkl_latch_guarded_write(la, &w, 1, NULL), "the leader's delete");
+    ok(zkl_latch_leave(la, ZKL_LATCH_SILENT), "a leaves");
+    ok(zkl_latch_await(lb, 10000), "b leads next");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    free(path);
+}
+
+/*
+ * The server freezes under a leader: leadership ends with its lease
+ * (LEASE_ENDED, is_leader false) while the server, frozen, cannot have
+ * expired the session; after the thaw the latch joins again with a new
+ * session and leads again, its token higher.
+ */
+Test(latch, leadership_ends_with_the_lease, .timeout = 90)
+{
+    char *path = zkt_path("latch-lease");
+    zkl_client *c = zkt_client(4000);
+    zkl_latch *l;
+    seen s;
+    wait_n two = {&s, 2}, three = {&s, 3};
+    int64_t frozen;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    ok(zkl_latch_create(c, path, "leased", &l), "create");
+    ok(zkl_latch_start(l, on_leader, &s), "start");
+    ok(zkl_latch_await(l, 10000), "leads");
+    frozen = zkt_now_ms();
+    zkt_server_freeze();
+    cr_assert(zkt_wait_for(has_n, &two, 15000), "no end of leadership while frozen");
+    cr_assert_not(zkl_latch_is_leader(l), "leads after its end");
+    zkt_server_thaw();
+    cr_assert_eq(s.ev[1], ZKL_LEADER_LEASE_ENDED, "ended as %s", zkl_leader_event_name(s.ev[1]));
+    cr_assert_lt(s.at[1] - frozen, 4000, "ended %lld ms into the freeze: the session could be gone",
+                 (long long)(s.at[1] - frozen));
+    cr_assert(zkt_wait_for(has_n, &three, 30000), "did not lead again after the thaw");
+    ok(zkl_latch_await(l, 10000), "leads again");
+    check_alternation(&s, "leased");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+static void destroy_inside(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    atomic_int *calls = ud;
+    (void)token;
+    if (ev == ZKL_LEADER_GAINED)
+        cr_assert_eq(zkl_latch_destroy(l), ZKL_OK, "destroy from inside");
+    atomic_fetch_add(calls, 1);
+}
+
+static int called(void *p)
+{
+    return atomic_load((atomic_int *)p) > 0;
+}
+
+/* Destroy from inside GAINED: freed on return, no callback after; the node goes. */
+Test(latch, destroy_from_inside_the_callback, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-inside");
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l;
+    atomic_int calls = 0;
+    ok(zkl_latch_create(c, path, "x", &l), "create");
+    ok(zkl_latch_start(l, destroy_inside, &calls), "start");
+    cr_assert(zkt_wait_for(called, &calls, 10000), "never led");
+    zkt_sleep_ms(300);
+    cr_assert_eq(atomic_load(&calls), 1, "a callback after destroy");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node left behind");
+    ok(zkl_client_close(c), "close: the latch is freed");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/* Misuse and bad input. */
+Test(latch, bad_input_is_refused, .timeout = 60)
+{
+    char *path = zkt_path("latch-bad");
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l = (zkl_latch *)&l;
+    char big[ZKL_NODE_DATA_MAX + 2];
+    zkl_leader ld;
+    int64_t token;
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    cr_assert_eq(zkl_latch_create(NULL, path, "a", &l), ZKL_EINVAL);
+    cr_assert_null(l, "cleared on failure");
+    cr_assert_eq(zkl_latch_create(c, "no-slash", "a", &l), ZKL_EBADPATH);
+    cr_assert_eq(zkl_latch_create(c, path, big, &l), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_create(c, path, "a", NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_start(NULL, NULL, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_await(NULL, 0), ZKL_EINVAL);
+    cr_assert_not(zkl_latch_is_leader(NULL));
+    cr_assert_eq(zkl_latch_token(NULL, &token), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_leave(NULL, ZKL_LATCH_SILENT), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_destroy(NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_leader_get(c, path, NULL), ZKL_EINVAL);
+    cr_assert_eq(zkl_leader_get(NULL, path, &ld), ZKL_EINVAL);
+    cr_assert_eq(zkl_leader_get(c, "bad", &ld), ZKL_EBADPATH);
+    ok(zkl_latch_create(c, path, NULL, &l), "an empty id");
+    cr_assert_eq(zkl_latch_leave(l, 7), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_await(l, -5), ZKL_EINVAL);
+    ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "leave before start");
+    cr_assert_eq(zkl_client_close(c), ZKL_EBUSY, "close with a latch");
+    ok(zkl_latch_destroy(l), "destroy");
+    cr_assert_str_eq(zkl_leader_event_name(ZKL_LEADER_LEASE_ENDED), "LEASE_ENDED");
+    cr_assert_str_eq(zkl_leader_event_name((zkl_leader_event)99), "UNKNOWN");
+    ok(zkl_client_close(c), "close");
+    free(path);
+}
