@@ -77,4 +77,12 @@
 /* Series of gone lock objects kept per client (core/objects/series.h). */
 #define ZKL_SERIES_KEPT 256
 
+/* ---- recipes ---- */
+
+/* How long zkl_latch_destroy waits for the report of the wait it canceled
+ * (ms), so that the latch is freed before it returns: a delete on the way,
+ * answered within a round trip, or the connection's loss. Past it, the last
+ * report frees the latch (recipes/latch.c). */
+#define ZKL_LATCH_SETTLE_MS 10000
+
 #endif

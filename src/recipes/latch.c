@@ -25,11 +25,13 @@
  * can be granted, and the delivery runs posted reports before handles'
  * (core/engine/engine.c), so GAINED and ends alternate as delivered.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "core/async/async.h"
 #include "core/engine/acq.h"
@@ -64,6 +66,7 @@ struct zkl_latch {
     int calling; /* user callbacks running */
     pthread_t caller;
     int awaiting; /* threads in zkl_latch_await */
+    int busy;     /* deliveries (on_op, ev_deliver) and destroys running */
     int reports;  /* end reports posted, not yet delivered */
 };
 
@@ -96,15 +99,27 @@ static void latch_free(zkl_latch *l)
     zkl__lockobj_free(&l->obj);
 }
 
-/* Free l if it is destroyed and nothing of it is left running. No lock held. */
-static void maybe_free(zkl_latch *l)
+/*
+ * Whether l is to be freed now (l->mu held): destroyed, and nothing of it
+ * left running or on its way. Decided in the same critical section that
+ * ends the last of those, so exactly one thread frees it.
+ */
+static bool to_free_locked(zkl_latch *l)
 {
-    bool go;
-    pthread_mutex_lock(&l->mu);
-    go = (l->flags & F_DESTROYED) && !(l->flags & F_FREED) && l->calling == 0 && !l->op &&
-         l->reports == 0 && l->state == IDLE;
+    bool go = (l->flags & F_DESTROYED) && !(l->flags & F_FREED) && l->calling == 0 &&
+              l->busy == 0 && !l->op && l->reports == 0 && l->state == IDLE;
     if (go)
         l->flags |= F_FREED;
+    return go;
+}
+
+/* End a delivery of l (busy, l->mu held): let go of the lock, and free l if it is the last. */
+static void done_unlock(zkl_latch *l)
+{
+    bool go;
+    l->busy--;
+    pthread_cond_broadcast(&l->cv); /* a destroy may wait for the last delivery */
+    go = to_free_locked(l);
     pthread_mutex_unlock(&l->mu);
     if (go)
         latch_free(l);
@@ -150,6 +165,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
     int64_t token = 0;
     bool leaving;
     pthread_mutex_lock(&l->mu);
+    l->busy++;
     l->op = NULL;
     leaving = (l->flags & (F_LEAVING | F_DESTROYED)) || l->state != JOINING;
     if (st == ZKL_OK && !leaving && (st = zkl_op_fencing_token(op, &token)) == ZKL_OK) {
@@ -162,8 +178,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         l->flags |= F_ANNOUNCED;
         pthread_cond_broadcast(&l->cv);
         tell_locked(l, ZKL_LEADER_GAINED, token);
-        pthread_mutex_unlock(&l->mu);
-        maybe_free(l);
+        done_unlock(l);
         return;
     }
     (void)zkl_op_release(op); /* from inside: freed on return */
@@ -176,21 +191,34 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
                  st == ZKL_OK ? zkl_errmsg() : msg);
         (void)join_locked(l, "zkl_latch_start");
     }
-    pthread_mutex_unlock(&l->mu);
-    maybe_free(l);
+    done_unlock(l);
 }
 
 static void ev_deliver(zkl__report *r)
 {
     end_report *e = (end_report *)r;
     zkl_latch *l = e->l;
+    zkl_leader_event ev = e->ev;
+    int64_t token = e->token;
+    free(e);
     pthread_mutex_lock(&l->mu);
+    l->busy++;
     l->reports--;
     l->flags &= ~F_ANNOUNCED;
-    tell_locked(l, e->ev, e->token);
-    pthread_mutex_unlock(&l->mu);
-    free(e);
-    maybe_free(l);
+    tell_locked(l, ev, token);
+    done_unlock(l);
+}
+
+/*
+ * Release a granted handle (ZKL_ELOST for a lost hold: it goes all the
+ * same). Its report ran (it made the latch LEADING under l->mu), but on
+ * another thread it may not have returned yet: zkl_op_release refuses
+ * (ZKL_EBUSY) until it has, which takes no lock of the latch's.
+ */
+static void let_go(zkl_op *op)
+{
+    while (zkl_op_release(op) == ZKL_EBUSY)
+        sched_yield();
 }
 
 /* Leadership ends with ev (l->mu held, LEADING): its handle goes, and the end is posted. */
@@ -206,7 +234,7 @@ static void end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
             zkl__log(ZKL_LOG_ERROR, "latch %s: out of memory: the end of leadership untold",
                      l->obj.path);
     }
-    (void)zkl_op_release(op); /* ZKL_ELOST for a lost hold: it goes all the same */
+    let_go(op);
     pthread_cond_broadcast(&l->cv);
     if (e) {
         e->rep.deliver = ev_deliver;
@@ -446,10 +474,36 @@ zkl_status zkl_latch_leave(zkl_latch *l, int mode)
     return ZKL_OK;
 }
 
+/* Whether c's reports wait for zkl_client_dispatch (descriptor delivery). */
+static bool by_dispatch(zkl_client *c)
+{
+    bool fd;
+    pthread_mutex_lock(&c->mu);
+    fd = c->engine && c->engine->efd >= 0;
+    pthread_mutex_unlock(&c->mu);
+    return fd;
+}
+
+/*
+ * A destroy on a thread that may wait (l->mu held): for the report of a
+ * canceled wait, so that the latch goes now and the client can close. Not
+ * on the worker or inside a callback (the report runs there), nor with
+ * descriptor delivery (it waits for a dispatch); bounded all the same.
+ */
+static void settle_locked(zkl_latch *l)
+{
+    zkl_client *c = l->obj.c;
+    int64_t end = zkl__now_ms() + ZKL_LATCH_SETTLE_MS;
+    if (zkl__on_worker(c) || zkl__in_callback(c) || zkl__forked(c) || by_dispatch(c))
+        return;
+    while ((l->op || l->busy > 1 || l->reports || l->state != IDLE) && zkl__now_ms() < end)
+        zkl__cond_wait_until(&l->cv, &l->mu, end);
+}
+
 zkl_status zkl_latch_destroy(zkl_latch *l)
 {
     ZKL__REFUSE_IN_LOG();
-    bool inside;
+    bool inside, go;
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_latch_destroy: latch is NULL");
@@ -462,10 +516,15 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
     l->flags |= F_DESTROYED;
     leave_locked(l, false);
     inside = l->calling > 0 && pthread_equal(l->caller, pthread_self());
+    l->busy++;                        /* this destroy: no delivery frees l while it waits */
     while (l->calling > 0 && !inside) /* one running on another thread */
         pthread_cond_wait(&l->cv, &l->mu);
-    pthread_mutex_unlock(&l->mu);
     if (!inside)
-        maybe_free(l); /* or the last report does */
+        settle_locked(l);
+    l->busy--;
+    go = to_free_locked(l); /* or the last delivery does */
+    pthread_mutex_unlock(&l->mu);
+    if (go)
+        latch_free(l);
     return ZKL_OK;
 }

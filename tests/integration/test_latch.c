@@ -363,3 +363,41 @@ Test(latch, bad_input_is_refused, .timeout = 60)
     ok(zkl_client_close(c), "close");
     free(path);
 }
+
+/*
+ * A waiting latch destroyed: its wait is canceled and its node goes; on the
+ * worker's delivery the destroy waits for that, and the client closes at
+ * once; with descriptor delivery the close refuses until a dispatch.
+ */
+Test(latch, destroy_while_waiting, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-waiting");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0), *d = zkt_client(0);
+    zkl_latch *la, *lb, *ld;
+    int fd, ran;
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, NULL, NULL), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    ok(zkl_latch_destroy(lb), "destroy while waiting");
+    ok(zkl_client_close(b), "close at once");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "b's node left behind");
+    ok(zkl_client_event_fd(d, &fd), "event_fd");
+    ok(zkl_latch_create(d, path, "d", &ld), "create");
+    ok(zkl_latch_start(ld, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "d is in line");
+    ok(zkl_latch_destroy(ld), "destroy while waiting");
+    cr_assert_eq(zkl_client_close(d), ZKL_EBUSY, "closed before the cancel's report");
+    while (zkl_client_close(d) == ZKL_EBUSY) {
+        zkt_sleep_ms(10);
+        ok(zkl_client_dispatch(d, &ran), "dispatch");
+    }
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "d's node left behind");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_client_close(a), "close");
+    zookeeper_close(zh);
+    free(path);
+}

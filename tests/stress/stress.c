@@ -20,6 +20,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "base/fault.h"
+#include "base/util.h"
 #include "session/client.h"
 #include "expire.h"
 #include "servers.h"
@@ -696,6 +697,118 @@ static int async_guarded(void)
     return 0;
 }
 
+/* ---- leader latches: terms taken in turn by three clients, one of them
+ * delivering through its descriptor; destroys while waiting and from inside
+ * GAINED ---- */
+
+struct latch_arg {
+    struct shared *sh;
+    int index;
+    atomic_int *done;
+};
+
+static void on_term(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    atomic_int *events = ud;
+    (void)token;
+    (void)zkl_latch_is_leader(l);
+    atomic_fetch_add(events, ev == ZKL_LEADER_GAINED ? 1 : -1);
+}
+
+static void on_term_destroy(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)token;
+    (void)ud;
+    if (ev == ZKL_LEADER_GAINED)
+        zkl_latch_destroy(l);
+}
+
+static void *latch_main(void *arg)
+{
+    struct latch_arg *la = arg;
+    struct shared *sh = la->sh;
+    zkl_client *c = open_client(10000);
+    zkl_latch *l = NULL, *spare = NULL;
+    atomic_int events = 0;
+    int i, fd = -1;
+    if (!c || (la->index == 2 && zkl_client_event_fd(c, &fd) != ZKL_OK) ||
+        zkl_latch_create(c, sh->path, "stress", &l) != ZKL_OK) {
+        atomic_fetch_add(&sh->errors, 1);
+        goto out;
+    }
+    for (i = 0; i < rounds / 2 + 2; i++) {
+        int64_t end = zkl__now_ms() + 60000;
+        zkl_status st = ZKL_ETIMEDOUT;
+        if (zkl_latch_start(l, on_term, &events) != ZKL_OK) {
+            atomic_fetch_add(&sh->errors, 1);
+            break;
+        }
+        while (st == ZKL_ETIMEDOUT && zkl__now_ms() < end) { /* the loop's own thread dispatches */
+            if (fd >= 0)
+                zkl_client_dispatch(c, NULL);
+            st = zkl_latch_await(l, fd >= 0 ? 5 : 60000);
+        }
+        if (st != ZKL_OK) {
+            fprintf(stderr, "stress: latch: %s\n", zkl_errmsg());
+            atomic_fetch_add(&sh->errors, 1);
+            break;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->violations, 1);
+        sleep_ms(1);
+        atomic_fetch_sub(&sh->inside, 1);
+        zkl_latch_leave(l, i % 2 ? ZKL_LATCH_NOTIFY : ZKL_LATCH_SILENT);
+        if (i % 3 == 1 && zkl_latch_create(c, sh->path, "spare", &spare) == ZKL_OK) {
+            /* one that waits and goes, or leads and goes from inside its GAINED */
+            zkl_latch_start(spare, i % 2 ? on_term_destroy : NULL, NULL);
+            if (!(i % 2))
+                zkl_latch_destroy(spare);
+        }
+    }
+out:
+    atomic_fetch_add(la->done, 1);
+    while (c && atomic_load(la->done) < 3) { /* the others may still need our spares gone */
+        if (fd >= 0)
+            zkl_client_dispatch(c, NULL);
+        sleep_ms(5);
+    }
+    if (l && zkl_latch_destroy(l) != ZKL_OK)
+        atomic_fetch_add(&sh->errors, 1);
+    for (i = 0; c && zkl_client_close(c) == ZKL_EBUSY; i++) { /* a spare leads, and goes */
+        if (i == 6000) {
+            fprintf(stderr, "stress: latch: the client would not close: %s\n", zkl_errmsg());
+            atomic_fetch_add(&sh->errors, 1);
+            break;
+        }
+        if (fd >= 0)
+            zkl_client_dispatch(c, NULL);
+        sleep_ms(5);
+    }
+    return NULL;
+}
+
+static int latch_turns(void)
+{
+    struct shared sh;
+    struct latch_arg la[3];
+    pthread_t t[3];
+    atomic_int done = 0;
+    int i;
+    memset(&sh, 0, sizeof sh);
+    path_for(sh.path, sizeof sh.path, "latch");
+    for (i = 0; i < 3; i++) {
+        la[i].sh = &sh;
+        la[i].index = i;
+        la[i].done = &done;
+        pthread_create(&t[i], NULL, latch_main, &la[i]);
+    }
+    for (i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&sh.violations) == 0, "two leaders at once");
+    CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+    return 0;
+}
+
 /* ---- the chroot, made by async acquires of two clients at once, some canceled ---- */
 
 /* Delete path (a node the library leaves by design, such as a chroot) through a handle of our own.
@@ -836,6 +949,7 @@ int main(int argc, char **argv)
     run("async_mix", async_mix);
     run("async_chroot", async_chroot);
     run("async_guarded", async_guarded);
+    run("latch_turns", latch_turns);
     run("local_handoff", local_handoff);
     printf("stress: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
