@@ -389,6 +389,8 @@ bool zkl_latch_is_leader(zkl_latch *l)
 static zkl_status term_of(zkl_latch *l, const char *fn, zkl__hold *h, int64_t *token)
 {
     zkl_status st = ZKL_OK;
+    memset(h, 0, sizeof *h);
+    *token = 0;
     pthread_mutex_lock(&l->mu);
     if (!leads_locked(l))
         st = zkl__fail(ZKL_ENOTOWNER, "%s: %s: this latch does not lead", fn, l->obj.path);
