@@ -87,7 +87,9 @@ zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata);
 /*
  * Wait until this latch leads, up to timeout_ms (ZKL_WAIT_FOREVER: no
  * limit): ZKL_OK (it leads now), ZKL_ETIMEDOUT, ZKL_ECANCELED (it left, or
- * never started). ZKL_EDEADLOCK from the client's worker or inside any
+ * never started), or the failure that made it stop taking part on its own
+ * (joining again after a lost leadership or a failed wait could not start:
+ * ZKL_ENOMEM, ZKL_ECLOSED), with its message. ZKL_EDEADLOCK from the client's worker or inside any
  * callback of the client; with descriptor delivery, leadership is noted
  * when zkl_client_dispatch runs the report, so wait on another thread than
  * the loop's.

@@ -65,9 +65,14 @@ struct zkl_latch {
     void *ud;
     int calling; /* user callbacks running */
     pthread_t caller;
-    int awaiting; /* threads in zkl_latch_await */
-    int busy;     /* deliveries (on_op, ev_deliver) and destroys running */
-    int reports;  /* end reports posted, not yet delivered */
+    int awaiting;       /* threads in zkl_latch_await */
+    int busy;           /* deliveries (on_op, ev_deliver) and destroys running */
+    zkl_op *delivering; /* the handle whose report on_op runs */
+    zkl_op *orphan;     /* that handle, ended meanwhile: on_op releases it */
+    /* why it stopped taking part on its own (a join that failed), for await */
+    zkl_status why;
+    char *why_msg;
+    int reports; /* end reports posted, not yet delivered */
 };
 
 /* An end of leadership on its way to the callback. */
@@ -96,6 +101,7 @@ static void latch_free(zkl_latch *l)
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l->id);
+    free(l->why_msg);
     zkl__lockobj_free(&l->obj);
 }
 
@@ -143,13 +149,18 @@ static void tell_locked(zkl_latch *l, zkl_leader_event ev, int64_t token)
 
 static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud);
 
-/* Ask for a new handle (l->mu held): JOINING, or IDLE if it cannot be. */
+/* Ask for a new handle (l->mu held): JOINING, or IDLE (and why) if it cannot be. */
 static zkl_status join_locked(zkl_latch *l, const char *what)
 {
     zkl_op *op = NULL;
     zkl_status st = zkl__async_side_acquire(&l->side, ZKL_WAIT_FOREVER, on_op, l, what, &op);
     if (st != ZKL_OK) {
         l->state = IDLE;
+        l->why = st;
+        free(l->why_msg);
+        l->why_msg = strdup(zkl_errmsg()); /* NULL without memory: said so */
+        zkl__log(ZKL_LOG_WARN, "latch %s: no longer taking part: %s", l->obj.path,
+                 l->why_msg ? l->why_msg : "out of memory");
         pthread_cond_broadcast(&l->cv);
         return st;
     }
@@ -166,6 +177,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
     bool leaving;
     pthread_mutex_lock(&l->mu);
     l->busy++;
+    l->delivering = op;
     l->op = NULL;
     leaving = (l->flags & (F_LEAVING | F_DESTROYED)) || l->state != JOINING;
     if (st == ZKL_OK && !leaving && (st = zkl_op_fencing_token(op, &token)) == ZKL_OK) {
@@ -178,6 +190,9 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         l->flags |= F_ANNOUNCED;
         pthread_cond_broadcast(&l->cv);
         tell_locked(l, ZKL_LEADER_GAINED, token);
+        if (l->orphan == op)          /* its leadership ended while GAINED was told */
+            (void)zkl_op_release(op); /* from inside: freed on return */
+        l->orphan = l->delivering = NULL;
         done_unlock(l);
         return;
     }
@@ -191,6 +206,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
                  st == ZKL_OK ? zkl_errmsg() : msg);
         (void)join_locked(l, "zkl_latch_start");
     }
+    l->delivering = NULL;
     done_unlock(l);
 }
 
@@ -210,15 +226,22 @@ static void ev_deliver(zkl__report *r)
 }
 
 /*
- * Release a granted handle (ZKL_ELOST for a lost hold: it goes all the
- * same). Its report ran (it made the latch LEADING under l->mu), but on
- * another thread it may not have returned yet: zkl_op_release refuses
- * (ZKL_EBUSY) until it has, which takes no lock of the latch's.
+ * Release a granted handle (l->mu held; ZKL_ELOST for a lost hold: it goes
+ * all the same). Its report made the latch LEADING, but on another thread
+ * it may not have returned yet, and zkl_op_release refuses (ZKL_EBUSY)
+ * until it has: while the report is still in on_op (telling GAINED, l->mu
+ * let go), it is left to on_op, which releases it from inside; past on_op,
+ * the report takes no lock of the latch's, and returns at once.
  */
-static void let_go(zkl_op *op)
+static void let_go(zkl_latch *l, zkl_op *op)
 {
-    while (zkl_op_release(op) == ZKL_EBUSY)
+    while (zkl_op_release(op) == ZKL_EBUSY) {
+        if (l->delivering == op) {
+            l->orphan = op;
+            return;
+        }
         sched_yield();
+    }
 }
 
 /* Leadership ends with ev (l->mu held, LEADING): its handle goes, and the end is posted. */
@@ -234,7 +257,7 @@ static void end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
             zkl__log(ZKL_LOG_ERROR, "latch %s: out of memory: the end of leadership untold",
                      l->obj.path);
     }
-    let_go(op);
+    let_go(l, op);
     pthread_cond_broadcast(&l->cv);
     if (e) {
         e->rep.deliver = ev_deliver;
@@ -318,6 +341,7 @@ zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata)
     }
     l->fn = fn;
     l->ud = userdata;
+    l->why = ZKL_OK;
     st = join_locked(l, "zkl_latch_start");
     pthread_mutex_unlock(&l->mu);
     return st;
@@ -351,6 +375,11 @@ zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms)
     for (;;) {
         if (leads_locked(l)) {
             st = ZKL_OK;
+            break;
+        }
+        if (l->state == IDLE && l->why != ZKL_OK) {
+            st = zkl__fail(l->why, "zkl_latch_await: %s: the latch stopped taking part: %s",
+                           l->obj.path, l->why_msg ? l->why_msg : "out of memory");
             break;
         }
         if (l->state == IDLE) {

@@ -59,7 +59,8 @@ enum kind {
     ASYNC,
     LONG_LINE,
     CHROOT,
-    GUARDED
+    GUARDED,
+    LATCH
 };
 
 /*
@@ -652,6 +653,46 @@ static void guarded_cycle(zkl_client *c, const char *path, long n)
     guarded_async_cycle(c, path, n);
 }
 
+static void on_lead(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)l;
+    (void)ev;
+    (void)token;
+    atomic_fetch_add((atomic_int *)ud, 1);
+}
+
+/* A latch that leads (await, token, node), while a second waits behind it;
+ * the first leaves telling its callback, the second leads, both go. */
+static void latch_cycle(zkl_client *c, const char *path, long n)
+{
+    zkl_latch *l = NULL, *next = NULL;
+    atomic_int told = 0;
+    zkl_status st;
+    int64_t token;
+    char *node;
+    short_or_ok(st = zkl_latch_create(c, path, "first", &l), "zkl_latch_create", n);
+    if (st != ZKL_OK)
+        return;
+    short_or_ok(st = zkl_latch_start(l, on_lead, &told), "zkl_latch_start", n);
+    if (st == ZKL_OK)
+        short_or_ok(st = zkl_latch_await(l, 10000), "zkl_latch_await", n);
+    if (st == ZKL_OK) {
+        short_or_ok(zkl_latch_token(l, &token), "zkl_latch_token", n);
+        if ((st = zkl_latch_node(l, &node)) == ZKL_OK)
+            free(node);
+        short_or_ok(st, "zkl_latch_node", n);
+        short_or_ok(st = zkl_latch_create(c, path, "next", &next), "zkl_latch_create", n);
+        if (st == ZKL_OK)
+            short_or_ok(st = zkl_latch_start(next, NULL, NULL), "zkl_latch_start", n);
+        short_or_ok(zkl_latch_leave(l, ZKL_LATCH_NOTIFY), "zkl_latch_leave", n);
+        if (st == ZKL_OK)
+            short_or_ok(zkl_latch_await(next, 10000), "zkl_latch_await (next)", n);
+    }
+    if (next)
+        cr_assert_eq(zkl_latch_destroy(next), ZKL_OK, "%s", zkl_errmsg());
+    cr_assert_eq(zkl_latch_destroy(l), ZKL_OK, "%s", zkl_errmsg());
+}
+
 /* path + "/root", the CHROOT kind's chroot. */
 static void chroot_of(char *buf, size_t size, const char *path)
 {
@@ -698,6 +739,8 @@ static long scenario(const char *path, enum kind k, long fail_at)
         chroot_cycle(c, fail_at);
     else if (k == GUARDED)
         guarded_cycle(c, path, fail_at);
+    else if (k == LATCH)
+        latch_cycle(c, path, fail_at);
     else
         resession_cycle(c, path, fail_at);
     /* a delete that could not be queued goes with the session: drain may
@@ -842,6 +885,11 @@ Test(SUITE, chroot_cycle, .timeout = 600)
 Test(SUITE, guarded_cycle, .timeout = 600)
 {
     fail_each(GUARDED, PREFIX "-guarded");
+}
+
+Test(SUITE, latch_cycle, .timeout = 600)
+{
+    fail_each(LATCH, PREFIX "-latch");
 }
 
 Test(SUITE, async_cycle, .timeout = 600)

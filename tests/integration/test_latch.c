@@ -401,3 +401,47 @@ Test(latch, destroy_while_waiting, .timeout = 60)
     zookeeper_close(zh);
     free(path);
 }
+
+static void slow_gained(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)l;
+    (void)token;
+    if (ev == ZKL_LEADER_GAINED) {
+        atomic_store((atomic_int *)ud, 1);
+        zkt_sleep_ms(500);
+    }
+}
+
+static int flag_set(void *p)
+{
+    return atomic_load((atomic_int *)p);
+}
+
+/*
+ * Another thread ends leadership while GAINED is still being told: the
+ * leave returns at once (the handle goes when the report returns: a leave
+ * that waited for it there deadlocked, found by the failure sweep), and the
+ * node goes.
+ */
+Test(latch, leave_while_gained_is_told, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-slow");
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l;
+    atomic_int in = 0;
+    int64_t t0;
+    ok(zkl_latch_create(c, path, "slow", &l), "create");
+    ok(zkl_latch_start(l, slow_gained, &in), "start");
+    cr_assert(zkt_wait_for(flag_set, &in, 10000), "never led");
+    t0 = zkt_now_ms();
+    ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "leave");
+    cr_assert_lt(zkt_now_ms() - t0, 300, "the leave waited for the callback");
+    cr_assert_not(zkl_latch_is_leader(l));
+    zkt_sleep_ms(600);
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the node left behind");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
