@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "zklock/async.h"
+#include "zklock/leader.h"
 #include "zklock/revoke.h"
 #include "zkt.h"
 
@@ -41,6 +42,7 @@ static const kind client_state = {"the client's on_state", ON_WORKER};
 static const kind lock_state = {"a lock's on_state", ON_WORKER};
 static const kind revocation = {"a revocation callback", ON_WORKER};
 static const kind write_answer = {"an async guarded write's answer on the worker", ON_WORKER};
+static const kind latch_told = {"a leader latch's callback on the worker", ON_WORKER};
 /* On the loop's own thread (zkl_client_dispatch): only close refuses. */
 static const kind dispatched = {
     "a completion run by zkl_client_dispatch",
@@ -357,6 +359,29 @@ Test(callbacks, write_answer_on_the_worker, .timeout = 120)
 Test(callbacks, write_answer_dispatched, .timeout = 120)
 {
     write_answer_kind(true, &write_dispatched);
+}
+
+static void latch_cb(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)l;
+    (void)token;
+    if (ev == ZKL_LEADER_GAINED)
+        run_calls(ud);
+}
+
+Test(callbacks, latch_gained, .timeout = 120)
+{
+    fixture f;
+    zkl_latch *l;
+    char *path = zkt_path("matrix-latch");
+    setup(&f, NULL, false);
+    OK(zkl_latch_create(f.c, path, "matrix", &l));
+    OK(zkl_latch_start(l, latch_cb, &f));
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    zkt_sleep_ms(50); /* the worker is past the callback */
+    OK(zkl_latch_destroy(l));
+    check_and_teardown(&f, &latch_told);
+    free(path);
 }
 
 static void state_cb(zkl_client *c, zkl_conn_state st, void *ud)
