@@ -538,6 +538,12 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
     zkl__clear_err();
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_latch_destroy: latch is NULL");
+    if (zkl__forked(l->obj.c)) { /* its handle and term are the parent's: they go */
+        if (l->op)
+            (void)zkl_op_release(l->op); /* ZKL_ELOST: nothing sent, the handle freed */
+        latch_free(l);
+        return ZKL_OK;
+    }
     pthread_mutex_lock(&l->mu);
     if (l->awaiting > 0) {
         pthread_mutex_unlock(&l->mu);

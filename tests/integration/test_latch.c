@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "zkt.h"
 
@@ -440,6 +442,66 @@ Test(latch, leave_while_gained_is_told, .timeout = 60)
     cr_assert_not(zkl_latch_is_leader(l));
     zkt_sleep_ms(600);
     cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "the node left behind");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/* What a fork()ed child of a leader checks (0: all held). */
+static int child_of_a_leader(zkl_client *c, zkl_latch *l)
+{
+    int64_t token;
+    zkl_write w;
+    memset(&w, 0, sizeof w);
+    w.type = ZKL_WRITE_CHECK;
+    w.path = "/";
+    w.version = ZKL_ANY_VERSION;
+    if (zkl_latch_is_leader(l))
+        return 10; /* a second leader */
+    if (zkl_latch_token(l, &token) != ZKL_ENOTOWNER ||
+        zkl_latch_guarded_write(l, &w, 1, NULL) != ZKL_ENOTOWNER)
+        return 11;
+    if (zkl_latch_await(l, 100) == ZKL_OK)
+        return 12;
+    if (zkl_latch_destroy(l) != ZKL_OK)
+        return 13;
+    if (zkl_client_close(c) != ZKL_OK)
+        return 14;
+    return 0;
+}
+
+/* The test's own allocations, reachable in the child, which exits without
+ * freeing them (the raw handle's threads are the parent's). */
+zhandle_t *zkt_latch_fork_zh;
+char *zkt_latch_fork_path;
+
+/* A fork()ed child of a leader does not lead, and goes without touching
+ * the parent's term. */
+Test(latch, a_forked_child_does_not_lead, .timeout = 60)
+{
+    zhandle_t *zh = zkt_latch_fork_zh = zkt_raw();
+    char *path = zkt_latch_fork_path = zkt_path("latch-fork");
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l;
+    int64_t token, after;
+    int status;
+    pid_t pid;
+    ok(zkl_latch_create(c, path, "parent", &l), "create");
+    ok(zkl_latch_start(l, NULL, NULL), "start");
+    ok(zkl_latch_await(l, 10000), "leads");
+    ok(zkl_latch_token(l, &token), "token");
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(child_of_a_leader(c, l));
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child crashed (status %d)", status);
+    cr_assert_eq(WEXITSTATUS(status), 0, "the child's check %d failed", WEXITSTATUS(status));
+    cr_assert(zkl_latch_is_leader(l), "the parent lost its term");
+    ok(zkl_latch_token(l, &after), "token");
+    cr_assert_eq(after, token);
+    cr_assert_eq(zkt_children(zh, path), 1);
     ok(zkl_latch_destroy(l), "destroy");
     ok(zkl_client_close(c), "close");
     zookeeper_close(zh);
