@@ -14,11 +14,13 @@
 #include "args.h"
 
 const char zkl_cli_usage[] =
-    "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE] [-s | -x | --semaphore N]\n"
+    "usage: zklock [--zk HOSTS] [-n | -w SECONDS] [-E CODE]\n"
+    "              [-s | -x | --semaphore N | --elect [--id ID]]\n"
     "              [--session-timeout MS] [--grace MS] [--kill-after MS]\n"
     "              [--lease-margin MS] [--ensemble-lag MS] [--verbose]\n"
     "              PATH -- COMMAND [ARG...] | PATH -c 'SHELL COMMAND'\n"
     "       zklock --list [--json] [--zk HOSTS] PATH\n"
+    "       zklock --leader [--json] [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
     "Run COMMAND while holding a ZooKeeper lock at PATH (Curator-compatible).\n"
@@ -30,6 +32,9 @@ const char zkl_cli_usage[] =
     "  -s, --shared          read side of a read/write lock\n"
     "  -x, --exclusive       write side of a read/write lock\n"
     "      --semaphore N     one of N leases of a semaphore\n"
+    "      --elect           join a leader election (Curator's LeaderLatch) at PATH\n"
+    "                        and run COMMAND while leader\n"
+    "      --id ID           with --elect: the participant id (default HOST:PID)\n"
     "      --session-timeout MS\n"
     "                        ZooKeeper session timeout (default 10000)\n"
     "      --grace MS        SIGTERM to COMMAND this long before the lock's lease\n"
@@ -41,7 +46,9 @@ const char zkl_cli_usage[] =
     "  -c, --command STRING  run STRING with $SHELL -c (else /bin/sh), as flock(1)\n"
     "      --verbose         say on stderr when the lock is got and how long it took\n"
     "      --list            print the participants of PATH, holders first\n"
-    "      --json            with --list: one JSON document, for scripts\n"
+    "      --leader          print the leader of the election at PATH, or that there\n"
+    "                        is none (exit 0 both ways)\n"
+    "      --json            with --list or --leader: one JSON document, for scripts\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
     "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost or\n"
     "lease ran out while COMMAND ran; 126/127 COMMAND not runnable/found; 128+N on\n"
@@ -163,6 +170,10 @@ static int value_option(parsing *p, zkl_cli_args *a, const char *name, const cha
             return fail(p->err, p->errlen, "-w needs SECONDS, a number >= 0 (got '%.40s')",
                         v ? v : "");
         p->w_given = 1;
+    } else if (!strcmp(name, "--id")) {
+        if (!v || strlen(v) > 1024)
+            return fail(p->err, p->errlen, "--id needs ID, up to 1024 bytes");
+        a->id = v;
     } else if (!strcmp(name, "-E") || !strcmp(name, "--conflict-exit-code")) {
         if (parse_int(v, 0, 255, &a->conflict_code))
             return fail(p->err, p->errlen, "-E needs CODE, a whole number 0..255 (got '%.40s')",
@@ -197,11 +208,16 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
     }
     if (is(name, NULL, "--list") || is(name, NULL, "--json") || is(name, "-n", "--nonblock") ||
         is(name, "-s", "--shared") || is(name, "-x", "--exclusive") ||
-        is(name, NULL, "--verbose")) {
+        is(name, NULL, "--verbose") || is(name, NULL, "--elect") || is(name, NULL, "--leader")) {
         if (eq)
             return fail(p->err, p->errlen, "option '%.40s' takes no value", name);
         if (is(name, NULL, "--list")) {
             a->list = 1;
+        } else if (is(name, NULL, "--leader")) {
+            a->leader = 1;
+        } else if (is(name, NULL, "--elect")) {
+            p->modes++;
+            a->mode = ZKL_CLI_ELECT;
         } else if (is(name, NULL, "--verbose")) {
             a->verbose = 1;
         } else if (is(name, NULL, "--json")) {
@@ -215,7 +231,7 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
         }
         return 0;
     }
-    if (is(name, NULL, "--zk") || is(name, "-w", "--wait") ||
+    if (is(name, NULL, "--zk") || is(name, "-w", "--wait") || is(name, NULL, "--id") ||
         is(name, "-E", "--conflict-exit-code") || is(name, NULL, "--semaphore"))
         return value_option(p, a, name, eq);
     if (is(name, NULL, "--grace") || is(name, NULL, "--kill-after") ||
@@ -253,10 +269,17 @@ static int parse_rest(parsing *p, zkl_cli_args *a)
     if (p->n_given && p->w_given)
         return fail(p->err, p->errlen, "-n and -w cannot be used together");
     if (p->modes > 1)
-        return fail(p->err, p->errlen, "-s, -x and --semaphore cannot be combined");
-    if (a->json && !a->list)
-        return fail(p->err, p->errlen, "--json goes with --list");
-    if (!a->list) {
+        return fail(p->err, p->errlen, "-s, -x, --semaphore and --elect cannot be combined");
+    if (a->list && a->leader)
+        return fail(p->err, p->errlen, "--list and --leader cannot be combined");
+    if (a->json && !a->list && !a->leader)
+        return fail(p->err, p->errlen, "--json goes with --list or --leader");
+    if (a->id && a->mode != ZKL_CLI_ELECT)
+        return fail(p->err, p->errlen, "--id goes with --elect");
+    if (p->n_given && a->mode == ZKL_CLI_ELECT)
+        return fail(p->err, p->errlen,
+                    "-n does not go with --elect (an election has no free or taken: use -w)");
+    if (!a->list && !a->leader) { /* they only read: no lease to fit */
         int grace, kill_after;
         if (zkl_cli_lease_fit(a, a->session_timeout_ms, &grace, &kill_after, p->err, p->errlen))
             return ZKL_CLI_EXIT_USAGE;
@@ -266,12 +289,15 @@ static int parse_rest(parsing *p, zkl_cli_args *a)
     a->path = argv[i++];
     if (zkl__path_validate(a->path) != ZKL_OK)
         return fail(p->err, p->errlen, "%s", zkl_errmsg());
-    if (i < argc && !a->list && (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--command")))
+    if (i < argc && !a->list && !a->leader &&
+        (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--command")))
         return shell_command(p, a, i);
     if (i < argc && strcmp(argv[i], "--") == 0)
         i++;
-    if (a->list)
-        return i < argc ? fail(p->err, p->errlen, "--list takes no COMMAND") : 0;
+    if (a->list || a->leader)
+        return i < argc
+                   ? fail(p->err, p->errlen, "%s takes no COMMAND", a->list ? "--list" : "--leader")
+                   : 0;
     if (i >= argc)
         return fail(p->err, p->errlen, "COMMAND is missing (zklock PATH -- COMMAND [ARG...])");
     if (argv[i][0] == '\0')

@@ -17,6 +17,7 @@ typedef enum zkl_cli_mode {
     ZKL_CLI_READ,
     ZKL_CLI_WRITE,
     ZKL_CLI_SEMAPHORE,
+    ZKL_CLI_ELECT, /* --elect: a LeaderLatch participant; COMMAND runs while it leads */
 } zkl_cli_mode;
 
 typedef struct zkl_cli_args {
@@ -39,7 +40,9 @@ typedef struct zkl_cli_args {
      * the command puts $SHELL in shell_argv[0] if it is set */
     const char *shell_string;
     char *shell_argv[4];
-    int list, json, help, version; /* json: --list --json */
+    int list, json, help, version; /* json: --list or --leader --json */
+    int leader;                    /* --leader: print the election's leader */
+    const char *id;                /* --elect --id ID (NULL: HOST:PID) */
     int verbose;                   /* --verbose: say on stderr when the lock is got */
 } zkl_cli_args;
 

@@ -52,6 +52,7 @@ static pid_t child;
 static int pending_signal; /* arrived while COMMAND was being started */
 static int stop_signal;    /* ended the wait */
 static zkl_client *client;
+static zkl_latch *latch; /* --elect: the signal thread leaves it to end the wait */
 static atomic_int session_lost;
 static atomic_int lease_expired;
 
@@ -70,6 +71,8 @@ static void *signal_thread(void *arg)
         case WAITING:
             stop_signal = sig;
             zkl_client_cancel(client);
+            if (latch) /* its await ends: ZKL_ECANCELED */
+                zkl_latch_leave(latch, ZKL_LATCH_SILENT);
             break;
         case RUNNING:
             if (child > 0)
@@ -105,6 +108,17 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
     pthread_mutex_unlock(&mu);
 }
 
+/* --elect: leadership ended unasked (on the client's delivery: its worker). */
+static void on_leadership(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)l;
+    (void)token;
+    if (ev == ZKL_LEADER_LOST)
+        on_hold_state(NULL, ZKL_STATE_LOST, ud);
+    else if (ev == ZKL_LEADER_LEASE_ENDED)
+        on_hold_state(NULL, ZKL_STATE_LEASE_EXPIRED, ud);
+}
+
 /* One lock object of any mode, behind four calls. */
 typedef struct lock {
     zkl_cli_mode mode;
@@ -112,7 +126,21 @@ typedef struct lock {
     zkl_rwlock *rw;
     zkl_semaphore *sem;
     zkl_lease *lease;
+    zkl_latch *latch;
 } lock;
+
+/* --elect's participant id: --id, else HOST:PID. */
+static const char *participant_id(const zkl_cli_args *a, char *buf, size_t len)
+{
+    char host[256];
+    if (a->id)
+        return a->id;
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    snprintf(buf, len, "%s:%d", host, (int)getpid());
+    return buf;
+}
 
 static zkl_status lock_create(lock *l, const zkl_cli_args *a)
 {
@@ -130,6 +158,14 @@ static zkl_status lock_create(lock *l, const zkl_cli_args *a)
     case ZKL_CLI_SEMAPHORE:
         st = zkl_semaphore_create(client, a->path, a->leases, &l->sem);
         return st ? st : zkl_semaphore_on_state(l->sem, on_hold_state, NULL);
+    case ZKL_CLI_ELECT: {
+        char id[300];
+        st = zkl_latch_create(client, a->path, participant_id(a, id, sizeof id), &l->latch);
+        pthread_mutex_lock(&mu);
+        latch = l->latch;
+        pthread_mutex_unlock(&mu);
+        return st;
+    }
     }
     return ZKL_EINVAL;
 }
@@ -158,6 +194,11 @@ static zkl_status lock_acquire(lock *l, int timeout_ms, int64_t *token, char **n
         *token = zkl_lease_fencing_token(l->lease);
         *node = strdup(zkl_lease_node(l->lease));
         return *node ? ZKL_OK : ZKL_ENOMEM;
+    case ZKL_CLI_ELECT: /* the term: its token and node */
+        st = zkl_latch_start(l->latch, on_leadership, NULL);
+        st = st ? st : zkl_latch_await(l->latch, timeout_ms < 0 ? ZKL_WAIT_FOREVER : timeout_ms);
+        st = st ? st : zkl_latch_token(l->latch, token);
+        return st ? st : zkl_latch_node(l->latch, node);
     }
     return ZKL_EINVAL;
 }
@@ -169,6 +210,7 @@ static zkl_status lock_release(lock *l)
     case ZKL_CLI_READ: return zkl_rwlock_read_release(l->rw);
     case ZKL_CLI_WRITE: return zkl_rwlock_write_release(l->rw);
     case ZKL_CLI_SEMAPHORE: return zkl_lease_return(l->lease);
+    case ZKL_CLI_ELECT: return zkl_latch_leave(l->latch, ZKL_LATCH_SILENT);
     }
     return ZKL_EINVAL;
 }
@@ -181,6 +223,12 @@ static void lock_destroy(lock *l)
         zkl_rwlock_destroy(l->rw);
     if (l->sem)
         zkl_semaphore_destroy(l->sem);
+    if (l->latch) {
+        pthread_mutex_lock(&mu);
+        latch = NULL;
+        pthread_mutex_unlock(&mu);
+        zkl_latch_destroy(l->latch);
+    }
 }
 
 static int64_t now_ms(void)
@@ -271,6 +319,47 @@ static int list_participants(const zkl_cli_args *a)
     else
         list_text(v, n);
     zkl_participants_free(v, n);
+    return 0;
+}
+
+/* --leader: "LEADER ID TOKEN NODE" (the id escaped as --list's data), or "NONE";
+ * with --json {"path", "leader": {"id", "token", "node"} or null, "participants"}. */
+static int print_leader(const zkl_cli_args *a)
+{
+    zkl_leader ld;
+    size_t k;
+    if (zkl_leader_get(client, a->path, &ld) != ZKL_OK) {
+        fprintf(stderr, "zklock: --leader %s: %s\n", a->path, zkl_errmsg());
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
+    if (a->json) {
+        fputs("{\"path\":", stdout);
+        zkl_cli_json_string(stdout, a->path, strlen(a->path));
+        fputs(",\"leader\":", stdout);
+        if (ld.present) {
+            fputs("{\"node\":", stdout);
+            zkl_cli_json_string(stdout, ld.node, strlen(ld.node));
+            printf(",\"token\":%lld,", (long long)ld.token);
+            zkl_cli_json_data(stdout, ld.id, ld.id_len);
+            putchar('}');
+        } else {
+            fputs("null", stdout);
+        }
+        printf(",\"participants\":%zu}\n", ld.members);
+    } else if (ld.present) {
+        fputs("LEADER ", stdout);
+        for (k = 0; k < ld.id_len; k++) { /* the id may hold anything: print it safely */
+            unsigned char ch = (unsigned char)ld.id[k];
+            if (ch > 0x20 && ch < 0x7f && ch != '\\')
+                putchar(ch);
+            else
+                printf("\\x%02x", ch);
+        }
+        printf(" %lld %s\n", (long long)ld.token, ld.node);
+    } else {
+        puts("NONE");
+    }
+    zkl_leader_clear(&ld);
     return 0;
 }
 
@@ -456,8 +545,8 @@ static int open_client(run *r)
         fprintf(stderr, "zklock: %s\n", zkl_errmsg());
         return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
-    if (r->a.list) {
-        int code = list_participants(&r->a);
+    if (r->a.list || r->a.leader) {
+        int code = r->a.list ? list_participants(&r->a) : print_leader(&r->a);
         teardown(r, false);
         return code;
     }
@@ -508,8 +597,11 @@ static int take_lock(run *r)
     if (st == ZKL_ETIMEDOUT) {
         /* the library names a child that is not a lock node in the way */
         const char *why = strstr(zkl_errmsg(), ": the node ahead in line");
-        fprintf(stderr, "zklock: %s: lock not acquired%s%s\n", r->a.path,
-                r->a.timeout_ms == 0 ? " (it is held)" : " in time", why ? why : "");
+        if (r->a.mode == ZKL_CLI_ELECT)
+            fprintf(stderr, "zklock: %s: not leader in time\n", r->a.path);
+        else
+            fprintf(stderr, "zklock: %s: lock not acquired%s%s\n", r->a.path,
+                    r->a.timeout_ms == 0 ? " (it is held)" : " in time", why ? why : "");
     } else if (st != ZKL_ECANCELED)
         fprintf(stderr, "zklock: %s: %s\n", r->a.path, zkl_errmsg());
     zkl_client_drain(client, 5000); /* make sure our node is gone */

@@ -272,5 +272,48 @@ check "--verbose writes nothing on stdout" test -z "$out"
 err=$("$ZKLOCK" "$p" -- true 2>&1)
 check "without --verbose: silent" test -z "$err"
 
+# --- elections: --elect runs COMMAND while leader, --leader observes ---
+p=$(uniq_path elect)
+v=$("$ZKLOCK" --leader "$p"); rc=$?
+check "--leader with nobody taking part: NONE, exit 0 ($v)" test "$v" = NONE -a $rc = 0
+rm -f "$work/erun"
+"$ZKLOCK" --elect --id alpha "$p" -- sh -c "echo \"\$ZKLOCK_FENCING_TOKEN \$ZKLOCK_NODE\" >$work/e1; touch $work/erun; sleep 3" & ep=$!
+pids+=($ep)
+wait_file "$work/erun"
+read -r t1 n1 <"$work/e1"
+check "--elect: COMMAND sees the term's token and its latch node ($n1)" \
+  bash -c "[[ '$n1' =~ ^$p/_c_[0-9a-f-]{36}-latch-[0-9]{10}$ && '$t1' =~ ^[0-9]+$ ]]"
+v=$("$ZKLOCK" --leader "$p")
+check "--leader names the leader: id, token, node ($v)" test "$v" = "LEADER alpha $t1 $n1"
+v=$("$ZKLOCK" --leader --json "$p")
+check "--leader --json: the leader's node, token and id" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["leader"]["node"] == sys.argv[2] and d["leader"]["token"] == int(sys.argv[3])
+assert d["leader"]["data"] == "alpha" and d["participants"] == 1' "$v" "$n1" "$t1"
+"$ZKLOCK" --elect -w 0.5 -E 9 "$p" -- true 2>/dev/null; rc=$?
+check "--elect -w: not leader in time, exit CODE (rc=$rc)" test $rc = 9
+"$ZKLOCK" --elect --id beta -w 20 "$p" -- sh -c 'echo "$ZKLOCK_FENCING_TOKEN" >"$1"; exit 5' _ "$work/e2"; rc=$?
+t2=$(cat "$work/e2" 2>/dev/null || echo 0)
+check "--elect: the next leads once the first's COMMAND ends; its status is zklock's (rc=$rc)" test $rc = 5
+check "--elect: the terms' tokens rise ($t1 < $t2)" test "$t1" -lt "$t2"
+wait $ep
+v=$("$ZKLOCK" --leader "$p"); check "--leader once all have left: NONE ($v)" test "$v" = NONE
+"$ZKLOCK" --elect -s "$p" -- true 2>/dev/null; check "--elect with -s is a usage error" test $? = 64
+"$ZKLOCK" --id x "$p" -- true 2>/dev/null; check "--id without --elect is a usage error" test $? = 64
+"$ZKLOCK" --leader "$p" -- true 2>/dev/null; check "--leader takes no COMMAND" test $? = 64
+# leadership ends unasked (the server frozen: the lease runs out): COMMAND stopped, exit 75
+p=$(uniq_path elect-lost)
+rm -f "$work/eterm" "$work/elrun"
+"$ZKLOCK" --elect --session-timeout 2000 "$p" -- sh -c "trap 'echo term >$work/eterm; exit 0' TERM; touch $work/elrun; while :; do sleep 0.05; done" 2>"$work/elost.err" & zp=$!
+wait_file "$work/elrun"
+kill -STOP "$(<"$DIR/server1/pid")"
+for ((i = 0; i < 300; i++)); do kill -0 $zp 2>/dev/null || break; sleep 0.05; done
+kill -CONT "$(<"$DIR/server1/pid")"
+wait $zp; rc=$?
+check "--elect, leadership lost: zklock exits 75 (rc=$rc)" test $rc = 75
+check "--elect, leadership lost: COMMAND got SIGTERM" test -e "$work/eterm"
+"$ZKLOCK" --elect -w 15 "$p" -- true; check "--elect: the election goes on after" test $? = 0
+
 echo "cli: $pass passed, $fail failed"
 ((fail == 0))
