@@ -16,11 +16,13 @@
  *    (zkl_mutex_lease_remaining): it turns false before the server could
  *    expire the session, and a disconnect shorter than the lease does not
  *    end leadership (no flapping on every SUSPENDED);
+ *  - the leader watches its own node: a delete of it (an operator's)
+ *    ends leadership as soon as the delete is seen;
  *  - when leadership ends unasked, the callback is told
  *    ZKL_LEADER_LEASE_ENDED (the lease ran out: the server may not have
  *    expired the session yet, but another participant may lead as soon as
- *    it does) or ZKL_LEADER_LOST (the session is gone), and the latch joins
- *    again at once with a new node of the new session.
+ *    it does) or ZKL_LEADER_LOST (the session is gone, or the node was
+ *    deleted), and the latch joins again at once with a new node.
  *
  * The token of a term is the czxid of the leader's node: it rises strictly
  * from term to term (a new term is a new node), and stays the same for the
@@ -58,7 +60,7 @@ typedef struct zkl_latch zkl_latch;
 
 typedef enum zkl_leader_event {
     ZKL_LEADER_GAINED = 1,      /* this participant leads; token is the term's */
-    ZKL_LEADER_LOST = 2,        /* leadership ended: the session is gone */
+    ZKL_LEADER_LOST = 2,        /* leadership ended: the session is gone, or the node deleted */
     ZKL_LEADER_LEASE_ENDED = 3, /* leadership ended: the lease ran out, before any expiry */
     ZKL_LEADER_LEFT = 4,        /* leadership ended by zkl_latch_leave(l, ZKL_LATCH_NOTIFY) */
 } zkl_leader_event;

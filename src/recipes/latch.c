@@ -39,6 +39,7 @@
 #include "core/engine/report.h"
 #include "core/objects/lockobj.h"
 #include "core/objects/reentrant.h"
+#include "services/revoke.h"
 #include "zklock/async.h"
 #include "zklock/leader.h"
 
@@ -65,15 +66,25 @@ struct zkl_latch {
     void *ud;
     int calling; /* user callbacks running */
     pthread_t caller;
-    int awaiting;       /* threads in zkl_latch_await */
-    int busy;           /* deliveries (on_op, ev_deliver) and destroys running */
-    zkl_op *delivering; /* the handle whose report on_op runs */
-    zkl_op *orphan;     /* that handle, ended meanwhile: on_op releases it */
+    int awaiting;          /* threads in zkl_latch_await */
+    int busy;              /* deliveries (on_op, ev_deliver) and destroys running */
+    uint64_t term;         /* terms led so far: the current one's number */
+    struct term_watch *tw; /* LEADING: the watch on the term's node */
+    int unwatching;        /* term watches being stopped (after l->mu is let go) */
+    zkl_op *delivering;    /* the handle whose report on_op runs */
+    zkl_op *orphan;        /* that handle, ended meanwhile: on_op releases it */
     /* why it stopped taking part on its own (a join that failed), for await */
     zkl_status why;
     char *why_msg;
     int reports; /* end reports posted, not yet delivered */
 };
+
+/* A term's watch on its node (services/revoke.h): an operator may delete it. */
+typedef struct term_watch {
+    zkl_latch *l;
+    uint64_t term;
+    zkl__revwatch *w;
+} term_watch;
 
 /* An end of leadership on its way to the callback. */
 typedef struct end_report {
@@ -113,7 +124,8 @@ static void latch_free(zkl_latch *l)
 static bool to_free_locked(zkl_latch *l)
 {
     bool go = (l->flags & F_DESTROYED) && !(l->flags & F_FREED) && l->calling == 0 &&
-              l->busy == 0 && !l->op && l->reports == 0 && l->state == IDLE;
+              l->busy == 0 && !l->op && l->reports == 0 && l->state == IDLE && !l->tw &&
+              l->unwatching == 0;
     if (go)
         l->flags |= F_FREED;
     return go;
@@ -148,6 +160,7 @@ static void tell_locked(zkl_latch *l, zkl_leader_event ev, int64_t token)
 }
 
 static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud);
+static void watch_term_locked(zkl_latch *l, const zkl__hold *h);
 
 /* Ask for a new handle (l->mu held): JOINING, or IDLE (and why) if it cannot be. */
 static zkl_status join_locked(zkl_latch *l, const char *what)
@@ -184,6 +197,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         l->state = LEADING;
         l->op = op;
         l->token = token;
+        watch_term_locked(l, &op->holds[0]);
         if (l->flags & F_ANNOUNCED)
             zkl__log(ZKL_LOG_ERROR, "latch %s: a term began before the last one's end was told",
                      l->obj.path);
@@ -244,11 +258,18 @@ static void let_go(zkl_latch *l, zkl_op *op)
     }
 }
 
-/* Leadership ends with ev (l->mu held, LEADING): its handle goes, and the end is posted. */
-static void end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
+/*
+ * Leadership ends with ev (l->mu held, LEADING): its handle goes, and the
+ * end is posted. Returns the term's watch, for unwatch once l->mu is let go.
+ */
+static term_watch *end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
 {
     end_report *e = tell && (l->flags & F_ANNOUNCED) ? calloc(1, sizeof *e) : NULL;
     zkl_op *op = l->op;
+    term_watch *tw = l->tw;
+    l->tw = NULL;
+    if (tw)
+        l->unwatching++;
     l->op = NULL;
     l->state = IDLE;
     if (!e) {
@@ -267,6 +288,63 @@ static void end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
         l->reports++;
         zkl__report_post(l->obj.c, &e->rep);
     }
+    return tw;
+}
+
+/*
+ * Stop an ended term's watch, with no lock held (a stop waits out its
+ * callback, which takes l->mu), and free l if that was the last of it.
+ */
+static void unwatch(zkl_latch *l, term_watch *tw)
+{
+    bool go;
+    if (!tw)
+        return;
+    zkl__revwatch_stop(tw->w);
+    free(tw);
+    pthread_mutex_lock(&l->mu);
+    l->unwatching--;
+    pthread_cond_broadcast(&l->cv);
+    go = to_free_locked(l);
+    pthread_mutex_unlock(&l->mu);
+    if (go)
+        latch_free(l);
+}
+
+/* The term's node was deleted (an operator's delete): leadership is lost (on the worker). */
+static void on_gone(void *ctx)
+{
+    term_watch *mine = ctx, *tw = NULL;
+    zkl_latch *l = mine->l;
+    pthread_mutex_lock(&l->mu);
+    if (l->state == LEADING && l->tw == mine) {
+        zkl__log(ZKL_LOG_WARN, "latch %s: the leader's node was deleted: leadership lost",
+                 l->obj.path);
+        tw = end_locked(l, ZKL_LEADER_LOST, true);
+        if (!(l->flags & F_DESTROYED))
+            (void)join_locked(l, "zkl_latch_start");
+    }
+    pthread_mutex_unlock(&l->mu);
+    unwatch(l, tw); /* from inside its own callback: no wait */
+}
+
+/* Watch the new term's node (l->mu held): a delete of it ends the term. */
+static void watch_term_locked(zkl_latch *l, const zkl__hold *h)
+{
+    term_watch *tw = calloc(1, sizeof *tw);
+    if (tw) {
+        tw->l = l;
+        tw->term = ++l->term;
+        tw->w = zkl__nodewatch_start(l->obj.c, h->node, h->epoch, NULL, on_gone, tw);
+    }
+    if (!tw || !tw->w) {
+        free(tw);
+        zkl__log(ZKL_LOG_WARN,
+                 "latch %s: out of memory: a delete of the leader's node will not be noticed",
+                 l->obj.path);
+        return;
+    }
+    l->tw = tw;
 }
 
 /* A connection event of a session the latch holds in (on the worker). */
@@ -276,13 +354,15 @@ static void on_notice(void *lock, zkl_conn_state st, void *ud)
     (void)lock;
     if (st != ZKL_STATE_LOST && st != ZKL_STATE_LEASE_EXPIRED)
         return; /* a disconnect within the lease: still leading */
+    term_watch *tw = NULL;
     pthread_mutex_lock(&l->mu);
     if (l->state == LEADING) {
-        end_locked(l, st == ZKL_STATE_LOST ? ZKL_LEADER_LOST : ZKL_LEADER_LEASE_ENDED, true);
+        tw = end_locked(l, st == ZKL_STATE_LOST ? ZKL_LEADER_LOST : ZKL_LEADER_LEASE_ENDED, true);
         if (!(l->flags & F_DESTROYED))
             (void)join_locked(l, "zkl_latch_start");
     }
     pthread_mutex_unlock(&l->mu);
+    unwatch(l, tw); /* on the worker: no wait */
 }
 
 static bool holds_in(void *self, uint64_t epoch)
@@ -479,16 +559,17 @@ zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t 
     return st;
 }
 
-/* Leave (l->mu held): a waiting handle canceled, a leadership ended. */
-static void leave_locked(zkl_latch *l, bool notify)
+/* Leave (l->mu held): a waiting handle canceled, a leadership ended (its watch returned). */
+static term_watch *leave_locked(zkl_latch *l, bool notify)
 {
-    if (l->state == LEADING) {
-        end_locked(l, ZKL_LEADER_LEFT, notify);
-    } else if (l->state == JOINING) {
+    if (l->state == LEADING)
+        return end_locked(l, ZKL_LEADER_LEFT, notify);
+    if (l->state == JOINING) {
         l->flags |= F_LEAVING; /* its report ends it: canceled, or granted too late */
         if (l->op)
             (void)zkl_op_cancel(l->op);
     }
+    return NULL;
 }
 
 zkl_status zkl_latch_leave(zkl_latch *l, int mode)
@@ -499,9 +580,11 @@ zkl_status zkl_latch_leave(zkl_latch *l, int mode)
         return zkl__fail(ZKL_EINVAL, "zkl_latch_leave: latch is NULL");
     if (mode != ZKL_LATCH_SILENT && mode != ZKL_LATCH_NOTIFY)
         return zkl__fail(ZKL_EINVAL, "zkl_latch_leave: unknown mode %d", mode);
+    term_watch *tw;
     pthread_mutex_lock(&l->mu);
-    leave_locked(l, mode == ZKL_LATCH_NOTIFY);
+    tw = leave_locked(l, mode == ZKL_LATCH_NOTIFY);
     pthread_mutex_unlock(&l->mu);
+    unwatch(l, tw);
     return ZKL_OK;
 }
 
@@ -534,6 +617,7 @@ static void settle_locked(zkl_latch *l)
 zkl_status zkl_latch_destroy(zkl_latch *l)
 {
     ZKL__REFUSE_IN_LOG();
+    term_watch *tw;
     bool inside, go;
     zkl__clear_err();
     if (!l)
@@ -541,6 +625,7 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
     if (zkl__forked(l->obj.c)) { /* its handle and term are the parent's: they go */
         if (l->op)
             (void)zkl_op_release(l->op); /* ZKL_ELOST: nothing sent, the handle freed */
+        free(l->tw);                     /* (its watch goes with the client's close) */
         latch_free(l);
         return ZKL_OK;
     }
@@ -551,9 +636,14 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
                          l->obj.path, l->awaiting);
     }
     l->flags |= F_DESTROYED;
-    leave_locked(l, false);
+    tw = leave_locked(l, false);
+    l->busy++; /* this destroy: nothing frees l while it waits */
+    if (tw) {  /* stopped first: its callback takes l->mu */
+        pthread_mutex_unlock(&l->mu);
+        unwatch(l, tw);
+        pthread_mutex_lock(&l->mu);
+    }
     inside = l->calling > 0 && pthread_equal(l->caller, pthread_self());
-    l->busy++;                        /* this destroy: no delivery frees l while it waits */
     while (l->calling > 0 && !inside) /* one running on another thread */
         pthread_cond_wait(&l->cv, &l->mu);
     if (!inside)

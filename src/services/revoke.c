@@ -25,12 +25,13 @@ struct zkl__revwatch {
     zkl_client *c;
     char *node;
     uint64_t epoch;
-    zkl__revoke_cb cb;
+    zkl__revoke_cb cb;      /* the marker was written (NULL: not looked for) */
+    zkl__revoke_cb gone_cb; /* the node was deleted (NULL: not told) */
     void *ctx;
     int refs;
     int zk_refs;            /* of refs, held by the ZooKeeper client ... */
     zkl__session *armed_on; /* ... for this session */
-    bool registered, rearm, fire, fired, running;
+    bool registered, rearm, fire, gone, fired, running;
     zkl__revwatch *next;
 };
 
@@ -101,6 +102,10 @@ static void rev_watcher(zhandle_t *zh, int type, int state, const char *path, vo
         r->rearm = true;
         poke_locked(c);
     }
+    if (type == ZOO_DELETED_EVENT && r->registered && r->gone_cb && !r->fired) {
+        r->gone = true;
+        poke_locked(c);
+    }
     zk_unref_locked(r);
     pthread_mutex_unlock(&c->mu);
 }
@@ -114,7 +119,7 @@ static void rev_data(int rc, const char *value, int len, const struct Stat *stat
     c = r->c;
     pthread_mutex_lock(&c->mu);
     if (rc == ZOK) {
-        if (r->registered && !r->fired && len == (int)strlen(ZKL_REVOKE_MARKER) &&
+        if (r->registered && r->cb && !r->fired && len == (int)strlen(ZKL_REVOKE_MARKER) &&
             memcmp(value, ZKL_REVOKE_MARKER, (size_t)len) == 0) {
             r->fire = true;
             poke_locked(c);
@@ -123,6 +128,10 @@ static void rev_data(int rc, const char *value, int len, const struct Stat *stat
         zk_unref_locked(r); /* no watch was left */
         if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY && r->registered)
             r->rearm = true; /* armed again on reconnect */
+        if (rc == ZNONODE && r->registered && r->gone_cb && !r->fired) {
+            r->gone = true; /* deleted before the watch was set */
+            poke_locked(c);
+        }
     }
     zk_unref_locked(r);
     pthread_mutex_unlock(&c->mu);
@@ -131,6 +140,12 @@ static void rev_data(int rc, const char *value, int len, const struct Stat *stat
 zkl__revwatch *zkl__revwatch_start(zkl_client *c, const char *node, uint64_t epoch,
                                    zkl__revoke_cb cb, void *ctx)
 {
+    return zkl__nodewatch_start(c, node, epoch, cb, NULL, ctx);
+}
+
+zkl__revwatch *zkl__nodewatch_start(zkl_client *c, const char *node, uint64_t epoch,
+                                    zkl__revoke_cb revoked, zkl__revoke_cb gone, void *ctx)
+{
     zkl__revwatch *r = calloc(1, sizeof *r);
     if (!r || !(r->node = strdup(node))) {
         free(r);
@@ -138,7 +153,8 @@ zkl__revwatch *zkl__revwatch_start(zkl_client *c, const char *node, uint64_t epo
     }
     r->c = c;
     r->epoch = epoch;
-    r->cb = cb;
+    r->cb = revoked;
+    r->gone_cb = gone;
     r->ctx = ctx;
     r->refs = 1;
     r->registered = true;
@@ -166,15 +182,16 @@ void zkl__revwatch_stop(zkl__revwatch *r)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Run r's callback, c->mu released meanwhile. */
+/* Run r's callback (revoked, or gone), once, c->mu released meanwhile. */
 static void fire_locked(zkl_client *c, zkl__revwatch *r)
 {
-    r->fire = false;
+    zkl__revoke_cb cb = r->fire ? r->cb : r->gone_cb;
+    r->fire = r->gone = false;
     r->fired = true;
     r->refs++; /* ours while the callback runs */
     r->running = true;
     pthread_mutex_unlock(&c->mu);
-    r->cb(r->ctx);
+    cb(r->ctx);
     pthread_mutex_lock(&c->mu);
     r->running = false;
     pthread_cond_broadcast(&c->cv);
@@ -226,7 +243,7 @@ int64_t zkl__revs_turn(zkl_client *c, int64_t now_us)
         zkl__session *s;
         if (!r->registered)
             continue;
-        if (r->fire) {
+        if (r->fire || r->gone) {
             fire_locked(c, r);
             v->dirty = true; /* the list may have changed: look again */
             return 0;

@@ -23,6 +23,15 @@ void zkl__revs_free(zkl_client *c);
 /* Start watching node (a lock node of session epoch) for the marker. NULL on no memory. */
 zkl__revwatch *zkl__revwatch_start(zkl_client *c, const char *node, uint64_t epoch,
                                    zkl__revoke_cb cb, void *ctx);
+/*
+ * The same watch for other owners: revoked (may be NULL: the marker is not
+ * looked for) runs when the marker is written, gone (may be NULL) when the
+ * node is deleted while watched, or found gone when the watch is armed; one
+ * of the two, once, on the worker. A leader latch's term watches its node
+ * so (recipes/latch.c).
+ */
+zkl__revwatch *zkl__nodewatch_start(zkl_client *c, const char *node, uint64_t epoch,
+                                    zkl__revoke_cb revoked, zkl__revoke_cb gone, void *ctx);
 /* Stop; cb will not be called after this returns (unless it is running now on the worker). */
 void zkl__revwatch_stop(zkl__revwatch *r);
 

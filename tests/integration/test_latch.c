@@ -507,3 +507,45 @@ Test(latch, a_forked_child_does_not_lead, .timeout = 60)
     zookeeper_close(zh);
     free(path);
 }
+
+/*
+ * An operator deletes the leader's node (Curator's history: a latch that
+ * goes on believing it leads): the term ends (LOST) as soon as the delete is
+ * seen, before the next participant leads, and the latch joins again behind
+ * it with a new node.
+ */
+Test(latch, leader_node_deleted_by_an_operator, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-deleted"), *node;
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    seen s;
+    wait_n two = {&s, 2};
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, on_leader, &s), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    ok(zkl_latch_node(la, &node), "node");
+    cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete");
+    ok(zkl_latch_await(lb, 10000), "b leads once a's node is gone");
+    cr_assert(zkt_wait_for(has_n, &two, 10000), "a was not told its leadership ended");
+    cr_assert_eq(s.ev[1], ZKL_LEADER_LOST, "ended as %s", zkl_leader_event_name(s.ev[1]));
+    cr_assert_not(zkl_latch_is_leader(la), "a still believes it leads beside b");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "a joined again behind b");
+    ok(zkl_latch_leave(lb, ZKL_LATCH_SILENT), "b leaves");
+    ok(zkl_latch_await(la, 10000), "a leads again");
+    check_alternation(&s, "a");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(node);
+    free(path);
+}
