@@ -549,3 +549,134 @@ Test(latch, leader_node_deleted_by_an_operator, .timeout = 60)
     free(node);
     free(path);
 }
+
+/*
+ * Both participants lose their connection at once, shorter than the lease
+ * (the server frozen for 1.5 s): no flapping, the leader keeps its term
+ * (same token, never told an end), the other still waits, and afterwards
+ * exactly one leads.
+ */
+Test(latch, short_disconnect_keeps_the_term, .timeout = 90)
+{
+    char *path = zkt_path("latch-blip");
+    zkl_client *a = zkt_client(10000), *b = zkt_client(10000);
+    zkl_latch *la, *lb;
+    seen s;
+    int64_t before, after;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, on_leader, &s), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    ok(zkl_latch_token(la, &before), "token");
+    zkt_server_freeze();
+    zkt_sleep_ms(1500);
+    cr_assert(zkl_latch_is_leader(la), "leadership dropped within the lease");
+    cr_assert_not(zkl_latch_is_leader(lb), "two leaders during the disconnect");
+    zkt_server_thaw();
+    zkt_sleep_ms(1500); /* both reconnected */
+    cr_assert(zkl_latch_is_leader(la), "leadership dropped after the reconnect");
+    cr_assert_not(zkl_latch_is_leader(lb), "two leaders after the reconnect");
+    ok(zkl_latch_token(la, &after), "token");
+    cr_assert_eq(after, before, "the term changed");
+    cr_assert_eq(events(&s), 1, "the leader was told %d events", events(&s));
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_await(lb, 10000), "b leads next");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+/*
+ * The leader's session expires (CURATOR-696): the next term is led through
+ * a new node of the new session, never the old session's, with a higher
+ * token.
+ */
+Test(latch, expired_session_leads_again_with_a_new_node, .timeout = 90)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-expired"), *node1, *node2;
+    zkl_client *c = zkt_client(4000);
+    zkl_latch *l;
+    seen s;
+    wait_n three = {&s, 3};
+    struct Stat st;
+    int64_t t1, t2;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    ok(zkl_latch_create(c, path, "x", &l), "create");
+    ok(zkl_latch_start(l, on_leader, &s), "start");
+    ok(zkl_latch_await(l, 10000), "leads");
+    ok(zkl_latch_token(l, &t1), "token");
+    ok(zkl_latch_node(l, &node1), "node");
+    zkt_expire_seen(c);
+    cr_assert(zkt_wait_for(has_n, &three, 30000), "did not lead again after the expiry");
+    cr_assert_eq(s.ev[1], ZKL_LEADER_LOST, "ended as %s", zkl_leader_event_name(s.ev[1]));
+    ok(zkl_latch_await(l, 10000), "leads again");
+    ok(zkl_latch_token(l, &t2), "token");
+    ok(zkl_latch_node(l, &node2), "node");
+    cr_assert_gt(t2, t1, "the new term's token is not higher");
+    cr_assert_str_neq(node1, node2, "the old session's node was reused");
+    cr_assert_eq(zoo_exists(zh, node2, 0, &st), ZOK);
+    cr_assert_eq(st.ephemeralOwner, zkl_client_session_id(c), "not the live session's node");
+    cr_assert_eq(zoo_exists(zh, node1, 0, &st), ZNONODE, "the old node is still there");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(node1);
+    free(node2);
+    free(path);
+}
+
+static int deep_delete(zhandle_t *zh, const char *path)
+{
+    struct String_vector kids;
+    char child[600];
+    int i, rc = zoo_get_children(zh, path, 0, &kids);
+    if (rc != ZOK)
+        return rc;
+    for (i = 0; i < kids.count; i++) {
+        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
+        (void)zoo_delete(zh, child, -1);
+    }
+    deallocate_String_vector(&kids);
+    return zoo_delete(zh, path, -1);
+}
+
+/*
+ * The election's parent is deleted with every node in it (CURATOR-724):
+ * each latch makes the parent and a node again, and exactly one leads.
+ */
+Test(latch, parent_deleted, .timeout = 90)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-parent");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    zkl_latch *v[2];
+    any_arg arg = {v, 2};
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    v[0] = la;
+    v[1] = lb;
+    ok(zkl_latch_start(la, NULL, NULL), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    cr_assert_eq(deep_delete(zh, path), ZOK, "the parent deleted");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the latches did not make it again");
+    cr_assert(zkt_wait_for(someone_leads, &arg, 20000), "nobody leads after");
+    zkt_sleep_ms(500);
+    cr_assert_geq(the_leader(v, 2), 0, "nobody leads");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    free(path);
+}
