@@ -20,6 +20,9 @@
 //                                               clock) as Curator reports them; exit 0 at LOST
 //                                               (the partition tests' Curator holder)
 //   downgrade PATH LOG HOLD_MS                  write lock, then read lock, release write, hold read
+//   latch-until-lost PATH SESSION_MS            hold-until-lost for a LeaderLatch (default error
+//                                               policy): "HELD <node>" once leader, "STOP <ms>"
+//                                               when its listener hears notLeader; exit 0 at LOST
 //   latch PATH ROUNDS LOG [HOLD_MS]             LeaderLatch (id WHO), kind M: each round starts a
 //                                               latch, awaits leadership, logs enter/exit with
 //                                               its node's czxid as TOKEN, and closes it
@@ -160,12 +163,15 @@ public class CuratorPeer {
             case "hold-until-lost" -> { arity(a, 3, 3, "hold-until-lost PATH SESSION_MS");
                 holdUntilLost(a.get(1), toInt(a.get(2), "SESSION_MS")); }
             case "participants" -> { arity(a, 2, 2, "participants PATH"); participants(a.get(1)); }
+            case "latch-until-lost" -> { arity(a, 3, 3, "latch-until-lost PATH SESSION_MS");
+                latchUntilLost(a.get(1), toInt(a.get(2), "SESSION_MS")); }
             case "downgrade" -> { arity(a, 4, 4, "downgrade PATH LOG HOLD_MS"); downgrade(a.get(1), a.get(2), toInt(a.get(3), "HOLD_MS")); }
             case "latch" -> { arity(a, 4, 5, "latch PATH ROUNDS LOG [HOLD_MS]"); latch(a.get(1), toInt(a.get(2), "ROUNDS"), a.get(3), holdMs(a, 4)); }
             case "latch-hold" -> { arity(a, 4, 4, "latch-hold PATH ID SECONDS"); latchHold(a.get(1), a.get(2), toDouble(a.get(3), "SECONDS")); }
             case "leader" -> { arity(a, 2, 2, "leader PATH"); leader(a.get(1)); }
             default -> throw new Failure(2, "unknown command (mutex, read, write, semaphore, "
-                    + "hold-revocable, revoke, hold, participants, downgrade, latch, latch-hold, leader)");
+                    + "hold-revocable, revoke, hold, participants, downgrade, latch, latch-hold, leader, "
+                    + "latch-until-lost)");
         }
     }
 
@@ -292,6 +298,34 @@ public class CuratorPeer {
         OwnMutex lock = new OwnMutex(client, path);
         acquire(lock, path);
         System.out.println("HELD " + lock.ownNode());
+        System.out.flush();
+        lost.await();
+        System.exit(0);
+    }
+
+    static void latchUntilLost(String path, int sessionMs) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(zk, sessionMs, CONNECTION_TIMEOUT_MS,
+                new ExponentialBackoffRetry(100, 5));
+        clients.add(client);
+        CountDownLatch lost = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            switch (state) {
+                case SUSPENDED -> { System.out.println("SUSPENDED " + System.currentTimeMillis()); System.out.flush(); }
+                case LOST -> lost.countDown();
+                default -> { }
+            }
+        });
+        client.start();
+        if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS))
+            throw new Failure(1, "could not connect to " + zk + " within " + CONNECT_WAIT_S + " s");
+        LeaderLatch latch = new LeaderLatch(client, path, WHO_PREFIX + "latch");
+        latch.addListener(new org.apache.curator.framework.recipes.leader.LeaderLatchListener() {
+            public void isLeader() { }
+            public void notLeader() { System.out.println("STOP " + System.currentTimeMillis()); System.out.flush(); }
+        });
+        latch.start();
+        if (!latch.await(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) throw timedOut(path);
+        System.out.println("HELD " + latch.getOurPath());
         System.out.flush();
         lost.await();
         System.exit(0);

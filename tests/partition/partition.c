@@ -10,7 +10,8 @@
  * granted, the fencing tokens, and that no node is left. Every rule, qdisc and stopped process is
  * undone on every way out, and every round is bounded in time.
  *
- *   partition [--rounds N] [--holders lib,cli,curator] [--faults cut,oneway,delay,
+ *   partition [--rounds N] [--holders lib,cli,curator,elect,elect-cli,latch-curator]
+ *             [--faults cut,oneway,delay,
  *             pause-holder,pause-server,ens-follower-cut,ens-leader-cut,ens-pause-follower]
  *             [--session-timeout MS] [--peer CURATOR_PEER] [--zklock ZKLOCK] [--json FILE]
  *
@@ -28,6 +29,10 @@
  * A zklock holder fails its round if it overlaps the next holder, stops less
  * than 200 ms before the server's expiry, or the lock is not granted again
  * within T + 2 s of the fault; a Curator holder's figures are only reported.
+ * Election holders (issue 40) run the same rounds on the standalone server's
+ * faults: an elected leader (a zklock latch through the C API, "elect", or
+ * zklock --elect, "elect-cli", or a Curator LeaderLatch, "latch-curator")
+ * against a latch waiting in this process, judged as the lock's holders are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -137,7 +142,8 @@ static int fault_on(const char *fault)
 /* ---- holders ---- */
 
 typedef struct holder {
-    const char *kind; /* lib, cli, curator; counter, naive (counter.h) */
+    const char *kind; /* lib, cli, curator; counter, naive (counter.h); elect, elect-cli,
+                         latch-curator */
     pid_t pid;
     int out;            /* its stdout (lib, curator, counter, naive) */
     char stopfile[300]; /* cli: COMMAND writes its SIGTERM time here */
@@ -145,6 +151,24 @@ typedef struct holder {
     int ok, unknown, refused;
     bool counted;
 } holder;
+
+/* The holders that lead an election (a latch waits for them). */
+static bool electing(const char *kind)
+{
+    return !strcmp(kind, "elect") || !strcmp(kind, "elect-cli") || !strcmp(kind, "latch-curator");
+}
+
+/* The holders whose figures are only reported (Curator's). */
+static bool reported_only(const char *kind)
+{
+    return !strcmp(kind, "curator") || !strcmp(kind, "latch-curator");
+}
+
+/* The holders run by the zklock command (their COMMAND writes its SIGTERM time). */
+static bool commanded(const char *kind)
+{
+    return !strcmp(kind, "cli") || !strcmp(kind, "elect-cli");
+}
 
 /* The holders of the counter workload (counter.h), judged by their counter. */
 static bool counting(const char *kind)
@@ -158,6 +182,30 @@ static void drop_privileges(void)
         perror("partition: setuid");
         _exit(70);
     }
+}
+
+/* The C API leader: leads, prints HELD, then STOP <ms> the first time is_leader is false. */
+static void elect_holder(const char *path)
+{
+    zkl_client_options o;
+    zkl_client *c;
+    zkl_latch *l;
+    int64_t token = 0;
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.ensemble_lag_ms = lag_ms;
+    if (zkl_client_open(servers, &o, &c) || zkl_latch_create(c, path, "holder", &l) ||
+        zkl_latch_start(l, NULL, NULL) || zkl_latch_await(l, 20000) || zkl_latch_token(l, &token)) {
+        fprintf(stderr, "partition: elect holder: %s\n", zkl_errmsg());
+        _exit(1);
+    }
+    printf("HELD %lld\n", (long long)token);
+    fflush(stdout);
+    while (zkl_latch_is_leader(l))
+        sleep_ms(1);
+    printf("STOP %lld\n", (long long)wall_ms());
+    fflush(stdout);
+    _exit(0);
 }
 
 /* The C API holder: acquires, prints HELD, then STOP <ms> the first time is_held is false. */
@@ -209,31 +257,48 @@ static int holder_start(holder *h, const char *kind, const char *path, const cha
                   strcmp(kind, "counter") ? "naive" : "guard", (char *)NULL);
             _exit(127);
         }
-        if (!strcmp(kind, "lib")) { /* a fresh process: this one has threads */
+        if (!strcmp(kind, "lib") || !strcmp(kind, "elect")) { /* a fresh process */
             char st[32], lag[32];
             snprintf(st, sizeof st, "%d", session_ms);
             snprintf(lag, sizeof lag, "%d", lag_ms);
-            execl("/proc/self/exe", "partition", "--lib-holder", connect, st, path, lag,
+            execl("/proc/self/exe", "partition",
+                  !strcmp(kind, "lib") ? "--lib-holder" : "--elect-holder", connect, st, path, lag,
                   (char *)NULL);
             _exit(127);
         }
-        if (!strcmp(kind, "cli")) {
+        if (commanded(kind)) {
             char script[512], st[32], lag[32];
+            const char *argv[20];
+            int k = 0;
             snprintf(st, sizeof st, "%d", session_ms);
             snprintf(lag, sizeof lag, "%d", lag_ms);
             snprintf(script, sizeof script,
                      "trap 'date +%%s%%3N >%s; exit 0' TERM; echo HELD $ZKLOCK_FENCING_TOKEN; "
                      "while :; do sleep 0.01; done",
                      h->stopfile);
-            if (lag_ms) /* an ensemble */
-                execlp(zklock_bin, "zklock", "--zk", connect, "--session-timeout", st,
-                       "--ensemble-lag", lag, path, "--", "sh", "-c", script, (char *)NULL);
-            execlp(zklock_bin, "zklock", "--zk", connect, "--session-timeout", st, path, "--", "sh",
-                   "-c", script, (char *)NULL);
+            argv[k++] = "zklock";
+            argv[k++] = "--zk";
+            argv[k++] = connect;
+            argv[k++] = "--session-timeout";
+            argv[k++] = st;
+            if (lag_ms) { /* an ensemble */
+                argv[k++] = "--ensemble-lag";
+                argv[k++] = lag;
+            }
+            if (!strcmp(kind, "elect-cli"))
+                argv[k++] = "--elect";
+            argv[k++] = path;
+            argv[k++] = "--";
+            argv[k++] = "sh";
+            argv[k++] = "-c";
+            argv[k++] = script;
+            argv[k] = NULL;
+            execvp(zklock_bin, (char *const *)argv);
         } else {
             char st[32];
             snprintf(st, sizeof st, "%d", session_ms);
-            execlp(peer, "curator-peer", "--zk", connect, "hold-until-lost", path, st,
+            execlp(peer, "curator-peer", "--zk", connect,
+                   !strcmp(kind, "curator") ? "hold-until-lost" : "latch-until-lost", path, st,
                    (char *)NULL);
         }
         _exit(127);
@@ -278,7 +343,7 @@ static int holder_line(holder *h, char *buf, size_t len, int timeout_ms)
 static int64_t holder_stop(holder *h, int64_t *suspended)
 {
     char line[256];
-    if (!strcmp(h->kind, "cli")) {
+    if (commanded(h->kind)) {
         FILE *f = fopen(h->stopfile, "r");
         long long v = 0;
         if (f) {
@@ -311,7 +376,7 @@ static void holder_end(holder *h)
     kill(h->pid, SIGKILL);
     waitpid(h->pid, &status, 0);
 done:
-    if (!strcmp(h->kind, "cli")) /* its COMMAND, should it be left */
+    if (commanded(h->kind)) /* its COMMAND, should it be left */
         sh("pkill -9 -u %d -f 'sleep 0.01' 2>/dev/null", uid);
     close(h->out);
 }
@@ -327,6 +392,7 @@ static int64_t expiry_of(int64_t sid, int64_t since)
 
 typedef struct waiter {
     zkl_mutex *m;
+    zkl_latch *l; /* an election round's: the waiter is a latch */
     zkl_status st;
     int64_t token;
     zhandle_t *zh; /* counter rounds: its increments once granted (else NULL) */
@@ -339,6 +405,19 @@ typedef struct waiter {
 static void *waiter_main(void *arg)
 {
     waiter *w = arg;
+    if (w->l) { /* leads once the holder's term is over */
+        w->st = zkl_latch_start(w->l, NULL, NULL);
+        w->st = w->st ? w->st : zkl_latch_await(w->l, 30000);
+        if (w->st == ZKL_OK) {
+            atomic_store(&w->granted_at, wall_ms());
+            zkl_latch_token(w->l, &w->token);
+        }
+        atomic_store(&w->done, 1);
+        while (w->st == ZKL_OK && !atomic_load(&w->release))
+            sleep_ms(5);
+        zkl_latch_leave(w->l, ZKL_LATCH_SILENT);
+        return NULL;
+    }
     w->st = zkl_mutex_acquire(w->m, 30000);
     if (w->st == ZKL_OK) {
         atomic_store(&w->granted_at, wall_ms());
@@ -352,6 +431,17 @@ static void *waiter_main(void *arg)
     if (w->st == ZKL_OK)
         zkl_mutex_release(w->m);
     return NULL;
+}
+
+/* The waiter's lock object goes. */
+static void waiter_destroy(waiter *w)
+{
+    if (w->m)
+        zkl_mutex_destroy(w->m);
+    if (w->l)
+        zkl_latch_destroy(w->l);
+    w->m = NULL;
+    w->l = NULL;
 }
 
 /* ---- rounds ---- */
@@ -478,18 +568,19 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
     waiter w;
     pthread_t t;
     int64_t cut_at, hsid = 0, expiry = 0, stop = 0, suspended = 0, htoken = 0, end;
-    int count = 0, ok = 1, i, curator = !strcmp(kind, "curator");
+    int count = 0, ok = 1, i, curator = reported_only(kind);
     const char *why = "";
 
     fp_proxy *fp = NULL;
 
     memset(&w, 0, sizeof w);
     snprintf(path, sizeof path, "/zklpart/%d-%s-%s-%d", (int)getpid(), kind, fault, n);
-    if (zkl_mutex_create(c, path, &w.m))
+    if (electing(kind) ? zkl_latch_create(c, path, "waiter", &w.l)
+                       : zkl_mutex_create(c, path, &w.m))
         return fprintf(stderr, "partition: %s\n", zkl_errmsg()), 0;
     if (!strcmp(fault, "delay") && !(fp = fp_start(servers))) {
         fprintf(stderr, "partition: could not start the proxy\n");
-        zkl_mutex_destroy(w.m);
+        waiter_destroy(&w);
         return 0;
     }
     if (counting(kind)) {
@@ -500,7 +591,7 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
         holder_start(&h, kind, path, fp ? fp_connect_string(fp) : servers)) {
         fprintf(stderr, "partition: could not set up the round\n");
         undo();
-        zkl_mutex_destroy(w.m);
+        waiter_destroy(&w);
         return 0;
     }
     if (holder_line(&h, line, sizeof line, 30000) || strncmp(line, "HELD ", 5) != 0) {
@@ -610,7 +701,7 @@ out:
         ok = 0;
         why = "a node was left";
     }
-    zkl_mutex_destroy(w.m);
+    waiter_destroy(&w);
     fp_stop(fp);
     if (counting(kind))
         pc_cleanup(zh, path);
@@ -872,7 +963,7 @@ out:
             why = "a node was left";
         }
         if (w.m)
-            zkl_mutex_destroy(w.m);
+            waiter_destroy(&w);
         zkl_client_close(c);
     }
     if (zh)
@@ -912,11 +1003,13 @@ int main(int argc, char **argv)
         snprintf(servers, sizeof servers, "%s", argv[2]);
         pc_holder_main(argv[2], atoi(argv[3]), atoi(argv[5]), argv[4], !strcmp(argv[6], "guard"));
     }
-    if (argc == 6 && !strcmp(argv[1], "--lib-holder")) { /* CONNECT T PATH LAG */
-        snprintf(servers, sizeof servers, "%s", argv[2]);
+    if (argc == 6 && (!strcmp(argv[1], "--lib-holder") || !strcmp(argv[1], "--elect-holder"))) {
+        snprintf(servers, sizeof servers, "%s", argv[2]); /* CONNECT T PATH LAG */
         session_ms = atoi(argv[3]);
         lag_ms = atoi(argv[5]);
-        lib_holder(argv[4]);
+        if (!strcmp(argv[1], "--lib-holder"))
+            lib_holder(argv[4]);
+        elect_holder(argv[4]);
     }
     for (i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
@@ -997,7 +1090,7 @@ int main(int argc, char **argv)
         snprintf(hl, sizeof hl, "%s", holders);
         for (hs = strtok_r(hl, ",", &hsave); hs; hs = strtok_r(NULL, ",", &hsave)) {
             char *fs, *fsave = NULL, fl[256];
-            if (!strcmp(hs, "curator") && !peer) {
+            if (reported_only(hs) && !peer) {
                 printf("partition: no --peer: Curator rounds skipped\n");
                 continue;
             }
@@ -1005,12 +1098,12 @@ int main(int argc, char **argv)
             for (fs = strtok_r(fl, ",", &fsave); fs; fs = strtok_r(NULL, ",", &fsave)) {
                 figures fig;
                 int r;
-                if (!strcmp(fs, "pause-holder") && !strcmp(hs, "lib"))
+                if (!strcmp(fs, "pause-holder") && (!strcmp(hs, "lib") || !strcmp(hs, "elect")))
                     continue; /* a paused C program cannot stop itself: the command's watchdog can
                                */
                 memset(&fig, 0, sizeof fig);
-                if (!strncmp(fs, "ens-", 4) && counting(hs))
-                    continue; /* the counter runs on the standalone server's faults */
+                if (!strncmp(fs, "ens-", 4) && (counting(hs) || electing(hs)))
+                    continue; /* the counter and elections run on the standalone server's faults */
                 if (!strncmp(fs, "ens-", 4) && !zk3dir[0]) {
                     printf("partition: no ZKL_TEST_ZK3_DIR and ZKL_ZK_SERVER: %s skipped\n", fs);
                     continue;
@@ -1053,7 +1146,7 @@ int main(int argc, char **argv)
                        (long long)pct(fig.handoff, fig.rounds, 0),
                        (long long)pct(fig.handoff, fig.rounds, 50),
                        (long long)pct(fig.live, fig.rounds, 100));
-                if (!strcmp(hs, "curator")) /* reported, never failed */
+                if (reported_only(hs)) /* reported, never failed */
                     failed -= fig.failed, passed += fig.failed;
             }
         }
