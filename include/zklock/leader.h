@@ -62,7 +62,7 @@ typedef enum zkl_leader_event {
     ZKL_LEADER_GAINED = 1,      /* this participant leads; token is the term's */
     ZKL_LEADER_LOST = 2,        /* leadership ended: the session is gone, or the node deleted */
     ZKL_LEADER_LEASE_ENDED = 3, /* leadership ended: the lease ran out, before any expiry */
-    ZKL_LEADER_LEFT = 4,        /* leadership ended by zkl_latch_leave(l, ZKL_LATCH_NOTIFY) */
+    ZKL_LEADER_LEFT = 4,        /* ended as asked: zkl_latch_leave(NOTIFY), zkl_latch_yield */
 } zkl_leader_event;
 
 /* Name of an event ("GAINED", ...); never NULL. */
@@ -97,6 +97,30 @@ zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata);
  * the loop's.
  */
 zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms);
+
+/*
+ * A participant of Curator's LeaderSelector election at path: the same
+ * latch over the mutex's layout (LeaderSelector is an InterProcessMutex
+ * whose nodes, path/_c_<uuid>-lock-<seq>, carry the id), so C processes and
+ * Curator's LeaderSelectors share one election. Every zkl_latch_ call
+ * applies. The leader's work runs while it leads, as takeLeadership does:
+ * told GAINED, it works; zkl_latch_leave ends the work as takeLeadership's
+ * return does, zkl_latch_yield(l, 0) as its return under autoRequeue (join
+ * again at the back of the line). An end it did not ask for is told as for
+ * a latch (LEASE_ENDED, LOST), and the work must stop then: its flag is
+ * zkl_latch_is_leader, which turns false before the server could expire
+ * the session. Errors as zkl_latch_create.
+ */
+zkl_status zkl_selector_create(zkl_client *c, const char *path, const char *id, zkl_latch **out);
+
+/*
+ * Give up leadership and join again after backoff_ms (0 to 3600000; druid's
+ * "artificial pause"): the node is deleted, the callback told
+ * ZKL_LEADER_LEFT, and a new node made at the back of the line once the
+ * back-off is over (a leave meanwhile cancels it). ZKL_ENOTOWNER if the
+ * latch does not lead; ZKL_EINVAL.
+ */
+zkl_status zkl_latch_yield(zkl_latch *l, int backoff_ms);
 
 /* Whether this latch leads now: its hold is granted, and its lease valid. */
 bool zkl_latch_is_leader(zkl_latch *l);

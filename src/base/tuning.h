@@ -84,5 +84,8 @@
  * answered within a round trip, or the connection's loss. Past it, the last
  * report frees the latch (recipes/latch.c). */
 #define ZKL_LATCH_SETTLE_MS 10000
+/* The longest back-off zkl_latch_yield takes (ms): an hour, past which a
+ * leader that means to stay out should leave instead. */
+#define ZKL_LATCH_BACKOFF_MAX_MS 3600000
 
 #endif

@@ -162,11 +162,18 @@ static void tell_locked(zkl_latch *l, zkl_leader_event ev, int64_t token)
 static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud);
 static void watch_term_locked(zkl_latch *l, const zkl__hold *h);
 
-/* Ask for a new handle (l->mu held): JOINING, or IDLE (and why) if it cannot be. */
-static zkl_status join_locked(zkl_latch *l, const char *what)
+/*
+ * Ask for a new handle (l->mu held), its create made no sooner than
+ * not_before (zkl__now_ms(); 0: at once): JOINING, or IDLE (and why) if it
+ * cannot be.
+ */
+static zkl_status join_at_locked(zkl_latch *l, const char *what, int64_t not_before)
 {
     zkl_op *op = NULL;
-    zkl_status st = zkl__async_side_acquire(&l->side, ZKL_WAIT_FOREVER, on_op, l, what, &op);
+    zkl_status st;
+    l->side.not_before = not_before; /* read by the plan's first step, in this call */
+    st = zkl__async_side_acquire(&l->side, ZKL_WAIT_FOREVER, on_op, l, what, &op);
+    l->side.not_before = 0;
     if (st != ZKL_OK) {
         l->state = IDLE;
         l->why = st;
@@ -180,6 +187,11 @@ static zkl_status join_locked(zkl_latch *l, const char *what)
     l->state = JOINING;
     l->op = op; /* its report takes l->mu first: it cannot have run */
     return ZKL_OK;
+}
+
+static zkl_status join_locked(zkl_latch *l, const char *what)
+{
+    return join_at_locked(l, what, 0);
 }
 
 /* The handle's report, on the delivery. */
@@ -371,9 +383,10 @@ static bool holds_in(void *self, uint64_t epoch)
     return zkl__side_async_in(&l->side, epoch);
 }
 
-zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl_latch **out)
+/* A latch over driver d's nodes (fn: the public call, for messages). */
+static zkl_status latch_new(zkl_client *c, const char *path, const char *id, const zkl__driver *d,
+                            const char *fn, zkl_latch **out)
 {
-    ZKL__REFUSE_IN_LOG();
     zkl__lockobj *obj;
     zkl__lockstats *stats;
     zkl_latch *l;
@@ -383,17 +396,19 @@ zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl
     if (out)
         *out = NULL;
     if (len > ZKL_NODE_DATA_MAX)
-        return zkl__fail(ZKL_EINVAL, "zkl_latch_create: the id has %zu bytes (at most %d)", len,
+        return zkl__fail(ZKL_EINVAL, "%s: the id has %zu bytes (at most %d)", fn, len,
                          ZKL_NODE_DATA_MAX);
-    st = zkl__lockobj_new(sizeof *l, "zkl_latch_create", out, c, path, holds_in, &obj);
+    st = zkl__lockobj_new(sizeof *l, fn, out, c, path, holds_in, &obj);
     if (st != ZKL_OK || !out)
         return st;
     l = (zkl_latch *)obj;
     pthread_mutex_init(&l->mu, NULL);
     zkl__cond_init(&l->cv);
-    zkl__side_init(&l->side, c, l->obj.path, &zkl__latch_driver);
+    zkl__side_init(&l->side, c, l->obj.path, d);
     l->id = strdup(id ? id : "");
-    if (!l->id || (st = zkl__lockobj_add_part(&l->obj, "latch", false, &stats)) != ZKL_OK ||
+    if (!l->id ||
+        (st = zkl__lockobj_add_part(&l->obj, d == &zkl__latch_driver ? "latch" : "selector", false,
+                                    &stats)) != ZKL_OK ||
         (st = zkl__lockobj_on_state(&l->obj, on_notice, l)) != ZKL_OK) {
         latch_free(l);
         return st != ZKL_OK ? st : zkl__fail(ZKL_ENOMEM, "out of memory");
@@ -403,6 +418,42 @@ zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl
     l->side.data_len = (int)len;
     *out = l;
     return ZKL_OK;
+}
+
+zkl_status zkl_latch_create(zkl_client *c, const char *path, const char *id, zkl_latch **out)
+{
+    ZKL__REFUSE_IN_LOG();
+    return latch_new(c, path, id, &zkl__latch_driver, "zkl_latch_create", out);
+}
+
+zkl_status zkl_selector_create(zkl_client *c, const char *path, const char *id, zkl_latch **out)
+{
+    ZKL__REFUSE_IN_LOG();
+    return latch_new(c, path, id, &zkl__mutex_driver, "zkl_selector_create", out);
+}
+
+zkl_status zkl_latch_yield(zkl_latch *l, int backoff_ms)
+{
+    ZKL__REFUSE_IN_LOG();
+    term_watch *tw;
+    zkl_status st;
+    zkl__clear_err();
+    if (!l)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_yield: latch is NULL");
+    if (backoff_ms < 0 || backoff_ms > ZKL_LATCH_BACKOFF_MAX_MS)
+        return zkl__fail(ZKL_EINVAL, "zkl_latch_yield: back-off %d ms (0 to %d)", backoff_ms,
+                         ZKL_LATCH_BACKOFF_MAX_MS);
+    pthread_mutex_lock(&l->mu);
+    if (l->state != LEADING || (l->flags & F_DESTROYED)) {
+        pthread_mutex_unlock(&l->mu);
+        return zkl__fail(ZKL_ENOTOWNER, "zkl_latch_yield: %s: this latch does not lead",
+                         l->obj.path);
+    }
+    tw = end_locked(l, ZKL_LEADER_LEFT, true);
+    st = join_at_locked(l, "zkl_latch_yield", zkl__now_ms() + backoff_ms);
+    pthread_mutex_unlock(&l->mu);
+    unwatch(l, tw);
+    return st;
 }
 
 zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata)

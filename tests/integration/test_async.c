@@ -381,8 +381,18 @@ Test(async, descriptor_delivery_on_the_loop_thread, .timeout = 60)
     ok(zkl_client_event_fd(c, &fd2), "event_fd again");
     cr_assert_eq(fd, fd2);
     ok(zkl_rwlock_create(c, path, &rw), "create");
-    /* the readers' 20 s: under valgrind on a loaded machine, one once ran
-     * out a 5 s wait (its node and the parents made, and listed) */
+    /* The parent is made first, so that the three creates land in the order
+     * sent: readers ahead of the writer. On a fresh path, under valgrind with
+     * other tests beside it, a reader once in about four CI runs waited out
+     * its whole 20 s behind the writer that had given up after 300 ms (the
+     * three racing to make the parent): an open liveness bug of a timed-out
+     * writer's node, reproduced by three test_async runs at once under
+     * valgrind, not yet explained (see docs/RELIABILITY.md, "Known"). */
+    {
+        zhandle_t *zh = zkt_raw();
+        cr_assert_eq(zkt_make_path(zh, path, ZOO_CONTAINER), ZOK);
+        zookeeper_close(zh);
+    }
     ok(zkl_rwlock_read_acquire_async(rw, 20000, record, &s1, &r1), "read 1");
     ok(zkl_rwlock_read_acquire_async(rw, 20000, record, &s2, &r2), "read 2");
     ok(zkl_rwlock_write_acquire_async(rw, 300, record, &sw, &w), "write");

@@ -103,7 +103,7 @@ static void wait_for_curator(const char *file)
 
 /* ---- C workers writing the same log ---- */
 
-enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM, K_LATCH };
+enum kind { K_MUTEX, K_READ, K_WRITE, K_SEM, K_LATCH, K_SELECTOR };
 
 struct cworker {
     const char *path;
@@ -135,6 +135,23 @@ static void *c_worker(void *arg)
             zkl_mutex_release(m);
         }
         ok(zkl_mutex_destroy(m), "destroy");
+    } else if (w->kind == K_SELECTOR) { /* a term per round, requeued as Curator's autoRequeue */
+        zkl_latch *l;
+        ok(zkl_selector_create(c, w->path, who, &l), "create");
+        ok(zkl_latch_start(l, NULL, NULL), "start");
+        for (i = 0; i < w->rounds; i++) {
+            int64_t tok = 0;
+            if (zkl_latch_await(l, 60000) != ZKL_OK || zkl_latch_token(l, &tok) != ZKL_OK) {
+                atomic_fetch_add(&w->errors, 1);
+                break;
+            }
+            excl_log(w->fd, 'M', "enter", who, tok);
+            zkt_sleep_ms(w->hold_ms);
+            excl_log(w->fd, 'M', "exit", who, tok);
+            if (i + 1 < w->rounds)
+                ok(zkl_latch_yield(l, 0), "yield");
+        }
+        ok(zkl_latch_destroy(l), "destroy");
     } else if (w->kind == K_LATCH) { /* a term per round: lead, log, leave */
         zkl_latch *l;
         ok(zkl_latch_create(c, w->path, who, &l), "create");
@@ -208,27 +225,33 @@ static void join_c(struct cworker *w, int n, pthread_t *t)
     }
 }
 
-Test(interop, mutex_with_curator, .timeout = 300)
+/*
+ * Two C workers of kind k (rounds, hold_ms each) and a Curator peer running
+ * command with two threads (peer_rounds, peer_hold_ms each), all logging to
+ * file (fd) for path: the log's replay, once all are done.
+ */
+static excl_report two_and_two(const char *path, const char *file, int fd, enum kind k, int rounds,
+                               int hold_ms, const char *command, int peer_rounds, int peer_hold_ms)
 {
-    char *path = zkt_path("imutex"), *file = log_file("mutex");
-    int fd = excl_open(file);
     struct cworker w[2];
     pthread_t t[2];
-    pid_t p;
+    char pr[16], ph[16];
     excl_report r;
+    pid_t p;
     int i;
-    cr_assert_geq(fd, 0);
     memset(w, 0, sizeof w);
     for (i = 0; i < 2; i++) {
         w[i].path = path;
         w[i].fd = fd;
-        w[i].rounds = 40;
-        w[i].hold_ms = 2;
+        w[i].rounds = rounds;
+        w[i].hold_ms = hold_ms;
         w[i].id = i;
-        w[i].kind = K_MUTEX;
+        w[i].kind = k;
     }
+    snprintf(pr, sizeof pr, "%d", peer_rounds);
+    snprintf(ph, sizeof ph, "%d", peer_hold_ms);
     {
-        const char *args[] = {"--threads", "2", "mutex", path, "60", file, "4", NULL};
+        const char *args[] = {"--threads", "2", command, path, pr, file, ph, NULL};
         p = peer(NULL, args);
     }
     wait_for_curator(file);
@@ -237,6 +260,16 @@ Test(interop, mutex_with_curator, .timeout = 300)
     cr_assert_eq(peer_wait(p), 0, "curator peer failed");
     r = excl_check(file, 0);
     cr_assert_eq(r.malformed, 0);
+    return r;
+}
+
+Test(interop, mutex_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("imutex"), *file = log_file("mutex");
+    int fd = excl_open(file);
+    excl_report r;
+    cr_assert_geq(fd, 0);
+    r = two_and_two(path, file, fd, K_MUTEX, 40, 2, "mutex", 60, 4);
     cr_assert_eq(r.enters, 200, "C and Curator holds: %d", r.enters);
     cr_assert_eq(r.violations, 0, "a C and a Curator mutex held at once: %s", r.first_error);
     cr_assert_gt(r.handoffs_c_to_j, 0, "the lock never passed from C to Curator");
@@ -254,31 +287,30 @@ Test(interop, latch_with_curator, .timeout = 300)
 {
     char *path = zkt_path("ilatch"), *file = log_file("latch");
     int fd = excl_open(file);
-    struct cworker w[2];
-    pthread_t t[2];
-    pid_t p;
     excl_report r;
-    int i;
     cr_assert_geq(fd, 0);
-    memset(w, 0, sizeof w);
-    for (i = 0; i < 2; i++) {
-        w[i].path = path;
-        w[i].fd = fd;
-        w[i].rounds = 15;
-        w[i].hold_ms = 20; /* long enough that a second leader overlaps (seen failing so) */
-        w[i].id = i;
-        w[i].kind = K_LATCH;
-    }
-    {
-        const char *args[] = {"--threads", "2", "latch", path, "15", file, "20", NULL};
-        p = peer(NULL, args);
-    }
-    wait_for_curator(file);
-    run_c(w, 2, t);
-    join_c(w, 2, t);
-    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
-    r = excl_check(file, 0);
-    cr_assert_eq(r.malformed, 0);
+    /* 20 ms terms: long enough that a second leader overlaps (seen failing so) */
+    r = two_and_two(path, file, fd, K_LATCH, 15, 20, "latch", 15, 20);
+    cr_assert_eq(r.enters, 60, "C and Curator terms: %d", r.enters);
+    cr_assert_eq(r.violations, 0, "two leaders at once: %s", r.first_error);
+    cr_assert_eq(r.token_regressions, 0, "a term's token not above the last");
+    cr_assert_gt(r.handoffs_c_to_j, 0, "leadership never passed from C to Curator");
+    cr_assert_gt(r.handoffs_j_to_c, 0, "leadership never passed from Curator to C");
+    close(fd);
+    unlink(file);
+    free(file);
+    free(path);
+}
+
+/* zklock selectors and Curator LeaderSelectors (autoRequeue) in one
+ * election: one leader at a time, leadership passing both ways. */
+Test(interop, selector_with_curator, .timeout = 300)
+{
+    char *path = zkt_path("iselector"), *file = log_file("selector");
+    int fd = excl_open(file);
+    excl_report r;
+    cr_assert_geq(fd, 0);
+    r = two_and_two(path, file, fd, K_SELECTOR, 15, 20, "selector", 15, 20);
     cr_assert_eq(r.enters, 60, "C and Curator terms: %d", r.enters);
     cr_assert_eq(r.violations, 0, "two leaders at once: %s", r.first_error);
     cr_assert_eq(r.token_regressions, 0, "a term's token not above the last");

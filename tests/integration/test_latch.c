@@ -680,3 +680,90 @@ Test(latch, parent_deleted, .timeout = 90)
     zookeeper_close(zh);
     free(path);
 }
+
+/* Nodes under path, now. */
+static int nodes_now(zhandle_t *zh, const char *path)
+{
+    return zkt_children(zh, path);
+}
+
+/*
+ * A leader yields with a back-off: LEFT is told, the other leads at once,
+ * the yielder has no node during the back-off and joins after it; a leave
+ * during a back-off cancels the join.
+ */
+Test(latch, yield_with_a_back_off, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-yield");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    seen s;
+    wait_n two = {&s, 2};
+    int64_t t0;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    cr_assert_eq(zkl_latch_yield(la, 0), ZKL_ENOTOWNER, "yield before leading");
+    ok(zkl_latch_start(la, on_leader, &s), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    cr_assert_eq(zkl_latch_yield(la, -1), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_yield(la, 3600001), ZKL_EINVAL);
+    cr_assert_eq(zkl_latch_yield(lb, 0), ZKL_ENOTOWNER, "a follower yields");
+    t0 = zkt_now_ms();
+    ok(zkl_latch_yield(la, 1500), "a yields for 1.5 s");
+    cr_assert_not(zkl_latch_is_leader(la));
+    cr_assert(zkt_wait_for(has_n, &two, 10000), "LEFT not told");
+    cr_assert_eq(s.ev[1], ZKL_LEADER_LEFT);
+    ok(zkl_latch_await(lb, 10000), "b leads");
+    cr_assert_eq(nodes_now(zh, path), 1, "a joined during its back-off");
+    cr_assert_lt(zkt_now_ms() - t0, 1200, "b was slow to lead");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "a did not join after its back-off");
+    cr_assert_geq(zkt_now_ms() - t0, 1400, "a joined %lld ms after yielding",
+                  (long long)(zkt_now_ms() - t0));
+    ok(zkl_latch_leave(lb, ZKL_LATCH_SILENT), "b leaves");
+    ok(zkl_latch_await(la, 10000), "a leads again");
+    ok(zkl_latch_yield(la, 60000), "a yields for a minute");
+    ok(zkl_latch_leave(la, ZKL_LATCH_SILENT), "and leaves meanwhile");
+    cr_assert_eq(zkl_latch_await(la, 100), ZKL_ECANCELED, "the join was not canceled");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node left behind");
+    check_alternation(&s, "a");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+/* A selector's nodes are the mutex's (Curator's LeaderSelector), with the id as data. */
+Test(latch, selector_uses_the_mutex_layout, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("selector"), *node, data[32];
+    zkl_client *c = zkt_client(0);
+    zkl_latch *l;
+    zkl_leader ld;
+    int len = sizeof data;
+    ok(zkl_selector_create(c, path, "sel", &l), "create");
+    ok(zkl_latch_start(l, NULL, NULL), "start");
+    ok(zkl_latch_await(l, 10000), "leads");
+    ok(zkl_latch_node(l, &node), "node");
+    cr_assert(strstr(node, "/_c_") && strstr(node, "-lock-"), "node %s", node);
+    cr_assert_eq(zoo_get(zh, node, 0, data, &len, NULL), ZOK);
+    cr_assert(len == 3 && memcmp(data, "sel", 3) == 0, "the id is the node's data");
+    ok(zkl_leader_get(c, path, &ld), "observe");
+    cr_assert(ld.present && strcmp(ld.node, node) == 0, "the observer sees the selector");
+    zkl_leader_clear(&ld);
+    ok(zkl_latch_yield(l, 0), "requeue");
+    ok(zkl_latch_await(l, 10000), "leads again, alone");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(node);
+    free(path);
+}

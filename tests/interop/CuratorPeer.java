@@ -26,6 +26,9 @@
 //   latch PATH ROUNDS LOG [HOLD_MS]             LeaderLatch (id WHO), kind M: each round starts a
 //                                               latch, awaits leadership, logs enter/exit with
 //                                               its node's czxid as TOKEN, and closes it
+//   selector PATH ROUNDS LOG [HOLD_MS]          LeaderSelector (id WHO, autoRequeue), kind M:
+//                                               takeLeadership logs enter/exit (TOKEN 0), ROUNDS
+//                                               terms per thread, then closes
 //   latch-hold PATH ID SECONDS                  LeaderLatch with id ID: print "LEADING <node>"
 //                                               once it leads, hold SECONDS, close, print "LEFT"
 //   leader PATH                                 LeaderLatch.getLeader(): "LEADER <id>", or "NONE"
@@ -60,6 +63,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -167,11 +172,12 @@ public class CuratorPeer {
                 latchUntilLost(a.get(1), toInt(a.get(2), "SESSION_MS")); }
             case "downgrade" -> { arity(a, 4, 4, "downgrade PATH LOG HOLD_MS"); downgrade(a.get(1), a.get(2), toInt(a.get(3), "HOLD_MS")); }
             case "latch" -> { arity(a, 4, 5, "latch PATH ROUNDS LOG [HOLD_MS]"); latch(a.get(1), toInt(a.get(2), "ROUNDS"), a.get(3), holdMs(a, 4)); }
+            case "selector" -> { arity(a, 4, 5, "selector PATH ROUNDS LOG [HOLD_MS]"); selector(a.get(1), toInt(a.get(2), "ROUNDS"), a.get(3), holdMs(a, 4)); }
             case "latch-hold" -> { arity(a, 4, 4, "latch-hold PATH ID SECONDS"); latchHold(a.get(1), a.get(2), toDouble(a.get(3), "SECONDS")); }
             case "leader" -> { arity(a, 2, 2, "leader PATH"); leader(a.get(1)); }
             default -> throw new Failure(2, "unknown command (mutex, read, write, semaphore, "
                     + "hold-revocable, revoke, hold, participants, downgrade, latch, latch-hold, leader, "
-                    + "latch-until-lost)");
+                    + "latch-until-lost, selector)");
         }
     }
 
@@ -198,6 +204,28 @@ public class CuratorPeer {
                 events.write("M", "exit", index, token);
                 latch.close();
             }
+        });
+    }
+
+    static void selector(String path, int rounds, String log, int holdMs) throws Exception {
+        EventLog events = new EventLog(log);
+        loop((client, index) -> {
+            CountDownLatch done = new CountDownLatch(rounds);
+            LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    if (done.getCount() == 0) return; // requeued after the last term: let go
+                    events.write("M", "enter", index);
+                    sleepMs(holdMs);
+                    events.write("M", "exit", index);
+                    done.countDown();
+                }
+            });
+            selector.setId(WHO_PREFIX + index);
+            selector.autoRequeue();
+            selector.start();
+            if (!done.await(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) throw timedOut(path);
+            selector.close();
         });
     }
 
@@ -280,21 +308,34 @@ public class CuratorPeer {
         System.out.flush();
     }
 
-    static void holdUntilLost(String path, int sessionMs) throws Exception {
+    /**
+     * A connected client with a session of sessionMs that prints "SUSPENDED <ms>" (and, if
+     * printLost, "LOST <ms>") as Curator reports them, and counts lost down at LOST.
+     */
+    static CuratorFramework reportingClient(int sessionMs, CountDownLatch lost, boolean printLost)
+            throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.newClient(zk, sessionMs, CONNECTION_TIMEOUT_MS,
                 new ExponentialBackoffRetry(100, 5));
         clients.add(client);
-        CountDownLatch lost = new CountDownLatch(1);
         client.getConnectionStateListenable().addListener((c, state) -> {
             switch (state) {
                 case SUSPENDED -> { System.out.println("SUSPENDED " + System.currentTimeMillis()); System.out.flush(); }
-                case LOST -> { System.out.println("LOST " + System.currentTimeMillis()); System.out.flush(); lost.countDown(); }
+                case LOST -> {
+                    if (printLost) { System.out.println("LOST " + System.currentTimeMillis()); System.out.flush(); }
+                    lost.countDown();
+                }
                 default -> { }
             }
         });
         client.start();
         if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS))
             throw new Failure(1, "could not connect to " + zk + " within " + CONNECT_WAIT_S + " s");
+        return client;
+    }
+
+    static void holdUntilLost(String path, int sessionMs) throws Exception {
+        CountDownLatch lost = new CountDownLatch(1);
+        CuratorFramework client = reportingClient(sessionMs, lost, true);
         OwnMutex lock = new OwnMutex(client, path);
         acquire(lock, path);
         System.out.println("HELD " + lock.ownNode());
@@ -304,20 +345,8 @@ public class CuratorPeer {
     }
 
     static void latchUntilLost(String path, int sessionMs) throws Exception {
-        CuratorFramework client = CuratorFrameworkFactory.newClient(zk, sessionMs, CONNECTION_TIMEOUT_MS,
-                new ExponentialBackoffRetry(100, 5));
-        clients.add(client);
         CountDownLatch lost = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            switch (state) {
-                case SUSPENDED -> { System.out.println("SUSPENDED " + System.currentTimeMillis()); System.out.flush(); }
-                case LOST -> lost.countDown();
-                default -> { }
-            }
-        });
-        client.start();
-        if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS))
-            throw new Failure(1, "could not connect to " + zk + " within " + CONNECT_WAIT_S + " s");
+        CuratorFramework client = reportingClient(sessionMs, lost, false);
         LeaderLatch latch = new LeaderLatch(client, path, WHO_PREFIX + "latch");
         latch.addListener(new org.apache.curator.framework.recipes.leader.LeaderLatchListener() {
             public void isLeader() { }

@@ -17,6 +17,7 @@ static bool side_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
     if (op->stage++ == 0) { /* the one acquire */
         zkl__side_args(sd, 0, NULL, NULL, a);
         a->deadline = op->deadline;
+        a->not_before = sd->not_before;
         return true;
     }
     *final = st;

@@ -63,6 +63,13 @@ zkl__step_result zkl__step_start(zkl__acq *op)
 {
     zkl_client *c = op->c;
     zkl_status st;
+    if (op->a.not_before) { /* a back-off first: a timer, woken early by a cancel */
+        if (zkl__acq_canceled(op))
+            return finish(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
+        if (!zkl__acq_sleep(op, op->a.not_before))
+            return ZKL__STEP_YIELD;
+        op->a.not_before = 0;
+    }
     pthread_mutex_lock(&c->mu);
     st = zkl__session_try_get_locked(c, &op->s);
     pthread_mutex_unlock(&c->mu);

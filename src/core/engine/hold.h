@@ -73,6 +73,9 @@ typedef struct zkl__acquire_args {
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;
+    /* zkl__now_ms() time before which the acquire does not begin (0: at
+     * once): a leader latch joining again after a back-off (its yield) */
+    int64_t not_before;
 } zkl__acquire_args;
 
 #endif

@@ -30,6 +30,9 @@ typedef struct zkl__side {
     int async_held;
     struct zkl__cohort *cohort;   /* local hand-off between threads (cohort.h), or NULL */
     struct zkl__lockstats *stats; /* its metrics (metrics.h), or NULL: set by the recipe */
+    /* the next async acquire begins no sooner (zkl__acquire_args.not_before;
+     * set by the recipe for the one call) */
+    int64_t not_before;
 } zkl__side;
 
 enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };
