@@ -50,8 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (i = 1; i < argc && argv[i] != a.path; i++)
             ;
         FUZZ_CHECK(i < argc, "PATH is not one of the arguments");
-        if (a.list) {
-            FUZZ_CHECK(!a.command, "--list with a COMMAND");
+        if (a.list || a.leader) { /* they only read */
+            FUZZ_CHECK(!a.command, "--list or --leader with a COMMAND");
+            FUZZ_CHECK(!(a.list && a.leader), "--list and --leader both");
         } else if (a.shell_string) { /* PATH -c STRING: the shell runs STRING, the last argument */
             FUZZ_CHECK(a.command == a.shell_argv && a.shell_argv[2] == a.shell_string &&
                            a.shell_string == argv[argc - 1] && argc - 1 > i + 1,
@@ -68,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "session timeout %d", a.session_timeout_ms);
         FUZZ_CHECK(a.mode != ZKL_CLI_SEMAPHORE || (a.leases >= 1 && a.leases <= 1000000),
                    "%d leases", a.leases);
+        FUZZ_CHECK(!a.id || a.mode == ZKL_CLI_ELECT, "--id without --elect");
     }
     for (i = 0; i < argc; i++)
         free(argv[i]);
