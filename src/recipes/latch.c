@@ -639,16 +639,6 @@ zkl_status zkl_latch_leave(zkl_latch *l, int mode)
     return ZKL_OK;
 }
 
-/* Whether c's reports wait for zkl_client_dispatch (descriptor delivery). */
-static bool by_dispatch(zkl_client *c)
-{
-    bool fd;
-    pthread_mutex_lock(&c->mu);
-    fd = c->engine && c->engine->efd >= 0;
-    pthread_mutex_unlock(&c->mu);
-    return fd;
-}
-
 /*
  * A destroy on a thread that may wait (l->mu held): for the report of a
  * canceled wait, so that the latch goes now and the client can close. Not
@@ -659,7 +649,7 @@ static void settle_locked(zkl_latch *l)
 {
     zkl_client *c = l->obj.c;
     int64_t end = zkl__now_ms() + ZKL_LATCH_SETTLE_MS;
-    if (zkl__on_worker(c) || zkl__in_callback(c) || zkl__forked(c) || by_dispatch(c))
+    if (zkl__on_worker(c) || zkl__in_callback(c) || zkl__forked(c) || zkl__reports_by_dispatch(c))
         return;
     while ((l->op || l->busy > 1 || l->reports || l->state != IDLE) && zkl__now_ms() < end)
         zkl__cond_wait_until(&l->cv, &l->mu, end);

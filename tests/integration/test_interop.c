@@ -280,6 +280,17 @@ Test(interop, mutex_with_curator, .timeout = 300)
     free(path);
 }
 
+/* An election's log (two_and_two): terms terms, one leader at a time,
+ * tokens rising, leadership passing both ways. */
+static void one_leader_at_a_time(const excl_report *r, int terms)
+{
+    cr_assert_eq(r->enters, terms, "C and Curator terms: %d", r->enters);
+    cr_assert_eq(r->violations, 0, "two leaders at once: %s", r->first_error);
+    cr_assert_eq(r->token_regressions, 0, "a term's token not above the last");
+    cr_assert_gt(r->handoffs_c_to_j, 0, "leadership never passed from C to Curator");
+    cr_assert_gt(r->handoffs_j_to_c, 0, "leadership never passed from Curator to C");
+}
+
 /* zklock latches and Curator LeaderLatches in one election: one leader at a
  * time on the clock (the leaders' own log lines), each term's token above the
  * last, leadership passing both ways. */
@@ -291,11 +302,7 @@ Test(interop, latch_with_curator, .timeout = 300)
     cr_assert_geq(fd, 0);
     /* 20 ms terms: long enough that a second leader overlaps (seen failing so) */
     r = two_and_two(path, file, fd, K_LATCH, 15, 20, "latch", 15, 20);
-    cr_assert_eq(r.enters, 60, "C and Curator terms: %d", r.enters);
-    cr_assert_eq(r.violations, 0, "two leaders at once: %s", r.first_error);
-    cr_assert_eq(r.token_regressions, 0, "a term's token not above the last");
-    cr_assert_gt(r.handoffs_c_to_j, 0, "leadership never passed from C to Curator");
-    cr_assert_gt(r.handoffs_j_to_c, 0, "leadership never passed from Curator to C");
+    one_leader_at_a_time(&r, 60);
     close(fd);
     unlink(file);
     free(file);
@@ -311,11 +318,7 @@ Test(interop, selector_with_curator, .timeout = 300)
     excl_report r;
     cr_assert_geq(fd, 0);
     r = two_and_two(path, file, fd, K_SELECTOR, 15, 20, "selector", 15, 20);
-    cr_assert_eq(r.enters, 60, "C and Curator terms: %d", r.enters);
-    cr_assert_eq(r.violations, 0, "two leaders at once: %s", r.first_error);
-    cr_assert_eq(r.token_regressions, 0, "a term's token not above the last");
-    cr_assert_gt(r.handoffs_c_to_j, 0, "leadership never passed from C to Curator");
-    cr_assert_gt(r.handoffs_j_to_c, 0, "leadership never passed from Curator to C");
+    one_leader_at_a_time(&r, 60);
     close(fd);
     unlink(file);
     free(file);

@@ -69,3 +69,12 @@ zkl__report *zkl__reports_take(zkl_client *c)
     pthread_mutex_unlock(&c->mu);
     return list;
 }
+
+bool zkl__reports_by_dispatch(zkl_client *c)
+{
+    bool fd;
+    pthread_mutex_lock(&c->mu);
+    fd = c->engine && c->engine->efd >= 0;
+    pthread_mutex_unlock(&c->mu);
+    return fd;
+}

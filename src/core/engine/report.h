@@ -16,6 +16,8 @@
 void zkl__report_post(zkl_client *c, zkl__report *r);
 /* The same on c's worker: run now, or queued for zkl_client_dispatch. */
 void zkl__report_from_worker(zkl_client *c, zkl__report *r);
+/* Whether c's reports wait for zkl_client_dispatch (after zkl_client_event_fd). */
+bool zkl__reports_by_dispatch(zkl_client *c);
 /* The reports queued for zkl_client_dispatch, taken (a list by next; NULL: none). */
 zkl__report *zkl__reports_take(zkl_client *c);
 
