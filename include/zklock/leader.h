@@ -41,6 +41,10 @@
  * zkl_latch_await (ZKL_EDEADLOCK) or zkl_client_close (ZKL_EBUSY). No
  * callback runs after zkl_latch_destroy returns: one running on another
  * thread is waited out.
+ *
+ * Metrics (zklock/metrics.h): per client, path and side ("latch" or
+ * "selector"), terms begun and ended by how, time as leader, the vacancy
+ * each new leader saw, and the running term and its token.
  */
 #ifndef ZKLOCK_LEADER_H
 #define ZKLOCK_LEADER_H

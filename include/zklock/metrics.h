@@ -11,7 +11,22 @@
  * local hand-offs (on the sides that can pass a hold on: a mutex, a write
  * side), and histograms of the wait for a grant and of the hold, in
  * seconds (with a UNIT line), with fixed buckets from 1 ms to 10 s whose
- * bounds are written canonically ("1.0", "10.0"). Every counter and
+ * bounds are written canonically ("1.0", "10.0"). An election's sides
+ * ("latch", "selector": zklock/leader.h) have five more families:
+ *  - zklock_leader_transitions_total, by label event: terms begun (GAINED)
+ *    and ended (LOST, LEASE_ENDED, LEFT), counted as they happen, whether
+ *    or not a callback is told;
+ *  - zklock_leader_seconds_total: time as leader, the running term to the
+ *    moment of the call;
+ *  - zklock_leader_vacant_seconds_total: time with no leader as the next
+ *    leader saw it, per term, from the notice that left its node first (the
+ *    node before it deleted, or its first look at the election) to its
+ *    grant. A leader that crashed, or whose lease ran out, keeps its node
+ *    until the server expires its session: that time no participant sees,
+ *    and the session timeout bounds it;
+ *  - zklock_leader (gauge): 1 while a term runs on the client, else 0;
+ *  - zklock_leader_token (gauge): that term's fencing token, else 0.
+ * Every counter and
  * histogram series has its _created sample (Unix seconds): when its client
  * was opened, or its series made. The text passes python3-prometheus-
  * client's strict OpenMetrics parser (test_metrics).

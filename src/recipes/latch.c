@@ -39,6 +39,7 @@
 #include "core/engine/report.h"
 #include "core/objects/lockobj.h"
 #include "core/objects/reentrant.h"
+#include "core/objects/stats.h"
 #include "services/revoke.h"
 #include "zklock/async.h"
 #include "zklock/leader.h"
@@ -55,6 +56,7 @@ enum {
 struct zkl_latch {
     zkl__lockobj obj; /* first: the lock-object base */
     zkl__side side;
+    zkl__lockstats *stats; /* its series' (the election families: metrics.h) */
     char *id;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* state changes (await), callbacks ending (destroy) */
@@ -93,17 +95,6 @@ typedef struct end_report {
     zkl_leader_event ev;
     int64_t token;
 } end_report;
-
-const char *zkl_leader_event_name(zkl_leader_event ev)
-{
-    switch (ev) {
-    case ZKL_LEADER_GAINED: return "GAINED";
-    case ZKL_LEADER_LOST: return "LOST";
-    case ZKL_LEADER_LEASE_ENDED: return "LEASE_ENDED";
-    case ZKL_LEADER_LEFT: return "LEFT";
-    default: return "UNKNOWN";
-    }
-}
 
 static void latch_free(zkl_latch *l)
 {
@@ -209,6 +200,7 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         l->state = LEADING;
         l->op = op;
         l->token = token;
+        zkl__stats_term_began(l->stats, &op->holds[0], token);
         watch_term_locked(l, &op->holds[0]);
         if (l->flags & F_ANNOUNCED)
             zkl__log(ZKL_LOG_ERROR, "latch %s: a term began before the last one's end was told",
@@ -284,6 +276,7 @@ static term_watch *end_locked(zkl_latch *l, zkl_leader_event ev, bool tell)
         l->unwatching++;
     l->op = NULL;
     l->state = IDLE;
+    zkl__stats_term_ended(l->stats, (int)ev); /* before its node goes (let_go) */
     if (!e) {
         l->flags &= ~F_ANNOUNCED;
         if (tell && (l->flags & F_ANNOUNCED))
@@ -407,13 +400,13 @@ static zkl_status latch_new(zkl_client *c, const char *path, const char *id, con
     zkl__side_init(&l->side, c, l->obj.path, d);
     l->id = strdup(id ? id : "");
     if (!l->id ||
-        (st = zkl__lockobj_add_part(&l->obj, d == &zkl__latch_driver ? "latch" : "selector", false,
-                                    &stats)) != ZKL_OK ||
+        (st = zkl__lockobj_add_part(&l->obj, d == &zkl__latch_driver ? "latch" : "selector",
+                                    ZKL__PART_ELECTS, &stats)) != ZKL_OK ||
         (st = zkl__lockobj_on_state(&l->obj, on_notice, l)) != ZKL_OK) {
         latch_free(l);
         return st != ZKL_OK ? st : zkl__fail(ZKL_ENOMEM, "out of memory");
     }
-    l->side.stats = stats;
+    l->side.stats = l->stats = stats;
     l->side.data = l->id; /* the participant id, as Curator's nodes carry it */
     l->side.data_len = (int)len;
     *out = l;

@@ -43,7 +43,7 @@ zkl_status zkl_mutex_create(zkl_client *c, const char *path, zkl_mutex **out)
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     m = (zkl_mutex *)obj; /* its first member */
-    if ((st = zkl__lockobj_add_part(&m->obj, "mutex", true, &stats)) != ZKL_OK) {
+    if ((st = zkl__lockobj_add_part(&m->obj, "mutex", ZKL__PART_HANDOFFS, &stats)) != ZKL_OK) {
         zkl__lockobj_free(&m->obj);
         return st;
     }

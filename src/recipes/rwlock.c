@@ -43,8 +43,8 @@ zkl_status zkl_rwlock_create(zkl_client *c, const char *path, zkl_rwlock **out)
         return st;
     l = (zkl_rwlock *)obj; /* its first member */
     /* (readers share: only the write side passes holds on) */
-    if ((st = zkl__lockobj_add_part(&l->obj, "read", false, &rs)) != ZKL_OK ||
-        (st = zkl__lockobj_add_part(&l->obj, "write", true, &ws)) != ZKL_OK) {
+    if ((st = zkl__lockobj_add_part(&l->obj, "read", 0, &rs)) != ZKL_OK ||
+        (st = zkl__lockobj_add_part(&l->obj, "write", ZKL__PART_HANDOFFS, &ws)) != ZKL_OK) {
         zkl__lockobj_free(&l->obj);
         return st;
     }

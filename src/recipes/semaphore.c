@@ -75,7 +75,7 @@ zkl_status zkl_semaphore_create(zkl_client *c, const char *path, int max_leases,
     if (st != ZKL_OK || !out) /* (new refuses a NULL out) */
         return st;
     s = (zkl_semaphore *)obj; /* its first member */
-    st = zkl__lockobj_add_part(&s->obj, "semaphore", false, &s->stats);
+    st = zkl__lockobj_add_part(&s->obj, "semaphore", 0, &s->stats);
     s->locks = zkl__path_join(path, "locks");
     s->leases = zkl__path_join(path, "leases");
     if (st != ZKL_OK || !s->locks || !s->leases) {

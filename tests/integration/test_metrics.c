@@ -520,3 +520,125 @@ Test(metrics, destroying_an_object_of_a_path_leaves_the_others_holds, .timeout =
     ok(zkl_client_close(c), "close");
     free(path);
 }
+
+/* The value of family name's sample of (who, path, side) as a double, -1 if none; event: its
+ * event label (NULL: none). */
+static double sample_f(const char *text, const char *name, const char *path, const char *side,
+                       const char *event)
+{
+    char prefix[512];
+    const char *at = text;
+    if (event)
+        snprintf(prefix, sizeof prefix, "%s{client=\"%s\",path=\"%s\",side=\"%s\",event=\"%s\"} ",
+                 name, who, path, side, event);
+    else
+        snprintf(prefix, sizeof prefix, "%s{client=\"%s\",path=\"%s\",side=\"%s\"} ", name, who,
+                 path, side);
+    while ((at = strstr(at, prefix)) != NULL) {
+        if (at == text || at[-1] == '\n')
+            return strtod(at + strlen(prefix), NULL);
+        at++;
+    }
+    return -1;
+}
+
+/* Latch l leads (zkt_wait_for). */
+static int leads(void *l)
+{
+    return zkl_latch_is_leader(l);
+}
+
+/*
+ * An election in figures (issue 40): terms begun and ended by how, time as
+ * leader (the running term's too), the vacancy its next leader saw, and the
+ * running term's token, per client, path and side ("latch" or "selector");
+ * other sides have none of these families.
+ */
+Test(metrics, an_election_in_figures, .timeout = 90)
+{
+    zkl_client *c = zkt_client(0), *d = zkt_client(0);
+    char *path = zkt_path("election"), *spath = zkt_path("selection"), *text;
+    zkl_latch *la, *lb, *sel;
+    zkl_mutex *m;
+    int64_t token = 0, tb = 0;
+    ok(zkl_client_set_name(c, "main"), "name");
+    ok(zkl_client_set_name(d, "other"), "name");
+    ok(zkl_latch_create(c, path, "a", &la), "latch a");
+    ok(zkl_latch_create(d, path, "b", &lb), "latch b");
+    ok(zkl_mutex_create(c, spath, &m), "a mutex beside");
+    ok(zkl_selector_create(c, spath, "s", &sel), "selector");
+
+    text = metrics(c); /* nothing led yet: the families, with zeros */
+    check_strict(text);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "GAINED"), 0);
+    cr_assert_eq(sample_f(text, "zklock_leader", path, "latch", NULL), 0);
+    cr_assert_eq(sample_f(text, "zklock_leader_token", path, "latch", NULL), 0);
+    cr_assert(strstr(text, "# UNIT zklock_leader_seconds seconds\n"));
+    free(text);
+
+    ok(zkl_latch_start(la, NULL, NULL), "start a");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_start(lb, NULL, NULL), "start b");
+    ok(zkl_latch_token(la, &token), "token");
+    usleep(200 * 1000);
+    text = metrics(c);
+    check_form(text);
+    check_strict(text);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "GAINED"), 1);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "LEFT"), 0);
+    cr_assert_eq(sample_f(text, "zklock_leader", path, "latch", NULL), 1);
+    cr_assert_eq((int64_t)sample_f(text, "zklock_leader_token", path, "latch", NULL), token);
+    cr_assert_geq(sample_f(text, "zklock_leader_seconds_total", path, "latch", NULL), 0.2,
+                  "the running term counts to now:\n%s", text);
+    cr_assert_eq(sample_f(text, "zklock_leader", spath, "mutex", NULL), -1, "a mutex's series");
+    cr_assert_eq(sample_f(text, "zklock_leader", spath, "selector", NULL), 0);
+    free(text);
+
+    ok(zkl_latch_yield(la, 500), "a yields"); /* b leads; a back in line after 500 ms */
+    cr_assert(zkt_wait_for(leads, lb, 10000), "b did not lead");
+    ok(zkl_latch_token(lb, &tb), "b's token");
+    text = metrics(c);
+    double led = sample_f(text, "zklock_leader_seconds_total", path, "latch", NULL);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "LEFT"), 1);
+    cr_assert_eq(sample_f(text, "zklock_leader", path, "latch", NULL), 0);
+    cr_assert_eq(sample_f(text, "zklock_leader_token", path, "latch", NULL), 0);
+    cr_assert(led >= 0.2 && led < 30, "time as leader %f", led);
+    free(text);
+    usleep(100 * 1000);
+    text = metrics(c); /* an ended term's time stands still */
+    cr_assert_eq(sample_f(text, "zklock_leader_seconds_total", path, "latch", NULL), led);
+    free(text);
+
+    who = "other";
+    text = metrics(d);
+    check_strict(text);
+    double vacant = sample_f(text, "zklock_leader_vacant_seconds_total", path, "latch", NULL);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "GAINED"), 1);
+    cr_assert_eq((int64_t)sample_f(text, "zklock_leader_token", path, "latch", NULL), tb);
+    cr_assert(vacant > 0 && vacant < 5, "the vacancy b saw: %f s", vacant);
+    free(text);
+    who = "main";
+
+    /* the selector's side counts as the latch's; a lost term is told apart */
+    ok(zkl_latch_start(sel, NULL, NULL), "selector");
+    ok(zkl_latch_await(sel, 10000), "selector leads");
+    zkt_expire_seen(c); /* the selector's term is lost; a joins again, behind b */
+    ok(zkl_latch_leave(lb, ZKL_LATCH_NOTIFY), "b leaves");
+    cr_assert(zkt_wait_for(leads, la, 20000), "a did not lead again");
+    cr_assert(zkt_wait_for(leads, sel, 20000), "the selector did not lead again");
+    text = metrics(c);
+    check_strict(text);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", spath, "selector", "GAINED"), 2);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", spath, "selector", "LOST"), 1,
+                 "%s", text);
+    cr_assert_eq(sample_f(text, "zklock_leader_transitions_total", path, "latch", "GAINED"), 2);
+    free(text);
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_latch_destroy(sel), "destroy");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    ok(zkl_client_close(d), "close");
+    free(path);
+    free(spath);
+}

@@ -29,10 +29,10 @@
  * A zklock holder fails its round if it overlaps the next holder, stops less
  * than 200 ms before the server's expiry, or the lock is not granted again
  * within T + 2 s of the fault; a Curator holder's figures are only reported.
- * Election holders (issue 40) run the same rounds on the standalone server's
- * faults: an elected leader (a zklock latch through the C API, "elect", or
- * zklock --elect, "elect-cli", or a Curator LeaderLatch, "latch-curator")
- * against a latch waiting in this process, judged as the lock's holders are.
+ * Election holders (issue 40) run the same rounds, the ensemble's too: an
+ * elected leader (a zklock latch through the C API, "elect", or zklock
+ * --elect, "elect-cli", or a Curator LeaderLatch, "latch-curator") against
+ * a latch waiting in this process, judged as the lock's holders are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -845,7 +845,7 @@ static int ens_round_run(const char *kind, const char *fault, int n, figures *fi
     zhandle_t *zh = NULL;
     zkl_client_options o;
     int64_t cut_at, hsid = 0, expiry = 0, stop = 0, htoken = 0, end;
-    int count = 0, ok = 1, i, x = -1, started = 0, waiting = 0, curator = !strcmp(kind, "curator");
+    int count = 0, ok = 1, i, x = -1, started = 0, waiting = 0, curator = reported_only(kind);
     const char *why = "";
 
     memset(&w, 0, sizeof w);
@@ -867,7 +867,9 @@ static int ens_round_run(const char *kind, const char *fault, int n, figures *fi
     snprintf(path, sizeof path, "/zklpart/%d-%s-%s-%d", (int)getpid(), kind, fault, n);
     zkl_client_options_init(&o);
     o.session_timeout_ms = 20000;
-    if (zkl_client_open(wconn, &o, &c) || zkl_mutex_create(c, path, &w.m)) {
+    if (zkl_client_open(wconn, &o, &c) ||
+        (electing(kind) ? zkl_latch_create(c, path, "waiter", &w.l)
+                        : zkl_mutex_create(c, path, &w.m))) {
         ok = 0;
         why = "the waiter could not open";
         goto out;
@@ -962,8 +964,7 @@ out:
             ok = 0;
             why = "a node was left";
         }
-        if (w.m)
-            waiter_destroy(&w);
+        waiter_destroy(&w);
         zkl_client_close(c);
     }
     if (zh)
@@ -1102,8 +1103,8 @@ int main(int argc, char **argv)
                     continue; /* a paused C program cannot stop itself: the command's watchdog can
                                */
                 memset(&fig, 0, sizeof fig);
-                if (!strncmp(fs, "ens-", 4) && (counting(hs) || electing(hs)))
-                    continue; /* the counter and elections run on the standalone server's faults */
+                if (!strncmp(fs, "ens-", 4) && counting(hs))
+                    continue; /* the counter runs on the standalone server's faults */
                 if (!strncmp(fs, "ens-", 4) && !zk3dir[0]) {
                     printf("partition: no ZKL_TEST_ZK3_DIR and ZKL_ZK_SERVER: %s skipped\n", fs);
                     continue;

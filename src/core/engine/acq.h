@@ -129,6 +129,7 @@ struct zkl__acq {
     zkl__step step;   /* what runs next (a step of the acquire's steps: create, wait, grant) */
     zkl__step resume; /* after a backoff */
     int64_t wake_ms;  /* the step's timer (zkl__now_ms), INT64_MAX: none */
+    int64_t woke_us;  /* zkl__now_us() of the last round's wake-up (zkl__hold.woke_us) */
     int64_t call_until;
     /* the place in line */
     zkl__session *s; /* with a reference, while we have a place */

@@ -235,6 +235,7 @@ static zkl__step_result commit(zkl__acq *op)
     op->hold.epoch = op->epoch;
     op->hold.alone = zkl__has(op->flags, ZKL__AF_ALONE);
     op->hold.granted_us = zkl__now_us();
+    op->hold.woke_us = op->woke_us;
     op->hold.rev = rev;
     op->node = NULL;
     leave_place(op);

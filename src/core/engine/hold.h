@@ -20,13 +20,17 @@ typedef enum zkl__lookahead {
 
 /* A lock node we hold: what every recipe keeps per hold. */
 typedef struct zkl__hold {
-    struct zkl_client *c;       /* the client it was taken on */
-    char *node;                 /* full path of our lock node */
-    int64_t czxid;              /* creation zxid: the fencing token */
-    uint64_t epoch;             /* which session of the client it lives in */
-    struct zkl__revwatch *rev;  /* revocation watch on node, if revocable */
-    bool alone;                 /* ours was the only node when we got the lock */
-    int64_t granted_us;         /* zkl__now_us() of the grant to its holder (metrics) */
+    struct zkl_client *c;      /* the client it was taken on */
+    char *node;                /* full path of our lock node */
+    int64_t czxid;             /* creation zxid: the fencing token */
+    uint64_t epoch;            /* which session of the client it lives in */
+    struct zkl__revwatch *rev; /* revocation watch on node, if revocable */
+    bool alone;                /* ours was the only node when we got the lock */
+    int64_t granted_us;        /* zkl__now_us() of the grant to its holder (metrics) */
+    /* zkl__now_us() of the wake-up that began the grant's last round: the
+     * notice that the node watched went, or the first round's start (an
+     * election's vacancy, seen by its next leader: core/objects/stats.h) */
+    int64_t woke_us;
     struct zkl__holdmark *mark; /* its tally in the metrics (core/objects/stats.h), or NULL */
 } zkl__hold;
 

@@ -222,6 +222,8 @@ static zkl__step_result step_sleeping(zkl__acq *op)
         return ZKL__STEP_YIELD;
     if (!woke)
         slept = ZKL_ETIMEDOUT;
+    else
+        op->woke_us = zkl__now_us();
     if (handed_over(op, NULL)) {
         op->step = zkl__step_grant; /* the hand-off: we hold it without listing again */
         return ZKL__STEP_AGAIN;
@@ -613,6 +615,7 @@ zkl__step_result zkl__step_wait(zkl__acq *op)
         zkl__inproc_made(op->inproc, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
     zkl__acq_flight_end(op); /* noted: joiners behind it may go on (inproc.h) */
     op->attempt = 0;
+    op->woke_us = zkl__now_us(); /* the first round's start */
     op->step = step_round;
     return ZKL__STEP_AGAIN;
 }

@@ -46,10 +46,10 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     return ZKL_OK;
 }
 
-zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, bool hands_off,
+zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, unsigned traits,
                                  zkl__lockstats **stats)
 {
-    zkl__series *s = zkl__series_get(o->c, o->path, side, hands_off);
+    zkl__series *s = zkl__series_get(o->c, o->path, side, traits);
     if (!s)
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     o->part[o->nparts++] = s;

@@ -49,12 +49,12 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
                             zkl__lockobj **obj);
 /*
- * Give o its next part, for side (a static string; hands_off: the side can
- * pass holds on locally), counting into its client's series of o's path and
- * side (series.h); *stats is where the part counts. ZKL_ENOMEM, with
- * nothing added. lockobj_free lets go of the parts.
+ * Give o its next part, for side (a static string; traits: ZKL__PART_*, the
+ * families the side has beyond the common ones), counting into its client's
+ * series of o's path and side (series.h); *stats is where the part counts.
+ * ZKL_ENOMEM, with nothing added. lockobj_free lets go of the parts.
  */
-zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, bool hands_off,
+zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, unsigned traits,
                                  zkl__lockstats **stats);
 /*
  * No more calls into the object from the worker: its hold-state listener is

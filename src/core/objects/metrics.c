@@ -7,12 +7,14 @@
 #include <utlist.h>
 
 #include "base/status.h"
+#include "base/util.h"
 #include "client/fork.h"
 #include "core/objects/lockobj.h"
 #include "core/objects/metrics.h"
 #include "core/objects/series.h"
 #include "core/objects/stats.h"
 #include "services/cleanup.h"
+#include "zklock/leader.h"
 
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
@@ -113,7 +115,8 @@ static void lock_counter(out *o, const clients *cl, const char *name, const char
         DL_FOREACH(c->series, s)
         {
             _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)&s->stats + field);
-            if (handoffs && !s->hands_off) /* (a read side never passes a hold on) */
+            if (handoffs &&
+                !(s->traits & ZKL__PART_HANDOFFS)) /* (a read side never passes one on) */
                 continue;
             put(o, "%s_total", name);
             labels(o, c, s);
@@ -160,6 +163,88 @@ static void lock_histogram(out *o, const clients *cl, const char *name, const ch
         series_histogram(o, c, s, name, hold ? &s->stats.hold : &s->stats.wait);
         pthread_mutex_unlock(&c->mu);
     }
+}
+
+/* ---- elections: the series of latches and selectors (ZKL__PART_ELECTS) ---- */
+
+typedef enum elect_family { TRANSITIONS, LEAD_TIME, VACANT_TIME, LEADING, TOKEN } elect_family;
+
+/* Series s's samples of family f (a counter's with its _created). */
+static void elect_samples(out *o, const zkl_client *c, const zkl__series *s, const char *name,
+                          elect_family f)
+{
+    const zkl__electstats *e = &s->stats.elect;
+    int64_t since = GET(e->since_us), token = GET(e->token);
+    double lead_s = (double)GET(e->lead_us) / 1e6;
+    int ev;
+    switch (f) {
+    case TRANSITIONS:
+        for (ev = 1; ev <= ZKL__LEADER_EVENTS; ev++) {
+            const char *evn = zkl_leader_event_name((zkl_leader_event)ev);
+            put(o, "%s_total", name);
+            labels(o, c, s);
+            put(o, ",event=\"%s\"} %llu\n", evn, (unsigned long long)GET(e->events[ev - 1]));
+            put(o, "%s_created", name);
+            labels(o, c, s);
+            put(o, ",event=\"%s\"} %.3f\n", evn, s->created);
+        }
+        return;
+    case LEADING:
+    case TOKEN:
+        put(o, "%s", name);
+        labels(o, c, s);
+        put(o, "} %lld\n", (long long)(f == TOKEN ? token : since != 0));
+        return;
+    case LEAD_TIME: /* the running term to now */
+        if (since)
+            lead_s += (double)(zkl__now_us() - since) / 1e6;
+        put(o, "%s_total", name);
+        labels(o, c, s);
+        put(o, "} %.6f\n", lead_s);
+        break;
+    default:
+        put(o, "%s_total", name);
+        labels(o, c, s);
+        put(o, "} %.6f\n", (double)GET(e->vacant_us) / 1e6);
+        break;
+    }
+    put(o, "%s_created", name);
+    labels(o, c, s);
+    put(o, "} %.3f\n", s->created);
+}
+
+static void elect_family_write(out *o, const clients *cl, const char *name, const char *type,
+                               const char *help, elect_family f)
+{
+    const zkl__series *s;
+    family(o, name, type, help);
+    EACH_CLIENT(cl, c)
+    {
+        pthread_mutex_lock(&c->mu);
+        DL_FOREACH(c->series, s)
+        if (s->traits & ZKL__PART_ELECTS)
+            elect_samples(o, c, s, name, f);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+static void elections(out *o, const clients *cl)
+{
+    elect_family_write(o, cl, "zklock_leader_transitions", "counter",
+                       "Leadership begun (GAINED) and ended, by how (LOST, LEASE_ENDED, LEFT), "
+                       "counted as it happens.",
+                       TRANSITIONS);
+    elect_family_write(o, cl, "zklock_leader_seconds", "counter",
+                       "Time as leader, the running term to now.", LEAD_TIME);
+    elect_family_write(o, cl, "zklock_leader_vacant_seconds", "counter",
+                       "Time with no leader as the next leaders saw it: per term, from the "
+                       "notice that left its node first (or its first look) to its grant.",
+                       VACANT_TIME);
+    elect_family_write(o, cl, "zklock_leader", "gauge", "1 while a term runs here, else 0.",
+                       LEADING);
+    elect_family_write(
+        o, cl, "zklock_leader_token", "gauge",
+        "The running term's fencing token (its node's czxid), 0 when none runs here.", TOKEN);
 }
 
 /* The counters of the clients' own: which one (its arg), and its value. */
@@ -249,6 +334,7 @@ static void write_all(out *o, const clients *cl)
     lock_counter(o, cl, "zklock_local_handoffs",
                  "Holds passed from one thread of this process to another (local hand-off).",
                  offsetof(zkl__lockstats, handoffs), true);
+    elections(o, cl);
     put(o, "# EOF\n");
 }
 

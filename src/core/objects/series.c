@@ -27,7 +27,7 @@ static zkl__series *take_locked(zkl_client *c, const char *path, const char *sid
     return NULL;
 }
 
-zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, bool hands_off)
+zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, unsigned traits)
 {
     zkl__series *s, *made;
     pthread_mutex_lock(&c->mu);
@@ -41,7 +41,7 @@ zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, 
         return NULL;
     }
     made->side = side;
-    made->hands_off = hands_off;
+    made->traits = traits;
     made->created = zkl__unix_s();
     made->refs = 1;
     pthread_mutex_lock(&c->mu);

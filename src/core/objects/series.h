@@ -26,7 +26,7 @@
 typedef struct zkl__series {
     char *path;
     const char *side; /* static: "mutex", "read", "write", "semaphore" */
-    bool hands_off;   /* its side can pass a hold on locally: it has that counter */
+    unsigned traits;  /* ZKL__PART_*: which families beyond the common ones it has */
     zkl__lockstats stats;
     double created;                  /* Unix seconds: the series' _created */
     int refs;                        /* live lock objects counting into it */
@@ -36,7 +36,7 @@ typedef struct zkl__series {
 
 /* The series of (path, side) on c, with one more reference: found or made
  * (NULL: out of memory). Takes c->mu. */
-zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, bool hands_off);
+zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, unsigned traits);
 /* One reference less; a series past the kept bound goes. Takes c->mu. */
 void zkl__series_put(zkl_client *c, zkl__series *s);
 /* Free every series of c (its close; hooks.series_free). */

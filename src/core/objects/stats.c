@@ -7,6 +7,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "core/objects/stats.h"
+#include "zklock/leader.h"
 
 const char *const zkl__bucket_le[ZKL__BUCKETS] = {"0.001", "0.0025", "0.005", "0.01",
                                                   "0.025", "0.05",   "0.1",   "0.25",
@@ -125,6 +126,46 @@ void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired)
         m->counted = true;
         hold_ended(m->stats, m->granted_us, true, lease_expired);
     }
+}
+
+/* (here, where the events are counted: the metrics label them with these names) */
+const char *zkl_leader_event_name(zkl_leader_event ev)
+{
+    switch (ev) {
+    case ZKL_LEADER_GAINED: return "GAINED";
+    case ZKL_LEADER_LOST: return "LOST";
+    case ZKL_LEADER_LEASE_ENDED: return "LEASE_ENDED";
+    case ZKL_LEADER_LEFT: return "LEFT";
+    default: return "UNKNOWN";
+    }
+}
+
+void zkl__stats_term_began(zkl__lockstats *s, const zkl__hold *h, int64_t token)
+{
+    zkl__electstats *e;
+    if (!s)
+        return;
+    e = &s->elect;
+    ADD(e->events[0], 1); /* ZKL_LEADER_GAINED */
+    if (h->woke_us && h->granted_us > h->woke_us)
+        ADD(e->vacant_us, (uint64_t)(h->granted_us - h->woke_us));
+    atomic_store_explicit(&e->token, token, memory_order_relaxed);
+    atomic_store_explicit(&e->since_us, h->granted_us ? h->granted_us : zkl__now_us(),
+                          memory_order_relaxed);
+}
+
+void zkl__stats_term_ended(zkl__lockstats *s, int ev)
+{
+    zkl__electstats *e;
+    int64_t since;
+    if (!s || ev < 2 || ev > ZKL__LEADER_EVENTS)
+        return;
+    e = &s->elect;
+    ADD(e->events[ev - 1], 1);
+    since = atomic_exchange_explicit(&e->since_us, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->token, 0, memory_order_relaxed);
+    if (since)
+        ADD(e->lead_us, (uint64_t)(zkl__now_us() - since));
 }
 
 void zkl__stats_forget(zkl_client *c, const void *obj, size_t size)

@@ -20,10 +20,32 @@ typedef struct zkl__hist {
     _Atomic uint64_t sum_us;
 } zkl__hist;
 
+/* What a part's side has beyond the common families (zkl__lockobj_add_part). */
+enum {
+    ZKL__PART_HANDOFFS = 1u << 0, /* it can pass a hold on locally: the local hand-offs */
+    ZKL__PART_ELECTS = 1u << 1, /* an election's side (a latch, a selector): the leader families */
+};
+
+#define ZKL__LEADER_EVENTS 4 /* zkl_leader_event's values, 1 to 4 */
+
+/*
+ * An election side's counts (ZKL__PART_ELECTS). The terms of a series do
+ * not overlap (one election, one leader at a time; a term's end is counted
+ * before its node goes), so one running term is enough.
+ */
+typedef struct zkl__electstats {
+    _Atomic uint64_t events[ZKL__LEADER_EVENTS]; /* by zkl_leader_event - 1 */
+    _Atomic uint64_t lead_us;                    /* the ended terms' time */
+    _Atomic uint64_t vacant_us; /* per term: from the wake-up of its last round to its grant */
+    _Atomic int64_t since_us;   /* the running term's start (zkl__now_us), 0: none */
+    _Atomic int64_t token;      /* the running term's token, 0: none */
+} zkl__electstats;
+
 typedef struct zkl__lockstats {
     _Atomic uint64_t acquisitions, timeouts, lost, lease_expiries;
     _Atomic uint64_t handoffs; /* holds passed to another thread of the process */
     zkl__hist wait, hold;
+    zkl__electstats elect; /* (ZKL__PART_ELECTS only) */
 } zkl__lockstats;
 
 /* The bucket bounds as OpenMetrics "le" texts (seconds), canonical: "1.0", not "1". */
@@ -59,6 +81,10 @@ void zkl__stats_released(zkl__lockstats *s, zkl_client *c, zkl__hold *h, zkl_sta
  * The hook client.h's holds_lost_locked; c->mu held.
  */
 void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired);
+/* A term of leadership began with the grant of hold h, and its token (s: an election side's). */
+void zkl__stats_term_began(zkl__lockstats *s, const zkl__hold *h, int64_t token);
+/* The running term ended with ev (a zkl_leader_event: LOST, LEASE_ENDED or LEFT). */
+void zkl__stats_term_ended(zkl__lockstats *s, int ev);
 /* The lock object at [obj, obj + size) is going: the tallies of holds kept in it are dropped
  * (holds never released: lost, or a fork's). Several objects count into one series' stats. */
 void zkl__stats_forget(zkl_client *c, const void *obj, size_t size);
