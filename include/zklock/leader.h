@@ -17,7 +17,12 @@
  *    expire the session, and a disconnect shorter than the lease does not
  *    end leadership (no flapping on every SUSPENDED);
  *  - the leader watches its own node: a delete of it (an operator's)
- *    ends leadership as soon as the delete is seen;
+ *    ends leadership as soon as the delete is seen; after a reconnect the
+ *    server answers for the watch again (ZooKeeper sets it again, and
+ *    tells a delete made meanwhile), so a node deleted while the leader
+ *    was cut off ends its term as soon as it is connected again, never
+ *    later. (Its node intact, no node can sort before it: sequence
+ *    numbers only rise, and a container parent goes only when empty.)
  *  - when leadership ends unasked, the callback is told
  *    ZKL_LEADER_LEASE_ENDED (the lease ran out: the server may not have
  *    expired the session yet, but another participant may lead as soon as

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "zkt.h"
 
 #define MAX_EVENTS 64
@@ -544,6 +545,63 @@ Test(latch, leader_node_deleted_by_an_operator, .timeout = 60)
     ok(zkl_latch_destroy(lb), "destroy");
     ok(zkl_client_close(a), "close");
     ok(zkl_client_close(b), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(node);
+    free(path);
+}
+
+/*
+ * After a reconnect, the leader's belief rests on an answer of the server
+ * given after it (CURATOR-498's lesson): its node deleted while it was cut
+ * off (an operator's delete, outside the protocol: the next participant
+ * leads at once) ends its term as soon as it is connected again, within the
+ * lease, told LOST, and it joins again behind the new leader.
+ */
+Test(latch, a_delete_while_cut_off_is_seen_on_reconnect, .timeout = 90)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-cutdel"), *node;
+    fp_proxy *fp = fp_start(zkt_servers());
+    zkl_client_options o;
+    zkl_client *a, *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    seen s;
+    wait_n two = {&s, 2};
+    int64_t thawed;
+    cr_assert(fp, "proxy");
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 10000;
+    ok(zkl_client_open(fp_connect_string(fp), &o, &a), "open through the proxy");
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, on_leader, &s), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    ok(zkl_latch_node(la, &node), "node");
+    fp_stall(fp, true); /* a hears nothing, shorter than its lease */
+    zkt_sleep_ms(300);
+    cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete");
+    ok(zkl_latch_await(lb, 10000), "b leads once a's node is gone");
+    cr_assert(zkl_latch_is_leader(la), "a, cut off within its lease, cannot know yet");
+    zkt_sleep_ms(1500); /* a's connection is declared lost (a third of 10 s), */
+    fp_cut(fp);         /* and it reconnects to the same session */
+    fp_stall(fp, false);
+    thawed = zkt_now_ms();
+    cr_assert(zkt_wait_for(has_n, &two, 10000), "a was not told its leadership ended");
+    cr_assert_eq(s.ev[1], ZKL_LEADER_LOST, "ended as %s", zkl_leader_event_name(s.ev[1]));
+    cr_assert_lt(zkt_now_ms() - thawed, 5000, "seen %lld ms after the reconnect",
+                 (long long)(zkt_now_ms() - thawed));
+    cr_assert_not(zkl_latch_is_leader(la), "a still believes it leads beside b");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "a joined again behind b");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    fp_stop(fp);
     zookeeper_close(zh);
     pthread_mutex_destroy(&s.mu);
     free(node);
