@@ -55,6 +55,7 @@ static zkl_client *client;
 static zkl_latch *latch; /* --elect: the signal thread leaves it to end the wait */
 static atomic_int session_lost;
 static atomic_int lease_expired;
+static atomic_int term_lost; /* --elect: told LOST (the session gone, or the node deleted) */
 
 static void *signal_thread(void *arg)
 {
@@ -108,14 +109,21 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
     pthread_mutex_unlock(&mu);
 }
 
+/* What COMMAND runs under, in messages: the lock, or (--elect) the leadership. */
+static const char *held_thing(const zkl_cli_args *a)
+{
+    return a->mode == ZKL_CLI_ELECT ? "the leadership" : "the lock";
+}
+
 /* --elect: leadership ended unasked (on the client's delivery: its worker). */
 static void on_leadership(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
 {
     (void)l;
     (void)token;
-    if (ev == ZKL_LEADER_LOST)
+    if (ev == ZKL_LEADER_LOST) { /* its session, or its node (an operator's delete) */
+        atomic_store(&term_lost, 1);
         on_hold_state(NULL, ZKL_STATE_LOST, ud);
-    else if (ev == ZKL_LEADER_LEASE_ENDED)
+    } else if (ev == ZKL_LEADER_LEASE_ENDED)
         on_hold_state(NULL, ZKL_STATE_LEASE_EXPIRED, ud);
 }
 
@@ -619,8 +627,8 @@ static int start_watch(run *r)
     if (zkl_client_lease_end(client, &lease_end) != ZKL_OK ||
         lease_end - r->grace - r->kill_after <= boot_ms()) {
         set_phase(DONE);
-        fprintf(stderr, "zklock: %s: the lease of the lock ran out before COMMAND could start\n",
-                r->a.path);
+        fprintf(stderr, "zklock: %s: the lease of %s ran out before COMMAND could start\n",
+                r->a.path, held_thing(&r->a));
         teardown(r, true);
         return ZKL_CLI_EXIT_LOST;
     }
@@ -700,16 +708,20 @@ static int finish(run *r, int code, int fired)
     teardown(r, true);
     if (fired || atomic_load(&lease_expired)) {
         fprintf(stderr,
-                "zklock: %s: the lease of the lock ran out while COMMAND ran; the lock no longer "
+                "zklock: %s: the lease of %s ran out while COMMAND ran; %s no longer "
                 "protected it (COMMAND was sent SIGTERM, and SIGKILL if it ran %d ms more)\n",
-                r->a.path, r->kill_after);
+                r->a.path, held_thing(&r->a), held_thing(&r->a), r->kill_after);
         return ZKL_CLI_EXIT_LOST;
     }
     if (atomic_load(&session_lost)) {
         fprintf(stderr,
-                "zklock: %s: the ZooKeeper session was lost while COMMAND ran; the lock "
-                "no longer protected it (COMMAND was sent SIGTERM)\n",
-                r->a.path);
+                "zklock: %s: %s while COMMAND ran; %s no longer protected it (COMMAND was sent "
+                "SIGTERM)\n",
+                r->a.path,
+                atomic_load(&term_lost)
+                    ? "leadership was lost (the session is gone, or the node was deleted)"
+                    : "the ZooKeeper session was lost",
+                held_thing(&r->a));
         return ZKL_CLI_EXIT_LOST;
     }
     return code;

@@ -313,6 +313,22 @@ kill -CONT "$(<"$DIR/server1/pid")"
 wait $zp; rc=$?
 check "--elect, leadership lost: zklock exits 75 (rc=$rc)" test $rc = 75
 check "--elect, leadership lost: COMMAND got SIGTERM" test -e "$work/eterm"
+check "--elect, leadership lost: stderr names the leadership, not a lock" grep -q "lease of the leadership ran out" "$work/elost.err"
+# an operator deletes the leader's node: COMMAND stopped, exit 75, and stderr says how
+if [[ -n ${ZKL_MKNODE:-} ]]; then
+  p=$(uniq_path elect-deleted)
+  rm -f "$work/eterm" "$work/elrun"
+  "$ZKLOCK" --elect "$p" -- sh -c "trap 'echo term >$work/eterm; exit 0' TERM; touch $work/elrun; while :; do sleep 0.05; done" 2>"$work/edel.err" & zp=$!
+  wait_file "$work/elrun"
+  node=$("$ZKLOCK" --leader --json "$p" | jq -r .leader.node)
+  "$ZKL_MKNODE" "$ZKLOCK_SERVERS" --delete "$node"
+  for ((i = 0; i < 200; i++)); do kill -0 $zp 2>/dev/null || break; sleep 0.05; done
+  kill $zp 2>/dev/null
+  wait $zp; rc=$?
+  check "--elect, node deleted: zklock exits 75 (rc=$rc)" test $rc = 75
+  check "--elect, node deleted: COMMAND got SIGTERM" test -e "$work/eterm"
+  check "--elect, node deleted: stderr says leadership was lost" grep -q "leadership was lost" "$work/edel.err"
+fi
 "$ZKLOCK" --elect -w 15 "$p" -- true; check "--elect: the election goes on after" test $? = 0
 
 echo "cli: $pass passed, $fail failed"

@@ -2,6 +2,8 @@
  * mknode_main.c - `mknode CONNECT PATH [DATA]`: create PATH as a persistent
  * node (its parents too) holding DATA's bytes, for the command's tests that
  * need a child that is not a lock node. Exit 0 when it exists afterwards.
+ * `mknode CONNECT --delete PATH`: delete PATH (an operator's delete), exit 0
+ * when it is gone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +16,9 @@ int main(int argc, char **argv)
     size_t i;
     int rc = ZOK;
     const char *data = argc == 4 ? argv[3] : "";
-    if (argc < 3 || argc > 4 || strlen(argv[2]) >= sizeof buf || argv[2][0] != '/') {
-        fprintf(stderr, "usage: mknode CONNECT /PATH [DATA]\n");
+    if (argc < 3 || argc > 4 || strlen(argv[2]) >= sizeof buf ||
+        (argv[2][0] != '/' && strcmp(argv[2], "--delete") != 0)) {
+        fprintf(stderr, "usage: mknode CONNECT /PATH [DATA] | mknode CONNECT --delete /PATH\n");
         return 2;
     }
     zoo_set_debug_level(0);
@@ -23,6 +26,13 @@ int main(int argc, char **argv)
     if (!zh) {
         perror("mknode: zookeeper_init");
         return 1;
+    }
+    if (!strcmp(argv[2], "--delete") && argc == 4) {
+        rc = zoo_delete(zh, argv[3], -1);
+        if (rc != ZOK && rc != ZNONODE)
+            fprintf(stderr, "mknode: delete %s: %s\n", argv[3], zerror(rc));
+        zookeeper_close(zh);
+        return rc == ZOK || rc == ZNONODE ? 0 : 1;
     }
     for (i = 1; argv[2][i - 1] && rc != -1; i++) { /* every prefix that ends a component */
         if (argv[2][i] != '/' && argv[2][i] != '\0')
