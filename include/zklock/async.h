@@ -27,6 +27,12 @@
  * holds) or an async one (handles; no reentrancy), and a call of the other
  * mode fails with ZKL_EBUSY saying so. zkl_mutex_destroy() refuses
  * (ZKL_EBUSY) while any of its handles is not released.
+ *
+ * Order: the line is the order in which the server made the nodes. Async
+ * acquires of one client send their creates in the order they were called
+ * when the lock's parent exists; when it does not, each makes it and
+ * creates again, in whatever order their steps run, so the first called is
+ * not always the first in line (as across processes).
  */
 #ifndef ZKLOCK_ASYNC_H
 #define ZKLOCK_ASYNC_H

@@ -382,12 +382,13 @@ Test(async, descriptor_delivery_on_the_loop_thread, .timeout = 60)
     cr_assert_eq(fd, fd2);
     ok(zkl_rwlock_create(c, path, &rw), "create");
     /* The parent is made first, so that the three creates land in the order
-     * sent: readers ahead of the writer. On a fresh path, under valgrind with
-     * other tests beside it, a reader once in about four CI runs waited out
-     * its whole 20 s behind the writer that had given up after 300 ms (the
-     * three racing to make the parent): an open liveness bug of a timed-out
-     * writer's node, reproduced by three test_async runs at once under
-     * valgrind, not yet explained (see docs/RELIABILITY.md, "Known"). */
+     * sent: readers ahead of the writer. On a fresh path the three race to
+     * make the parent, and each creates its node once the parent is there,
+     * in whatever order their steps run: under valgrind the writer's create
+     * was sometimes the first to land (sequence 0), so the writer held the
+     * lock, rightly, and the readers waited out their 20 s behind it (the
+     * order of async acquires of one client is not promised; see
+     * docs/RELIABILITY.md, "Explained"). */
     {
         zhandle_t *zh = zkt_raw();
         cr_assert_eq(zkt_make_path(zh, path, ZOO_CONTAINER), ZOK);
