@@ -60,7 +60,11 @@
 /* ---- the in-process room (core/engine/inproc.c, core/engine/wait.c) ---- */
 
 /* Grants remembered per line: a waiter asks about the node two places ahead
- * of its own when that node goes, a grant or two later. */
+ * of its own when that node goes, a grant or two later. The ring starts at
+ * 2 and doubles up to this (80 bytes an entry): a process that holds a
+ * thousand locks on as many paths pays for one or two each (lockbench's
+ * memory workload: 5.4 kB a held lock with 32 each, 2.1 with the ring and
+ * uthash's tables grown on demand, 2026-11-27). */
 #define ZKL_INPROC_GRANTS 32
 /* Nodes made remembered per line (about 200 bytes each, freed with the
  * line's last acquire): a line of a thousand waiters of this process, and

@@ -219,3 +219,29 @@ Test(inproc, a_joiner_awaits_the_note_while_a_create_is_in_flight)
     cr_assert_eq(r.n, 1);
     zkl__inproc_put(p);
 }
+
+/*
+ * The grants ring: made at the first grant and grown as it fills, it
+ * remembers the last ZKL_INPROC_GRANTS grants (by name and owner), so the
+ * first of them is seen until that many more have come, and not after.
+ */
+Test(inproc, the_last_grants_are_seen_and_the_older_pushed_out)
+{
+    zkl__inproc *p = zkl__inproc_get(NULL, "/h/grants");
+    char buf[128];
+    int32_t s;
+    cr_assert_not(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7), "no grant yet");
+    zkl__inproc_granted(p, node(buf, sizeof buf, 0), 0, 7);
+    cr_assert(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7));
+    cr_assert_not(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 8), "another owner");
+    for (s = 1; s < ZKL_INPROC_GRANTS; s++) {
+        zkl__inproc_granted(p, node(buf, sizeof buf, s), s, 7);
+        cr_assert(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7), "the first gone at %d", s);
+        cr_assert(zkl__inproc_seen(p, node(buf, sizeof buf, s), 7));
+    }
+    zkl__inproc_granted(p, node(buf, sizeof buf, s), s, 7); /* one more than it keeps */
+    cr_assert_not(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7), "the oldest kept");
+    for (s = 1; s <= ZKL_INPROC_GRANTS; s++)
+        cr_assert(zkl__inproc_seen(p, node(buf, sizeof buf, s), 7), "grant %d pushed out", s);
+    zkl__inproc_put(p);
+}

@@ -21,13 +21,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-/* uthash exits the process when it cannot allocate; a library must not. With
- * this, an add that runs out of memory leaves the table as it was, and the
- * element's hh.tbl NULL (then only a hint is lost). */
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
 #include <utlist.h>
 
+#include "base/hash.h" /* an add without memory loses only a hint */
 #include "base/tuning.h"
 #include "core/engine/inproc.h"
 
@@ -61,8 +57,11 @@ struct zkl__inproc {
     char *key; /* the server path */
     int refs;  /* under the table's mutex */
     pthread_mutex_t mu;
-    grant_note grants[ZKL_INPROC_GRANTS];
-    unsigned next_grant;
+    /* the ring of the last grants: made at the first, doubled as it fills
+     * up to ZKL_INPROC_GRANTS (most lines have one holder at a time, and a
+     * process may hold a thousand of them) */
+    grant_note *grants;
+    unsigned grants_cap, next_grant;
     made_note *made, *made_order; /* hash by seq, and list in the order noted */
     size_t nmade;
     await_note *awaits;
@@ -107,7 +106,9 @@ static void forget_all(zkl__inproc *p)
     }
     p->made_order = NULL;
     p->nmade = 0;
-    memset(p->grants, 0, sizeof p->grants);
+    free(p->grants);
+    p->grants = NULL;
+    p->grants_cap = p->next_grant = 0;
     p->last_owner = 0;
     p->creates = 0;
 }
@@ -307,6 +308,28 @@ bool zkl__inproc_others_joined(zkl__inproc *p, int64_t self)
     return others;
 }
 
+/*
+ * Room in the grants ring for one more (p->mu held): made (2 entries) at
+ * the first grant, doubled when the next would wrap, up to
+ * ZKL_INPROC_GRANTS. Doubling only at the wrap keeps the ring in the order
+ * noted. false: no memory for a first ring (that grant goes unnoted).
+ */
+static bool grants_room_locked(zkl__inproc *p)
+{
+    unsigned cap = p->grants_cap ? p->grants_cap * 2 : 2;
+    grant_note *g;
+    if (p->grants_cap && (p->next_grant < p->grants_cap || p->grants_cap >= ZKL_INPROC_GRANTS))
+        return true;
+    if (cap > ZKL_INPROC_GRANTS)
+        cap = ZKL_INPROC_GRANTS;
+    if (!(g = realloc(p->grants, cap * sizeof *g)))
+        return p->grants_cap > 0; /* the ring as it is wraps */
+    memset(g + p->grants_cap, 0, (cap - p->grants_cap) * sizeof *g);
+    p->grants = g;
+    p->grants_cap = cap;
+    return true;
+}
+
 void zkl__inproc_granted(zkl__inproc *p, const char *name, int32_t seq, int64_t owner)
 {
     size_t n = strlen(name);
@@ -314,8 +337,8 @@ void zkl__inproc_granted(zkl__inproc *p, const char *name, int32_t seq, int64_t 
     if (!p || owner == 0)
         return;
     pthread_mutex_lock(&p->mu);
-    if (n < NAME_MAX_) {
-        grant_note *g = &p->grants[p->next_grant++ % ZKL_INPROC_GRANTS];
+    if (n < NAME_MAX_ && grants_room_locked(p)) {
+        grant_note *g = &p->grants[p->next_grant++ % p->grants_cap];
         g->owner = owner;
         memcpy(g->name, name, n + 1);
     }
@@ -335,7 +358,7 @@ bool zkl__inproc_seen(zkl__inproc *p, const char *name, int64_t owner)
     if (!p || owner == 0)
         return false;
     pthread_mutex_lock(&p->mu);
-    for (i = 0; i < ZKL_INPROC_GRANTS && !found; i++)
+    for (i = 0; i < (int)p->grants_cap && !found; i++)
         found = p->grants[i].owner == owner && strcmp(p->grants[i].name, name) == 0;
     pthread_mutex_unlock(&p->mu);
     return found;

@@ -9,11 +9,7 @@
 
 #include <pthread.h>
 
-/* uthash exits the process when it cannot allocate; a library must not. With
- * this, an add that runs out of memory leaves the table as it was, and the
- * element's hh.tbl NULL. */
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
+#include "base/hash.h"
 
 #include "core/engine/internals.h"
 
