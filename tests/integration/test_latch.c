@@ -509,6 +509,21 @@ Test(latch, a_forked_child_does_not_lead, .timeout = 60)
     free(path);
 }
 
+/* a's latch leads at path (its callback records into s), b's waits behind it: a's node. */
+static char *a_leads_b_waits(zhandle_t *zh, const char *path, zkl_client *a, zkl_client *b, seen *s,
+                             zkl_latch **la, zkl_latch **lb)
+{
+    char *node;
+    ok(zkl_latch_create(a, path, "a", la), "create");
+    ok(zkl_latch_start(*la, on_leader, s), "start");
+    ok(zkl_latch_await(*la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", lb), "create");
+    ok(zkl_latch_start(*lb, NULL, NULL), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    ok(zkl_latch_node(*la, &node), "node");
+    return node;
+}
+
 /*
  * An operator deletes the leader's node (Curator's history: a latch that
  * goes on believing it leads): the term ends (LOST) as soon as the delete is
@@ -525,13 +540,7 @@ Test(latch, leader_node_deleted_by_an_operator, .timeout = 60)
     wait_n two = {&s, 2};
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.mu, NULL);
-    ok(zkl_latch_create(a, path, "a", &la), "create");
-    ok(zkl_latch_start(la, on_leader, &s), "start");
-    ok(zkl_latch_await(la, 10000), "a leads");
-    ok(zkl_latch_create(b, path, "b", &lb), "create");
-    ok(zkl_latch_start(lb, NULL, NULL), "start");
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
-    ok(zkl_latch_node(la, &node), "node");
+    node = a_leads_b_waits(zh, path, a, b, &s, &la, &lb);
     cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete");
     ok(zkl_latch_await(lb, 10000), "b leads once a's node is gone");
     cr_assert(zkt_wait_for(has_n, &two, 10000), "a was not told its leadership ended");
@@ -575,13 +584,7 @@ Test(latch, a_delete_while_cut_off_is_seen_on_reconnect, .timeout = 90)
     zkl_client_options_init(&o);
     o.session_timeout_ms = 10000;
     ok(zkl_client_open(fp_connect_string(fp), &o, &a), "open through the proxy");
-    ok(zkl_latch_create(a, path, "a", &la), "create");
-    ok(zkl_latch_start(la, on_leader, &s), "start");
-    ok(zkl_latch_await(la, 10000), "a leads");
-    ok(zkl_latch_create(b, path, "b", &lb), "create");
-    ok(zkl_latch_start(lb, NULL, NULL), "start");
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
-    ok(zkl_latch_node(la, &node), "node");
+    node = a_leads_b_waits(zh, path, a, b, &s, &la, &lb);
     fp_stall(fp, true); /* a hears nothing, shorter than its lease */
     zkt_sleep_ms(300);
     cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete");
