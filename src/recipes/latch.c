@@ -407,7 +407,8 @@ static zkl_status latch_new(zkl_client *c, const char *path, const char *id, con
         return st != ZKL_OK ? st : zkl__fail(ZKL_ENOMEM, "out of memory");
     }
     l->side.stats = l->stats = stats;
-    l->side.data = l->id; /* the participant id, as Curator's nodes carry it */
+    l->side.token_at_grant = true; /* on_op reads it, on the delivery thread */
+    l->side.data = l->id;          /* the participant id, as Curator's nodes carry it */
     l->side.data_len = (int)len;
     *out = l;
     return ZKL_OK;

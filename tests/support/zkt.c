@@ -201,6 +201,11 @@ uint64_t zkt_list_requests(zkl_client *c)
     return atomic_load(&c->req_kind[ZKL__REQ_LIST]);
 }
 
+uint64_t zkt_exists_requests(zkl_client *c)
+{
+    return atomic_load(&c->req_kind[ZKL__REQ_EXISTS]);
+}
+
 uint64_t zkt_requests_settle(zkl_client *c)
 {
     uint64_t last, now;

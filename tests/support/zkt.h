@@ -62,6 +62,8 @@ uint64_t zkt_lock_requests(zkl_client *c);
 uint64_t zkt_lease_syncs(zkl_client *c);
 /* The listings c has sent (its requests of kind "list"). */
 uint64_t zkt_list_requests(zkl_client *c);
+/* The exists requests c has sent (a token asked for after a create that rode in a multi). */
+uint64_t zkt_exists_requests(zkl_client *c);
 /* Wait until c sends no lock request for 300 ms; its zkt_lock_requests then. */
 uint64_t zkt_requests_settle(zkl_client *c);
 

@@ -120,7 +120,7 @@ void zkl__side_args(const zkl__side *sd, int timeout_ms, const void *ctx, const 
     a->data_len = sd->data_len;
     a->deadline = zkl__deadline(timeout_ms);
     a->fixed_suffix = fixed_suffix;
-    a->token_lazy = true;
+    a->token_lazy = !sd->token_at_grant;
     a->lookahead = sd->lookahead;
     a->revoke_cb = sd->revoke_cb;
     a->revoke_ctx = sd->revoke_ctx;

@@ -33,6 +33,10 @@ typedef struct zkl__side {
     /* the next async acquire begins no sooner (zkl__acquire_args.not_before;
      * set by the recipe for the one call) */
     int64_t not_before;
+    /* the recipe reads the token at every grant (a leader latch's GAINED):
+     * the create never rides in a multi, whose reply has no czxid, so that
+     * no grant waits for a request to learn it (zkl__acquire_args.token_lazy) */
+    bool token_at_grant;
 } zkl__side;
 
 enum { ZKL__MODE_NONE, ZKL__MODE_THREAD, ZKL__MODE_ASYNC };
