@@ -291,17 +291,18 @@ static void one_leader_at_a_time(const excl_report *r, int terms)
     cr_assert_gt(r->handoffs_j_to_c, 0, "leadership never passed from Curator to C");
 }
 
-/* zklock latches and Curator LeaderLatches in one election: one leader at a
- * time on the clock (the leaders' own log lines), each term's token above the
- * last, leadership passing both ways. */
-Test(interop, latch_with_curator, .timeout = 300)
+/* Two zklock participants of kind (K_LATCH, K_SELECTOR) and two Curator ones
+ * (the peer's command name) in one election at a path named name: one leader
+ * at a time on the clock (the leaders' own log lines), each term's token
+ * above the last, leadership passing both ways. 20 ms terms: long enough
+ * that a second leader overlaps (seen failing so). */
+static void election_with_curator(enum kind kind, const char *name)
 {
-    char *path = zkt_path("ilatch"), *file = log_file("latch");
+    char *path = zkt_path(name), *file = log_file(name);
     int fd = excl_open(file);
     excl_report r;
     cr_assert_geq(fd, 0);
-    /* 20 ms terms: long enough that a second leader overlaps (seen failing so) */
-    r = two_and_two(path, file, fd, K_LATCH, 15, 20, "latch", 15, 20);
+    r = two_and_two(path, file, fd, kind, 15, 20, name, 15, 20);
     one_leader_at_a_time(&r, 60);
     close(fd);
     unlink(file);
@@ -309,20 +310,16 @@ Test(interop, latch_with_curator, .timeout = 300)
     free(path);
 }
 
-/* zklock selectors and Curator LeaderSelectors (autoRequeue) in one
- * election: one leader at a time, leadership passing both ways. */
+/* zklock latches and Curator LeaderLatches in one election. */
+Test(interop, latch_with_curator, .timeout = 300)
+{
+    election_with_curator(K_LATCH, "latch");
+}
+
+/* zklock selectors and Curator LeaderSelectors (autoRequeue) in one election. */
 Test(interop, selector_with_curator, .timeout = 300)
 {
-    char *path = zkt_path("iselector"), *file = log_file("selector");
-    int fd = excl_open(file);
-    excl_report r;
-    cr_assert_geq(fd, 0);
-    r = two_and_two(path, file, fd, K_SELECTOR, 15, 20, "selector", 15, 20);
-    one_leader_at_a_time(&r, 60);
-    close(fd);
-    unlink(file);
-    free(file);
-    free(path);
+    election_with_curator(K_SELECTOR, "selector");
 }
 
 /* Each side's observer names the other's leader: Curator's getLeader a C
