@@ -27,6 +27,7 @@
 #include "services/lease.h"
 #include "services/revoke.h"
 #include "services/serverconf.h"
+#include "session/transport.h"
 
 const char *zkl_conn_state_name(zkl_conn_state st)
 {
@@ -102,6 +103,7 @@ static void client_free(zkl_client *c)
 {
     if (!c)
         return;
+    zkl__poller_stop(c); /* (after its last session: finish_close, finish_open_failed) */
     (void)ZKL_FAULT(c, FREED, NULL);
     zkl__acl_free(&c->acl);
     if (c->hooks.engine_free)
@@ -285,7 +287,7 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
     if (c->lag_source == ZKL_LAG_GIVEN)
         return ZKL_OK;
     memset(&ss, 0, sizeof ss);
-    if (zookeeper_get_connected_host(s->zh, (struct sockaddr *)&ss, &len)) {
+    if (ZKL_ZK(s, zookeeper_get_connected_host(s->zh, (struct sockaddr *)&ss, &len) != NULL)) {
         addr_text(&ss, where, sizeof where);
         a = zkl__conf_lag((struct sockaddr *)&ss, len, ZKL_CONF_WAIT_MS, &lag);
     }
@@ -314,7 +316,11 @@ static void finish_open_failed(void *arg)
 {
     zkl__session *s = arg;
     zkl_client *c = s->c;
-    zookeeper_close(s->zh);
+    pthread_mutex_lock(&c->mu);
+    zkl__poller_remove_locked(c, s);
+    pthread_mutex_unlock(&c->mu);
+    zkl__poller_stop(c); /* nothing polls the handle while it closes */
+    zkl__zk_close(s);
     free(s);
     client_free(c);
 }
@@ -350,6 +356,10 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
     }
     if ((st = check_options(opts)) != ZKL_OK || !(c = client_new(connect, opts, &st)))
         return st;
+    if (zkl__poller_start(c) != 0) {
+        client_free(c);
+        return zkl__fail(ZKL_ESYS, "could not start the client's I/O thread");
+    }
     s = zkl__session_open(c, 1); /* installs itself as c->sess */
     if (!s) {
         /* Past running out of memory, zookeeper_init's errno says little

@@ -12,6 +12,7 @@
 #include "base/tsan.h"
 #include "base/util.h"
 #include "requests/call.h"
+#include "session/transport.h"
 
 void zkl__count_request(zkl_client *c, int kind)
 {
@@ -75,10 +76,25 @@ void zkl__call_put(call *k)
         zkl__call_free(k);
 }
 
+static void call_done_later(zkl__delivery *d)
+{
+    zkl__call_done(d->p, d->a);
+}
+
 void zkl__call_done(call *k, int rc)
 {
     void (*notify)(void *);
     void *arg;
+    if (zkl__zk_deferring()) { /* inside the ZooKeeper client: after it lets go */
+        zkl__delivery *d = calloc(1, sizeof *d);
+        if (d) {
+            d->fn = call_done_later;
+            d->p = k;
+            d->a = rc;
+            zkl__defer(d);
+            return;
+        }
+    }
     if (k->proves && k->c->hooks.answered)
         k->c->hooks.answered(k->c, k->epoch, k->sent, rc);
     pthread_mutex_lock(&k->mu);
@@ -277,8 +293,8 @@ int zkl__send_create(zkl__session *s, call *k, const char *path, const void *dat
     const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_CREATE);
-    return zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode, zkl__on_create,
-                        k);
+    return ZKL_ZK(s, zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode,
+                                  zkl__on_create, k));
 }
 
 int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel, const char *path,
@@ -301,7 +317,7 @@ int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel
                        km->created, ZKL_PATH_MAX + 128);
     zkl__call_proves(km);
     zkl__count_request(s->c, ZKL__REQ_MULTI);
-    return zkl__zk_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km);
+    return ZKL_ZK(s, zkl__zk_amulti(s->zh, ndel + 1, ops, km->results, zkl__on_void, km));
 }
 
 int zkl__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,

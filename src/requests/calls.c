@@ -13,6 +13,7 @@
 #include "requests/call.h"
 #include "requests/calls.h"
 #include "requests/pending.h"
+#include "session/transport.h"
 
 static _Thread_local int64_t call_deadline = INT64_MAX;
 
@@ -86,7 +87,7 @@ int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct
     if (!k)
         return ZSYSTEMERROR;
     zkl__count_request(s->c, ZKL__REQ_GET);
-    rc = zoo_aget(s->zh, path, 0, zkl__on_data, k);
+    rc = ZKL_ZK(s, zoo_aget(s->zh, path, 0, zkl__on_data, k));
     if (rc != ZOK) {
         zkl__call_free(k);
         return rc;
@@ -127,7 +128,7 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
         return ZSYSTEMERROR;
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_SET);
-    rc = zoo_aset(s->zh, path, (const char *)data, len, -1, zkl__on_stat, k);
+    rc = ZKL_ZK(s, zoo_aset(s->zh, path, (const char *)data, len, -1, zkl__on_stat, k));
     if (rc != ZOK) {
         zkl__call_free(k);
         return rc;
@@ -137,21 +138,144 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 
 /* ---- requests whose reply goes to the caller's own completion ---- */
 
+#ifdef ZKL_TRANSPORT_ST
+/* The caller's own completion or watcher, run once the handle is let go
+ * (session/transport.h): what it is given is copied first. */
+typedef struct tramp {
+    void_completion_t vdone;
+    string_completion_t sdone;
+    data_completion_t ddone;
+    watcher_fn watcher;
+    const void *ctx;
+} tramp;
+
+static tramp *tramp_new(void_completion_t v, string_completion_t st, data_completion_t d,
+                        const void *ctx, watcher_fn w)
+{
+    tramp *t = calloc(1, sizeof *t);
+    if (t) {
+        t->vdone = v;
+        t->sdone = st;
+        t->ddone = d;
+        t->ctx = ctx;
+        t->watcher = w;
+    }
+    return t;
+}
+
+static void tramp_run(zkl__delivery *d)
+{
+    tramp *t = d->p;
+    if (t->vdone)
+        t->vdone(d->a, t->ctx);
+    else if (t->sdone)
+        t->sdone(d->a, NULL, t->ctx);
+    else if (t->ddone)
+        t->ddone(d->a, d->q, (int)d->x, NULL, t->ctx);
+    else
+        t->watcher(NULL, d->a, d->b, NULL, (void *)t->ctx);
+    free(d->q);
+    if (!t->watcher || d->a != ZOO_SESSION_EVENT)
+        free(t);
+}
+
+static void tramp_defer(tramp *t, int a, int b, const char *value, int len)
+{
+    zkl__delivery *d = calloc(1, sizeof *d);
+    d->fn = tramp_run;
+    d->p = t;
+    d->a = a;
+    d->b = b;
+    d->x = len;
+    if (value && len > 0) {
+        d->q = malloc((size_t)len);
+        memcpy(d->q, value, (size_t)len);
+    }
+    if (zkl__zk_deferring()) {
+        zkl__defer(d);
+    } else {
+        tramp_run(d);
+        free(d);
+    }
+}
+
+static void void_tramp(int rc, const void *data)
+{
+    tramp_defer((tramp *)data, rc, 0, NULL, 0);
+}
+
+static void string_tramp(int rc, const char *value, const void *data)
+{
+    (void)value;
+    tramp_defer((tramp *)data, rc, 0, NULL, 0);
+}
+
+static void data_tramp(int rc, const char *value, int len, const struct Stat *stat,
+                       const void *data)
+{
+    (void)stat;
+    tramp_defer((tramp *)data, rc, 0, value, len);
+}
+
+static void watch_tramp(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)path;
+    tramp_defer(ctx, type, state, NULL, 0);
+}
+#endif
+
 int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_DELETE);
+#ifdef ZKL_TRANSPORT_ST
+    tramp *t = tramp_new(done, NULL, NULL, ctx, NULL);
+    if (!t)
+        return ZSYSTEMERROR;
+    int rc = ZKL_ZK(s, zoo_adelete(s->zh, path, -1, void_tramp, t));
+    if (rc != ZOK)
+        free(t);
+    return rc;
+#else
     return zoo_adelete(s->zh, path, -1, done, ctx);
+#endif
 }
 
 int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_SYNC);
+#ifdef ZKL_TRANSPORT_ST
+    tramp *t = tramp_new(NULL, done, NULL, ctx, NULL);
+    if (!t)
+        return ZSYSTEMERROR;
+    int rc = ZKL_ZK(s, zoo_async(s->zh, "/", string_tramp, t));
+    if (rc != ZOK)
+        free(t);
+    return rc;
+#else
     return zoo_async(s->zh, "/", done, ctx);
+#endif
 }
 
 int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
                       data_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_GET);
+#ifdef ZKL_TRANSPORT_ST
+    tramp *t = tramp_new(NULL, NULL, done, ctx, NULL),
+          *tw = tramp_new(NULL, NULL, NULL, wctx, watcher);
+    if (!t || !tw) {
+        free(t);
+        free(tw);
+        return ZSYSTEMERROR;
+    }
+    int rc = ZKL_ZK(s, zoo_awget(s->zh, path, watch_tramp, tw, data_tramp, t));
+    if (rc != ZOK) {
+        free(t);
+        free(tw);
+    }
+    return rc;
+#else
     return zoo_awget(s->zh, path, watcher, wctx, done, ctx);
+#endif
 }

@@ -16,6 +16,7 @@
 #include "base/path.h"
 #include "base/util.h"
 #include "requests/call.h"
+#include "session/transport.h"
 #include "requests/calls.h"
 #include "requests/pending.h"
 
@@ -156,7 +157,7 @@ zkl__req *zkl__req_guarded(zkl__session *s, char *const *guard, int ng, zkl_writ
         op_of(&ops[ng + i], &w[i], acl, l.paths + (size_t)i * CREATED_ROOM, &l.stats[i]);
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_MULTI);
-    *rc = zkl__zk_amulti(s->zh, nops, ops, k->results, zkl__on_void, k);
+    *rc = ZKL_ZK(s, zkl__zk_amulti(s->zh, nops, ops, k->results, zkl__on_void, k));
     free(ops); /* the client serialised them */
     if (*rc != ZOK) {
         zkl__call_free(k);

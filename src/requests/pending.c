@@ -8,6 +8,7 @@
 
 #include "base/util.h"
 #include "requests/call.h"
+#include "session/transport.h"
 #include "requests/pending.h"
 
 static zkl__req *req_new(zkl__session *s, zkl__req_fn fn, void *arg)
@@ -68,8 +69,8 @@ zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zk
         return NULL;
     }
     zkl__count_request(s->c, ZKL__REQ_LIST);
-    r = w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, zkl__on_strings, k)
-          : zoo_aget_children(s->zh, path, 0, zkl__on_strings, k);
+    r = ZKL_ZK(s, w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, zkl__on_strings, k)
+                    : zoo_aget_children(s->zh, path, 0, zkl__on_strings, k));
     if (r != ZOK)
         zkl__watch_settle(w, NULL, r);
     return sent(k, r, rc);
@@ -86,7 +87,7 @@ zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__r
         return NULL;
     }
     zkl__count_request(s->c, ZKL__REQ_GET);
-    r = zoo_awget(s->zh, path, zkl__watch_fn, w, zkl__on_data_watch, k);
+    r = ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, zkl__on_data_watch, k));
     if (r != ZOK)
         zkl__watch_settle(w, NULL, r);
     return sent(k, r, rc);
@@ -97,7 +98,7 @@ zkl__req *zkl__req_exists(zkl__session *s, const char *path, zkl__req_fn fn, voi
     call *k;
     NEW_OR_FAIL(k, s, fn, arg, rc);
     zkl__count_request(s->c, ZKL__REQ_EXISTS);
-    return sent(k, zoo_aexists(s->zh, path, 0, zkl__on_stat, k), rc);
+    return sent(k, ZKL_ZK(s, zoo_aexists(s->zh, path, 0, zkl__on_stat, k)), rc);
 }
 
 zkl__req *zkl__req_delete(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc)
@@ -106,7 +107,7 @@ zkl__req *zkl__req_delete(zkl__session *s, const char *path, zkl__req_fn fn, voi
     NEW_OR_FAIL(k, s, fn, arg, rc);
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_DELETE);
-    return sent(k, zoo_adelete(s->zh, path, -1, zkl__on_void, k), rc);
+    return sent(k, ZKL_ZK(s, zoo_adelete(s->zh, path, -1, zkl__on_void, k)), rc);
 }
 
 zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc)
@@ -115,7 +116,7 @@ zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void 
     NEW_OR_FAIL(k, s, fn, arg, rc);
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_SYNC);
-    return sent(k, zoo_async(s->zh, path, zkl__on_string, k), rc);
+    return sent(k, ZKL_ZK(s, zoo_async(s->zh, path, zkl__on_string, k)), rc);
 }
 
 bool zkl__req_done(zkl__req *k, int *rc)

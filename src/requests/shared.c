@@ -46,6 +46,7 @@
 #include "base/tsan.h"
 #include "base/util.h"
 #include "requests/call.h"
+#include "session/transport.h"
 #include "requests/pending.h"
 
 /*
@@ -82,7 +83,7 @@ static int send_listing(lgroup *g)
         return ZCLOSING;
     zkl__count_request(g->s->c, ZKL__REQ_LIST);
     ZKL_HANDOFF(g);
-    return zoo_aget_children(g->s->zh, g->path, 0, on_listing, g);
+    return ZKL_ZK(g->s, zoo_aget_children(g->s->zh, g->path, 0, on_listing, g));
 }
 
 /* Tell followers v[0..n) the answer (no lock held). */
@@ -105,18 +106,51 @@ static void group_free(lgroup *g)
     free(g);
 }
 
-/* The shared listing is answered: its followers are told, and the next one is sent. */
+static void listing_answered(lgroup *g, int rc, int reply_rc, zkl__names kids);
+
+static void listing_answered_later(zkl__delivery *d)
+{
+    zkl__names *kids = d->q;
+    listing_answered(d->p, d->a, d->b, *kids);
+    free(kids);
+}
+
+/* The shared listing is answered: its names copied, the rest after the
+ * handle is let go (listing_answered). */
 static void on_listing(int rc, const struct String_vector *sv, const void *data)
 {
     lgroup *g = (lgroup *)data;
-    call **mine, **failed = NULL;
-    size_t n_mine, n_failed = 0;
-    int reply_rc = rc, next_rc = ZOK;
+    int reply_rc = rc;
     zkl__names kids = {0};
-    bool done;
     ZKL_RECEIVED(data);
     if (rc == ZOK && zkl__names_copy(sv, &kids) != 0)
         rc = ZSYSTEMERROR;
+    if (zkl__zk_deferring()) {
+        zkl__delivery *d = calloc(1, sizeof *d);
+        zkl__names *q = malloc(sizeof *q);
+        if (d && q) {
+            *q = kids;
+            d->fn = listing_answered_later;
+            d->p = g;
+            d->a = rc;
+            d->b = reply_rc;
+            d->q = q;
+            zkl__defer(d);
+            return;
+        }
+        free(d);
+        free(q);
+    }
+    listing_answered(g, rc, reply_rc, kids);
+}
+
+/* Its followers are told, and the next one is sent. */
+static void listing_answered(lgroup *g, int rc, int reply_rc, zkl__names kids)
+{
+    call **mine, **failed = NULL;
+    size_t n_mine, n_failed = 0;
+    int next_rc = ZOK;
+    bool done;
     pthread_mutex_lock(&g->l->mu);
     mine = g->cur; /* ours now (freed below unless it is &g->one) */
     n_mine = g->ncur;

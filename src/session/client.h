@@ -58,6 +58,12 @@ typedef struct zkl__session {
      * session's first, closed and freed through the hooks lists_closing and
      * lists_free when the session is destroyed */
     struct zkl__lists *_Atomic lists;
+    /* the transport's (session/transport.h): the handle's mutex, and the
+     * poller's list of live handles and what it last polled for */
+    pthread_mutex_t zmu;
+    struct zkl__session *lnext, *lprev;
+    bool listed;
+    int polled_fd, polled_interest;
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -194,6 +200,13 @@ struct zkl_client {
     /* this process is a fork() child of the one that opened it (client/fork.c) */
     bool forked;
     struct zkl_client *reg_prev, *reg_next; /* the open clients (client/fork.c) */
+    /* the poller (session/transport.c; ZKL_TRANSPORT_ST builds only) */
+    pthread_t poller;
+    bool poller_started, poller_stop; /* poller_stop: under mu */
+    int pfd;                          /* its eventfd */
+    zkl__session *live;               /* the handles it polls, under mu */
+    pthread_mutex_t dq_mu;            /* guards dq_head, dq_tail */
+    struct zkl__delivery *dq_head, *dq_tail;
 };
 
 /*

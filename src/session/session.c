@@ -21,6 +21,7 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "session/client.h"
+#include "session/transport.h"
 
 /* A loaded completion thread (a test's fault): the watcher records a loss this much later. */
 static void event_delay_fault(zkl_client *c, int state)
@@ -30,12 +31,12 @@ static void event_delay_fault(zkl_client *c, int state)
         zkl__sleep_ms(ms);
 }
 
-/* The session connected (again). Caller holds c->mu. */
-static void connected_locked(zkl_client *c, zkl__session *s, zhandle_t *zh)
+/* The session connected (again): id and timeout as the handle has them.
+ * Caller holds c->mu. */
+static void connected_locked(zkl_client *c, zkl__session *s, int64_t id, int timeout)
 {
-    const clientid_t *cid = zoo_client_id(zh);
-    s->id = cid ? cid->client_id : 0;
-    c->granted_timeout = zoo_recv_timeout(zh);
+    s->id = id;
+    c->granted_timeout = timeout;
     if (c->connected)
         return;
     c->connected = true;
@@ -44,21 +45,53 @@ static void connected_locked(zkl_client *c, zkl__session *s, zhandle_t *zh)
     c->ever_connected = true;
 }
 
-/* Runs on the ZooKeeper completion thread: record and signal only. */
+static void session_event(zkl__session *s, int state, int64_t id, int timeout);
+
+static void session_event_later(zkl__delivery *d)
+{
+    session_event(d->p, d->a, d->x, (int)d->y);
+}
+
+/* Runs where the ZooKeeper client runs callbacks: record and signal only
+ * (session_event), after the handle is let go where it must be. */
 static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl__session *s = ctx;
-    zkl_client *c;
+    const clientid_t *cid;
+    int64_t id = 0;
+    int timeout = 0;
     (void)path;
     ZKL_RECEIVED(s);
-    c = s->c;
     if (type != ZOO_SESSION_EVENT)
         return;
+    if (state == ZOO_CONNECTED_STATE) {
+        cid = zoo_client_id(zh);
+        id = cid ? cid->client_id : 0;
+        timeout = zoo_recv_timeout(zh);
+    }
+    if (zkl__zk_deferring()) {
+        zkl__delivery *d = calloc(1, sizeof *d);
+        if (d) {
+            d->fn = session_event_later;
+            d->p = s;
+            d->a = state;
+            d->x = id;
+            d->y = timeout;
+            zkl__defer(d);
+            return;
+        }
+    }
+    session_event(s, state, id, timeout);
+}
+
+static void session_event(zkl__session *s, int state, int64_t id, int timeout)
+{
+    zkl_client *c = s->c;
     event_delay_fault(c, state);
     pthread_mutex_lock(&c->mu);
     if ((s == c->sess || s == c->pending) && !s->expired) {
         if (state == ZOO_CONNECTED_STATE) {
-            connected_locked(c, s, zh);
+            connected_locked(c, s, id, timeout);
         } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
             s->expired = true;
             c->connected = false;
@@ -97,6 +130,8 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     s->c = c;
     s->epoch = epoch;
     s->refs = 1; /* the client's */
+    s->polled_fd = -1;
+    pthread_mutex_init(&s->zmu, NULL);
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
     c->pending = s;
@@ -116,6 +151,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     }
     pthread_mutex_unlock(&c->mu);
     if (!zh) {
+        pthread_mutex_destroy(&s->zmu);
         free(s);
         errno = e; /* what zkl_client_open reports */
         return NULL;
@@ -124,9 +160,14 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
      * it polls its socket (getaddrinfo and a netlink dump, per request and
      * per event): most of its CPU under load. Resolve on (re)connects only,
      * as the Java client does. */
+    zkl__zk_enter(s);
     zoo_set_servers_resolution_delay(zh, -1);
     if (c->auth_digest)
         zoo_add_auth(zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done, NULL);
+    zkl__zk_leave(s);
+    pthread_mutex_lock(&c->mu);
+    zkl__poller_add_locked(c, s); /* (st: nothing connects before the poller polls it) */
+    pthread_mutex_unlock(&c->mu);
     return s;
 }
 
@@ -136,7 +177,7 @@ static void session_destroy(zkl__session *s)
     zkl_client *c = s->c;
     if (c->hooks.lists_closing) /* shared listings answered from here on are not renewed */
         c->hooks.lists_closing(s);
-    zookeeper_close(s->zh); /* answers every request in flight: no shared listing is left */
+    zkl__zk_close(s); /* answers every request in flight: no shared listing is left */
     if (c->hooks.lists_free)
         c->hooks.lists_free(s);
     pthread_mutex_lock(&c->mu);
@@ -144,6 +185,7 @@ static void session_destroy(zkl__session *s)
         c->hooks.closed_locked(c, s);
     zkl__watches_free_locked(s);
     pthread_mutex_unlock(&c->mu);
+    pthread_mutex_destroy(&s->zmu);
     free(s);
 }
 
@@ -184,6 +226,8 @@ void zkl__session_put(zkl__session *s)
     int last;
     pthread_mutex_lock(&c->mu);
     last = --s->refs == 0;
+    if (last)
+        zkl__poller_remove_locked(c, s); /* (it holds a reference while it polls) */
     pthread_mutex_unlock(&c->mu);
     if (last)
         session_destroy(s);

@@ -10,6 +10,7 @@
 #include "base/tsan.h"
 #include "base/util.h"
 #include "session/client.h"
+#include "session/transport.h"
 
 zkl__watch *zkl__watch_new(zkl__session *s)
 {
@@ -72,12 +73,17 @@ void zkl__watches_free_locked(zkl__session *s)
     }
 }
 
+static void watch_fire(zkl__watch *w, int type);
+
+static void watch_fire_later(zkl__delivery *d)
+{
+    watch_fire(d->p, d->a);
+}
+
 void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     zkl__watch *w = ctx;
-    zkl_client *c;
     ZKL_RECEIVED(w);
-    c = w->c;
     (void)zh;
     (void)state;
     (void)path;
@@ -85,6 +91,22 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
      * session watcher already bumped state_gen for those. */
     if (type == ZOO_SESSION_EVENT)
         return;
+    if (zkl__zk_deferring()) {
+        zkl__delivery *d = calloc(1, sizeof *d);
+        if (d) {
+            d->fn = watch_fire_later;
+            d->p = w;
+            d->a = type;
+            zkl__defer(d);
+            return;
+        }
+    }
+    watch_fire(w, type);
+}
+
+static void watch_fire(zkl__watch *w, int type)
+{
+    zkl_client *c = w->c;
     pthread_mutex_lock(&c->mu);
     c->watch_events++;
     w->fired = true;

@@ -1,0 +1,263 @@
+/*
+ * transport.c - libzookeeper_st driven by the client's poller thread
+ * (transport.h; docs/design/transport.md). Empty in the default build.
+ *
+ * DESIGN
+ *
+ * Threads: any thread calls on a handle under its session's zmu (a leaf:
+ * nothing of ours is taken under it), and the call writes its request to
+ * the socket itself. The poller polls every live handle (c->live) and its
+ * own eventfd, calls zookeeper_process under zmu, and then runs what the
+ * callbacks deferred, holding nothing, in the order they ran.
+ *
+ * Deferred deliveries: a thread-local list while the thread is inside the
+ * library (zk_depth > 0). The poller runs its own; another thread's (a send
+ * that found the connection lost, a close answering what was in flight) go
+ * to the client's queue for the poller, except a session's close, which
+ * runs its own at once (zkl__deliveries_run_mine) as libzookeeper_mt's close
+ * ran every completion before it returned.
+ *
+ * Lock order: c->mu, then zmu; dq_mu alone.
+ */
+#include "session/client.h"
+#include "session/transport.h"
+
+#ifndef ZKL_TRANSPORT_ST
+void zkl__zk_close(zkl__session *s)
+{
+    zookeeper_close(s->zh);
+}
+#else
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/wakefd.h"
+
+static __thread int zk_depth;
+static __thread zkl__delivery *mine_head, *mine_tail;
+static __thread zkl_client *mine_client; /* whose poller gets what is left over */
+
+/* libzookeeper_st's xid counter is one static of the process: sends take this. */
+static pthread_mutex_t xid_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void zkl__zk_enter(zkl__session *s)
+{
+    pthread_mutex_lock(&s->zmu);
+    pthread_mutex_lock(&xid_mu);
+    if (zk_depth++ == 0)
+        mine_client = s->c;
+}
+
+static void give_to_poller(zkl_client *c)
+{
+    if (!mine_head)
+        return;
+    pthread_mutex_lock(&c->dq_mu);
+    if (c->dq_tail)
+        c->dq_tail->next = mine_head;
+    else
+        c->dq_head = mine_head;
+    c->dq_tail = mine_tail;
+    pthread_mutex_unlock(&c->dq_mu);
+    mine_head = mine_tail = NULL;
+    if (c->pfd >= 0)
+        zkl__wakefd_wake(c->pfd);
+}
+
+void zkl__zk_leave(zkl__session *s)
+{
+    zkl_client *c = s->c;
+    int fd = -1, interest = 0;
+    struct timeval tv;
+    bool kick = false;
+    if (s->zh && zookeeper_interest(s->zh, &fd, &interest, &tv) == ZOK)
+        kick = fd != s->polled_fd || interest != s->polled_interest;
+    --zk_depth;
+    pthread_mutex_unlock(&xid_mu);
+    pthread_mutex_unlock(&s->zmu);
+    if (kick && c->pfd >= 0)
+        zkl__wakefd_wake(c->pfd);
+    if (zk_depth == 0 && mine_head && !pthread_equal(pthread_self(), c->poller))
+        give_to_poller(c);
+}
+
+bool zkl__zk_deferring(void)
+{
+    return zk_depth > 0;
+}
+
+void zkl__defer(zkl__delivery *d)
+{
+    d->next = NULL;
+    if (mine_tail)
+        mine_tail->next = d;
+    else
+        mine_head = d;
+    mine_tail = d;
+}
+
+static void run_list(zkl__delivery *d)
+{
+    while (d) {
+        zkl__delivery *next = d->next;
+        d->fn(d);
+        free(d);
+        d = next;
+    }
+}
+
+void zkl__deliveries_run_mine(void)
+{
+    zkl__delivery *d = mine_head;
+    mine_head = mine_tail = NULL;
+    run_list(d);
+}
+
+void zkl__zk_close(zkl__session *s)
+{
+    zkl__zk_enter(s);
+    zookeeper_close(s->zh);
+    s->zh = NULL;
+    --zk_depth;
+    pthread_mutex_unlock(&xid_mu);
+    pthread_mutex_unlock(&s->zmu);
+    if (zk_depth == 0)
+        zkl__deliveries_run_mine();
+}
+
+void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
+{
+    s->lnext = c->live;
+    s->lprev = NULL;
+    if (c->live)
+        c->live->lprev = s;
+    c->live = s;
+    s->listed = true;
+    if (c->pfd >= 0)
+        zkl__wakefd_wake(c->pfd);
+}
+
+void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
+{
+    if (!s->listed)
+        return;
+    if (s->lprev)
+        s->lprev->lnext = s->lnext;
+    else
+        c->live = s->lnext;
+    if (s->lnext)
+        s->lnext->lprev = s->lprev;
+    s->listed = false;
+}
+
+#define POLL_MAX 8
+
+static void *poller_main(void *arg)
+{
+    zkl_client *c = arg;
+    for (;;) {
+        zkl__session *ss[POLL_MAX];
+        struct pollfd p[POLL_MAX + 1];
+        int ev[POLL_MAX];
+        int n = 0, i, timeout = 1000;
+        zkl__delivery *q;
+        pthread_mutex_lock(&c->mu);
+        if (c->poller_stop && !c->live) {
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        for (zkl__session *s = c->live; s && n < POLL_MAX; s = s->lnext) {
+            s->refs++;
+            ss[n++] = s;
+        }
+        pthread_mutex_unlock(&c->mu);
+        p[0].fd = c->pfd;
+        p[0].events = POLLIN;
+        for (i = 0; i < n; i++) {
+            int fd = -1, interest = 0, ms;
+            struct timeval tv = {0, 0};
+            zkl__session *s = ss[i];
+            zkl__zk_enter(s);
+            if (zookeeper_interest(s->zh, &fd, &interest, &tv) != ZOK)
+                fd = -1, interest = 0;
+            s->polled_fd = fd;
+            s->polled_interest = interest;
+            zk_depth--; /* (interest runs no callback) */
+            pthread_mutex_unlock(&xid_mu);
+            pthread_mutex_unlock(&s->zmu);
+            ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+            if (fd < 0 && ms > 50)
+                ms = 50;
+            if (ms < timeout)
+                timeout = ms;
+            p[i + 1].fd = fd;
+            p[i + 1].events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
+                                      ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0));
+            p[i + 1].revents = 0;
+        }
+        p[0].revents = 0;
+        if (poll(p, (nfds_t)n + 1, timeout) < 0 && errno != EINTR)
+            zkl__log(ZKL_LOG_ERROR, "the poller's poll: %s", strerror(errno));
+        if (p[0].revents) {
+            uint64_t v;
+            (void)!read(c->pfd, &v, sizeof v);
+        }
+        for (i = 0; i < n; i++) {
+            short r = p[i + 1].fd >= 0 ? p[i + 1].revents : 0;
+            ev[i] = ((r & (POLLIN | POLLHUP | POLLERR)) ? ZOOKEEPER_READ : 0) |
+                    ((r & POLLOUT) ? ZOOKEEPER_WRITE : 0);
+            zkl__zk_enter(ss[i]);
+            zookeeper_process(ss[i]->zh, ev[i]);
+            --zk_depth;
+            pthread_mutex_unlock(&xid_mu);
+            pthread_mutex_unlock(&ss[i]->zmu);
+            zkl__deliveries_run_mine();
+        }
+        pthread_mutex_lock(&c->dq_mu);
+        q = c->dq_head;
+        c->dq_head = c->dq_tail = NULL;
+        pthread_mutex_unlock(&c->dq_mu);
+        run_list(q);
+        for (i = 0; i < n; i++)
+            zkl__session_put(ss[i]); /* may close it, here: its deliveries run at once */
+    }
+    return NULL;
+}
+
+int zkl__poller_start(zkl_client *c)
+{
+    pthread_mutex_init(&c->dq_mu, NULL);
+    c->pfd = zkl__wakefd_new();
+    if (c->pfd < 0)
+        return -1;
+    if (pthread_create(&c->poller, NULL, poller_main, c) != 0) {
+        zkl__wakefd_close(c->pfd);
+        c->pfd = -1;
+        return -1;
+    }
+    c->poller_started = true;
+    return 0;
+}
+
+void zkl__poller_stop(zkl_client *c)
+{
+    if (!c->poller_started)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->poller_stop = true;
+    pthread_mutex_unlock(&c->mu);
+    zkl__wakefd_wake(c->pfd);
+    if (!pthread_equal(pthread_self(), c->poller))
+        pthread_join(c->poller, NULL);
+    else
+        pthread_detach(c->poller);
+    c->poller_started = false;
+    zkl__wakefd_close(c->pfd);
+    c->pfd = -1;
+    pthread_mutex_destroy(&c->dq_mu);
+}
+#endif

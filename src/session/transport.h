@@ -1,0 +1,96 @@
+/*
+ * transport.h - who drives a session's ZooKeeper handle (docs/design/transport.md).
+ *
+ * With libzookeeper_mt (the default build) its own I/O and completion
+ * threads do, and everything here is a no-op. Built with ZKL_TRANSPORT_ST,
+ * libzookeeper_st is driven by a thread of the client's own, the poller:
+ * every call on a handle runs under the session's handle mutex (a leaf),
+ * each caller sends its own request, and the callbacks the library runs
+ * inside those calls copy their reply and defer the rest (zkl__defer) to
+ * run after the mutex is let go, on the poller.
+ */
+#ifndef ZKL_SESSION_TRANSPORT_H
+#define ZKL_SESSION_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct zkl_client;
+struct zkl__session;
+
+/* A delivery: the part of a callback that takes our locks, run later. */
+typedef struct zkl__delivery {
+    void (*fn)(struct zkl__delivery *d); /* runs it; frees nothing but what it owns */
+    void *p;
+    int a, b;
+    int64_t x, y;
+    void *q;
+    struct zkl__delivery *next;
+} zkl__delivery;
+
+#ifdef ZKL_TRANSPORT_ST
+/* Around every call on s's handle (s->zh). */
+void zkl__zk_enter(struct zkl__session *s);
+void zkl__zk_leave(struct zkl__session *s);
+/* The calling thread runs inside the ZooKeeper client (a callback): defer. */
+bool zkl__zk_deferring(void);
+/* Queue d (malloc'd; freed after it runs) to run once the handle is let go. */
+void zkl__defer(zkl__delivery *d);
+/* Run what the calling thread deferred, now (no lock held). */
+void zkl__deliveries_run_mine(void);
+/* Close s's handle; what its close answered is delivered before it returns. */
+void zkl__zk_close(struct zkl__session *s);
+/* The poller: started before the first session opens; stopped after the last closes. */
+int zkl__poller_start(struct zkl_client *c);
+void zkl__poller_stop(struct zkl_client *c);
+/* s's handle is made (poll it) / going (stop polling it). Caller holds c->mu. */
+void zkl__poller_add_locked(struct zkl_client *c, struct zkl__session *s);
+void zkl__poller_remove_locked(struct zkl_client *c, struct zkl__session *s);
+#else
+static inline void zkl__zk_enter(struct zkl__session *s)
+{
+    (void)s;
+}
+static inline void zkl__zk_leave(struct zkl__session *s)
+{
+    (void)s;
+}
+static inline bool zkl__zk_deferring(void)
+{
+    return false;
+}
+static inline void zkl__defer(zkl__delivery *d)
+{
+    d->fn(d);
+}
+static inline void zkl__deliveries_run_mine(void) {}
+void zkl__zk_close(struct zkl__session *s);
+static inline int zkl__poller_start(struct zkl_client *c)
+{
+    (void)c;
+    return 0;
+}
+static inline void zkl__poller_stop(struct zkl_client *c)
+{
+    (void)c;
+}
+static inline void zkl__poller_add_locked(struct zkl_client *c, struct zkl__session *s)
+{
+    (void)c, (void)s;
+}
+static inline void zkl__poller_remove_locked(struct zkl_client *c, struct zkl__session *s)
+{
+    (void)c, (void)s;
+}
+#endif
+
+/* expr, a call on s's handle, inside zkl__zk_enter/leave */
+#define ZKL_ZK(s, expr)                                                                            \
+    __extension__({                                                                                \
+        zkl__zk_enter(s);                                                                          \
+        __typeof__(expr) zk_r_ = (expr);                                                           \
+        zkl__zk_leave(s);                                                                          \
+        zk_r_;                                                                                     \
+    })
+
+#endif
