@@ -247,6 +247,12 @@ void zkl__poller_stop(zkl_client *c)
 {
     if (!c->poller_started)
         return;
+    if (c->forked) { /* the poller is the parent's: this process has only the descriptor */
+        zkl__wakefd_close(c->pfd);
+        c->pfd = -1;
+        c->poller_started = false;
+        return;
+    }
     pthread_mutex_lock(&c->mu);
     c->poller_stop = true;
     pthread_mutex_unlock(&c->mu);
