@@ -1,101 +1,93 @@
-/* procs_harness.c - zklock's mutex, one session per process, with the probe's CLI (--zk --path
- * --seconds --start-at; HARNESS_SHM=FILE checks exclusion across processes): built
- * against either transport by scripts/bench-procs (zklock-h-mt, zklock-h-st). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
+/*
+ * procs_harness.c - zklock's mutex as one process of an across-process run
+ * (one session; lockbench's --zk --path --seconds --start-at), built against
+ * either transport by scripts/bench-procs (zklock-h-mt, zklock-h-st;
+ * docs/design/transport.md) and by tests/transport/test_st.sh.
+ *
+ * Prints one JSON line: the holds within the window, the holds that found
+ * another process inside (HARNESS_SHM=FILE: a holder word in a file every
+ * process maps, set while holding; 0 without it) and the client's CPU per
+ * hold. Exit 3 if the session opened after --start-at, 1 on an error.
+ */
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <zklock/zklock.h>
 
-static int64_t now_ms(void)
+#include "standalone.h"
+
+/* the shared holder word (HARNESS_SHM), or NULL */
+static _Atomic int *map_holder(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    const char *shm = getenv("HARNESS_SHM");
+    void *p;
+    int fd;
+    if (!shm)
+        return NULL;
+    if ((fd = open(shm, O_RDWR | O_CREAT, 0600)) < 0 || ftruncate(fd, 4096) != 0)
+        exit(1);
+    p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        exit(1);
+    return p;
 }
-static int64_t cpu_us(void)
+
+/* Whether nobody else was inside; takes the word and gives it back. */
+static bool alone(_Atomic int *holder)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-           ru.ru_stime.tv_usec;
+    int none = 0, me = (int)getpid();
+    bool ok = atomic_compare_exchange_strong(holder, &none, me);
+    usleep(0); /* (a moment for another holder to show) */
+    atomic_compare_exchange_strong(holder, &me, 0);
+    return ok;
 }
+
 int main(int argc, char **argv)
 {
-    const char *zk = NULL, *path = "/h", *lib = getenv("HARNESS_LIB");
-    int seconds = 5, i;
-    int64_t start_at = 0, end, cpu0 = -1;
+    window_opts o = {.path = "/h", .seconds = 5};
+    const char *lib = getenv("HARNESS_LIB");
+    _Atomic int *holder = map_holder();
+    int64_t end, cpu0 = -1;
     long pairs = 0, errors = 0;
-    /* exclusion across processes: a holder word in a file every process maps */
-    _Atomic int *holder = NULL;
-    const char *shm = getenv("HARNESS_SHM");
-    if (shm) {
-        int fd = open(shm, O_RDWR | O_CREAT, 0600);
-        if (fd < 0 || ftruncate(fd, 4096) != 0)
-            return 1;
-        holder = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-    }
     zkl_client *c;
     zkl_mutex *m;
-    for (i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--zk"))
-            zk = argv[i + 1];
-        else if (!strcmp(argv[i], "--path"))
-            path = argv[i + 1];
-        else if (!strcmp(argv[i], "--seconds"))
-            seconds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--start-at"))
-            start_at = atoll(argv[i + 1]);
-    }
-    if (zkl_client_open(zk, NULL, &c) != ZKL_OK) {
-        fprintf(stderr, "open: %s\n", zkl_errmsg());
-        return 1;
-    }
     char lp[600];
-    snprintf(lp, sizeof lp, "%s/lock", path);
-    if (zkl_mutex_create(c, lp, &m) != ZKL_OK) {
-        fprintf(stderr, "create: %s\n", zkl_errmsg());
+    window_opts_parse(argc, argv, &o);
+    snprintf(lp, sizeof lp, "%s/lock", o.path);
+    if (zkl_client_open(o.zk, NULL, &c) != ZKL_OK || zkl_mutex_create(c, lp, &m) != ZKL_OK) {
+        fprintf(stderr, "procs_harness: %s\n", zkl_errmsg());
         return 1;
     }
-    for (i = 0; i < 50; i++) {
-        zkl_mutex_acquire(m, -1);
-        zkl_mutex_release(m);
+    for (int i = 0; i < 50; i++) { /* warm-up */
+        if (zkl_mutex_acquire(m, -1) == ZKL_OK)
+            zkl_mutex_release(m);
     }
-    if (start_at && now_ms() > start_at)
-        return 3;
-    if (!start_at)
-        start_at = now_ms();
-    end = start_at + (int64_t)seconds * 1000;
+    if (o.start_at && now_ms() > o.start_at)
+        return 3; /* late: its window would be short */
+    if (!o.start_at)
+        o.start_at = now_ms();
+    end = o.start_at + (int64_t)o.seconds * 1000;
     for (;;) {
-        zkl_status st = zkl_mutex_acquire(m, (int)(end + 1000 - now_ms()));
-        int64_t t = now_ms();
-        if (st != ZKL_OK)
+        int64_t t;
+        if (zkl_mutex_acquire(m, (int)(end + 1000 - now_ms())) != ZKL_OK)
             break;
-        if (holder) {
-            int none = 0;
-            if (!atomic_compare_exchange_strong(holder, &none, (int)getpid()))
-                errors++;
-            usleep(0);
-            int me = (int)getpid();
-            atomic_compare_exchange_strong(holder, &me, 0);
-        }
+        t = now_ms();
+        if (holder && !alone(holder))
+            errors++;
         zkl_mutex_release(m);
         if (t >= end)
             break;
-        if (t >= start_at) {
+        if (t >= o.start_at) {
             if (cpu0 < 0)
                 cpu0 = cpu_us();
             pairs++;
         }
     }
     printf("{\"lib\":\"%s\",\"ops\":%ld,\"errors\":%ld,\"client_cpu_us_per_op\":%lld}\n",
-           lib ? lib : "h", pairs, errors,
+           lib ? lib : "zklock", pairs, errors,
            (long long)(pairs && cpu0 >= 0 ? (cpu_us() - cpu0) / pairs : 0));
     fflush(stdout);
     zkl_mutex_destroy(m);

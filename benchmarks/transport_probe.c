@@ -44,6 +44,8 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include "standalone.h"
+
 static zhandle_t *zh;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* the caller's wait */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -74,29 +76,6 @@ static void ZK_LEAVE(void)
 #define ZK_ENTER() ((void)0)
 #define ZK_LEAVE() ((void)0)
 #endif
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* the process's CPU time (all its threads), microseconds */
-static int64_t cpu_us(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-           ru.ru_stime.tv_usec;
-}
-
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void signal_locked(int *flag)
 {
@@ -236,22 +215,17 @@ int main(int argc, char **argv)
     static int64_t waits[1 << 20];
     size_t nwaits = 0;
     int64_t cpu_at_start = -1, cpu_used;
+    window_opts o = {0};
     int seconds = 5, i, rc;
     int64_t start_at = 0, end;
     long pairs = 0;
     char node[600] = "", prefix[520];
-    for (i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--zk"))
-            zk = argv[i + 1];
-        else if (!strcmp(argv[i], "--path"))
-            path = argv[i + 1];
-        else if (!strcmp(argv[i], "--seconds"))
-            seconds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--start-at"))
-            start_at = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--samples"))
-            samples = argv[i + 1];
-    }
+    window_opts_parse(argc, argv, &o);
+    zk = o.zk;
+    path = o.path ? o.path : path;
+    seconds = o.seconds ? o.seconds : seconds;
+    start_at = o.start_at;
+    samples = o.samples;
     if (!zk) {
         fprintf(stderr, "usage: transport_probe --zk HOST:PORT [--path P] [--seconds S] "
                         "[--start-at MS]\n");

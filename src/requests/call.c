@@ -85,16 +85,8 @@ void zkl__call_done(call *k, int rc)
 {
     void (*notify)(void *);
     void *arg;
-    if (zkl__zk_deferring()) { /* inside the ZooKeeper client: after it lets go */
-        zkl__delivery *d = calloc(1, sizeof *d);
-        if (d) {
-            d->fn = call_done_later;
-            d->p = k;
-            d->a = rc;
-            zkl__defer(d);
-            return;
-        }
-    }
+    if (zkl__deferred(call_done_later, k, rc, 0, 0, 0, NULL))
+        return; /* inside the ZooKeeper client: after it lets go */
     if (k->proves && k->c->hooks.answered)
         k->c->hooks.answered(k->c, k->epoch, k->sent, rc);
     pthread_mutex_lock(&k->mu);

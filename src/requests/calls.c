@@ -181,22 +181,13 @@ static void tramp_run(zkl__delivery *d)
 
 static void tramp_defer(tramp *t, int a, int b, const char *value, int len)
 {
-    zkl__delivery *d = calloc(1, sizeof *d);
-    d->fn = tramp_run;
-    d->p = t;
-    d->a = a;
-    d->b = b;
-    d->x = len;
-    if (value && len > 0) {
-        d->q = malloc((size_t)len);
-        memcpy(d->q, value, (size_t)len);
+    zkl__delivery now = {.p = t, .a = a, .b = b};
+    if (value && len > 0 && (now.q = malloc((size_t)len))) {
+        memcpy(now.q, value, (size_t)len);
+        now.x = len; /* (out of memory: told as no data) */
     }
-    if (zkl__zk_deferring()) {
-        zkl__defer(d);
-    } else {
-        tramp_run(d);
-        free(d);
-    }
+    if (!zkl__deferred(tramp_run, t, a, b, now.x, 0, now.q))
+        tramp_run(&now);
 }
 
 static void void_tramp(int rc, const void *data)

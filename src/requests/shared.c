@@ -126,20 +126,13 @@ static void on_listing(int rc, const struct String_vector *sv, const void *data)
     if (rc == ZOK && zkl__names_copy(sv, &kids) != 0)
         rc = ZSYSTEMERROR;
     if (zkl__zk_deferring()) {
-        zkl__delivery *d = calloc(1, sizeof *d);
         zkl__names *q = malloc(sizeof *q);
-        if (d && q) {
+        if (q) {
             *q = kids;
-            d->fn = listing_answered_later;
-            d->p = g;
-            d->a = rc;
-            d->b = reply_rc;
-            d->q = q;
-            zkl__defer(d);
-            return;
+            if (zkl__deferred(listing_answered_later, g, rc, reply_rc, 0, 0, q))
+                return;
+            free(q);
         }
-        free(d);
-        free(q);
     }
     listing_answered(g, rc, reply_rc, kids);
 }

@@ -69,19 +69,8 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         id = cid ? cid->client_id : 0;
         timeout = zoo_recv_timeout(zh);
     }
-    if (zkl__zk_deferring()) {
-        zkl__delivery *d = calloc(1, sizeof *d);
-        if (d) {
-            d->fn = session_event_later;
-            d->p = s;
-            d->a = state;
-            d->x = id;
-            d->y = timeout;
-            zkl__defer(d);
-            return;
-        }
-    }
-    session_event(s, state, id, timeout);
+    if (!zkl__deferred(session_event_later, s, state, 0, id, timeout, NULL))
+        session_event(s, state, id, timeout);
 }
 
 static void session_event(zkl__session *s, int state, int64_t id, int timeout)

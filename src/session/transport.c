@@ -33,6 +33,7 @@ void zkl__zk_close(zkl__session *s)
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utlist.h>
 
 #include "base/log.h"
 #include "base/wakefd.h"
@@ -100,6 +101,17 @@ void zkl__defer(zkl__delivery *d)
     mine_tail = d;
 }
 
+bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
+                   void *q)
+{
+    zkl__delivery *d;
+    if (zk_depth == 0 || !(d = calloc(1, sizeof *d)))
+        return false;
+    *d = (zkl__delivery){.fn = fn, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q};
+    zkl__defer(d);
+    return true;
+}
+
 static void run_list(zkl__delivery *d)
 {
     while (d) {
@@ -131,11 +143,7 @@ void zkl__zk_close(zkl__session *s)
 
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
 {
-    s->lnext = c->live;
-    s->lprev = NULL;
-    if (c->live)
-        c->live->lprev = s;
-    c->live = s;
+    DL_PREPEND2(c->live, s, lprev, lnext);
     s->listed = true;
     if (c->pfd >= 0)
         zkl__wakefd_wake(c->pfd);
@@ -145,12 +153,7 @@ void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
 {
     if (!s->listed)
         return;
-    if (s->lprev)
-        s->lprev->lnext = s->lnext;
-    else
-        c->live = s->lnext;
-    if (s->lnext)
-        s->lnext->lprev = s->lprev;
+    DL_DELETE2(c->live, s, lprev, lnext);
     s->listed = false;
 }
 

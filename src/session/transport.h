@@ -36,6 +36,10 @@ void zkl__zk_leave(struct zkl__session *s);
 bool zkl__zk_deferring(void);
 /* Queue d (malloc'd; freed after it runs) to run once the handle is let go. */
 void zkl__defer(zkl__delivery *d);
+/* Inside the ZooKeeper client: queue fn with these fields and say true.
+ * Otherwise (or out of memory) false: the caller delivers at once. */
+bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
+                   void *q);
 /* Run what the calling thread deferred, now (no lock held). */
 void zkl__deliveries_run_mine(void);
 /* Close s's handle; what its close answered is delivered before it returns. */
@@ -57,6 +61,12 @@ static inline void zkl__zk_leave(struct zkl__session *s)
 }
 static inline bool zkl__zk_deferring(void)
 {
+    return false;
+}
+static inline bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x,
+                                 int64_t y, void *q)
+{
+    (void)fn, (void)p, (void)a, (void)b, (void)x, (void)y, (void)q;
     return false;
 }
 static inline void zkl__defer(zkl__delivery *d)

@@ -91,17 +91,8 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
      * session watcher already bumped state_gen for those. */
     if (type == ZOO_SESSION_EVENT)
         return;
-    if (zkl__zk_deferring()) {
-        zkl__delivery *d = calloc(1, sizeof *d);
-        if (d) {
-            d->fn = watch_fire_later;
-            d->p = w;
-            d->a = type;
-            zkl__defer(d);
-            return;
-        }
-    }
-    watch_fire(w, type);
+    if (!zkl__deferred(watch_fire_later, w, type, 0, 0, 0, NULL))
+        watch_fire(w, type);
 }
 
 static void watch_fire(zkl__watch *w, int type)
