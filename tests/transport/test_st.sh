@@ -3,9 +3,9 @@
 # libzookeeper_st transport (-DZKL_TRANSPORT=st, docs/design/transport.md)
 # builds, and zklock's mutex on it excludes across processes.
 #
-# The rest of the suite cannot run on it yet (its support code makes the
-# ZooKeeper client's synchronous calls, which libzookeeper_st does not
-# have), so this is its whole check: 8 processes of
+# The rest of the suite builds on it (tests/support/st_shim.c) but does not
+# pass yet (docs/design/transport.md, "What st lacks"), so this is its check
+# in the README's test command: 8 processes of
 # benchmarks/procs_harness.c, one session each, contend on one path for
 # 3 s, checking a holder word in a file they all map; none may find it
 # taken. The checker is checked first: 2 processes on two paths (no
