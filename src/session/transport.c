@@ -14,7 +14,7 @@
  * library (zk_depth > 0). The poller runs its own; another thread's (a send
  * that found the connection lost, a close answering what was in flight) go
  * to the client's queue for the poller, except a session's close, which
- * runs its own at once (zkl__deliveries_run_mine) as libzookeeper_mt's close
+ * runs its own at once (deliveries_run_mine) as libzookeeper_mt's close
  * ran every completion before it returned.
  *
  * Lock order: c->mu, then zmu; dq_mu alone.
@@ -91,7 +91,7 @@ bool zkl__zk_deferring(void)
     return zk_depth > 0;
 }
 
-void zkl__defer(zkl__delivery *d)
+static void defer(zkl__delivery *d)
 {
     d->next = NULL;
     if (mine_tail)
@@ -108,7 +108,7 @@ bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t 
     if (zk_depth == 0 || !(d = calloc(1, sizeof *d)))
         return false;
     *d = (zkl__delivery){.fn = fn, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q};
-    zkl__defer(d);
+    defer(d);
     return true;
 }
 
@@ -122,7 +122,7 @@ static void run_list(zkl__delivery *d)
     }
 }
 
-void zkl__deliveries_run_mine(void)
+static void deliveries_run_mine(void)
 {
     zkl__delivery *d = mine_head;
     mine_head = mine_tail = NULL;
@@ -138,7 +138,7 @@ void zkl__zk_close(zkl__session *s)
     pthread_mutex_unlock(&xid_mu);
     pthread_mutex_unlock(&s->zmu);
     if (zk_depth == 0)
-        zkl__deliveries_run_mine();
+        deliveries_run_mine();
 }
 
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
@@ -218,7 +218,7 @@ static void *poller_main(void *arg)
             --zk_depth;
             pthread_mutex_unlock(&xid_mu);
             pthread_mutex_unlock(&ss[i]->zmu);
-            zkl__deliveries_run_mine();
+            deliveries_run_mine();
         }
         pthread_mutex_lock(&c->dq_mu);
         q = c->dq_head;

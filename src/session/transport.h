@@ -6,7 +6,7 @@
  * libzookeeper_st is driven by a thread of the client's own, the poller:
  * every call on a handle runs under the session's handle mutex (a leaf),
  * each caller sends its own request, and the callbacks the library runs
- * inside those calls copy their reply and defer the rest (zkl__defer) to
+ * inside those calls copy their reply and defer the rest (zkl__deferred) to
  * run after the mutex is let go, on the poller.
  */
 #ifndef ZKL_SESSION_TRANSPORT_H
@@ -34,14 +34,10 @@ void zkl__zk_enter(struct zkl__session *s);
 void zkl__zk_leave(struct zkl__session *s);
 /* The calling thread runs inside the ZooKeeper client (a callback): defer. */
 bool zkl__zk_deferring(void);
-/* Queue d (malloc'd; freed after it runs) to run once the handle is let go. */
-void zkl__defer(zkl__delivery *d);
 /* Inside the ZooKeeper client: queue fn with these fields and say true.
  * Otherwise (or out of memory) false: the caller delivers at once. */
 bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
                    void *q);
-/* Run what the calling thread deferred, now (no lock held). */
-void zkl__deliveries_run_mine(void);
 /* Close s's handle; what its close answered is delivered before it returns. */
 void zkl__zk_close(struct zkl__session *s);
 /* The poller: started before the first session opens; stopped after the last closes. */
@@ -69,11 +65,6 @@ static inline bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, i
     (void)fn, (void)p, (void)a, (void)b, (void)x, (void)y, (void)q;
     return false;
 }
-static inline void zkl__defer(zkl__delivery *d)
-{
-    d->fn(d);
-}
-static inline void zkl__deliveries_run_mine(void) {}
 void zkl__zk_close(struct zkl__session *s);
 static inline int zkl__poller_start(struct zkl_client *c)
 {
