@@ -36,6 +36,16 @@
  * membership list of a few servers. */
 #define ZKL_CONF_REPLY_MAX 8192
 
+/* ---- the st transport (session/transport.c) ---- */
+
+/* The poller's longest sleep (ms) when no handle asks for sooner: a safety
+ * net, every handle's zookeeper_interest saying when it is next due. */
+#define ZKL_POLLER_MAX_SLEEP_MS 1000
+/* ... and while a handle has no socket yet (connecting between servers). */
+#define ZKL_POLLER_NO_SOCKET_MS 50
+/* A pumped handle's (the chroot maker's) longest sleep (ms). */
+#define ZKL_PUMP_MAX_SLEEP_MS 50
+
 /* ---- requests ---- */
 
 /* Slots of a session's shared-listing table (requests/shared.c), by path hash. */

@@ -8,11 +8,13 @@
  *
  * Nothing here blocks (issue 38): an acquire's step starts a job, polls it
  * whenever the job's notify says there is news or its timer is due, and
- * ends it. The handle connects and answers on ZooKeeper's own threads; it
- * is closed on a thread of its own (zookeeper_close joins ZooKeeper's).
+ * ends it. The handle is a pumped one (session/transport.h): it connects
+ * and answers on threads of its own (ZooKeeper's on mt, one of ours on st),
+ * and is closed on a thread of its own (closing joins them).
  *
- * Lock order: j->mu, then whatever notify takes (the client's c->mu). So
- * the stepping thread never calls in here holding c->mu.
+ * Lock order: the handle's (zkl__pumped_enter), then j->mu, then whatever
+ * notify takes (the client's c->mu). So the stepping thread never calls in
+ * here holding c->mu, and holds no j->mu while it enters the handle.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "requests/rc.h"
+#include "session/transport.h"
 
 struct zkl__chroot_job {
     pthread_mutex_t mu; /* guards notify, arg, answered, rc */
@@ -35,8 +38,8 @@ struct zkl__chroot_job {
     int rc;
     /* the stepping thread's own, no lock */
     zkl_client *c;
-    zhandle_t *zh;
-    pid_t pid;          /* the process that opened zh (a fork()ed child may not close it) */
+    zkl__pumped *h;
+    pid_t pid;          /* the process that opened h (a fork()ed child may not close it) */
     int64_t connect_by; /* zkl__now_ms(): connected by then, or ZKL_ECONNECT */
     int64_t deadline;   /* the acquire's: every create answered by then */
     int64_t stall_until;
@@ -89,8 +92,8 @@ static void job_free(void *arg)
 {
     zkl__chroot_job *j = arg;
     /* a fork()ed child has none of the parent's threads to join: its copy stays */
-    if (j->zh && j->pid == getpid())
-        zookeeper_close(j->zh);
+    if (j->h && j->pid == getpid())
+        zkl__pumped_close(j->h);
     pthread_mutex_destroy(&j->mu);
     free(j->part);
     free(j);
@@ -124,17 +127,19 @@ zkl_status zkl__chroot_start(zkl_client *c, int64_t deadline, void (*notify)(voi
     j->connect_ms = c->opts.connect_timeout_ms;
     j->connect_by = deadline < cap ? deadline : cap;
     j->at = 1; /* past the root, which always exists */
-    j->zh = zookeeper_init2(hosts, on_session, c->opts.session_timeout_ms, NULL, j, 0,
-                            zkl__zk_log_trampoline);
+    j->h = zkl__pumped_open(hosts, on_session, c->opts.session_timeout_ms, j);
     free(hosts);
-    if (!j->zh) {
+    if (!j->h) {
         job_free(j);
         return zkl__fail(ZKL_ESYS, "no ZooKeeper handle to create the chroot %s with", chroot);
     }
     /* sent once it connects */
-    if (c->auth_digest)
-        (void)zoo_add_auth(j->zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), NULL,
+    if (c->auth_digest) {
+        zkl__pumped_enter(j->h);
+        (void)zoo_add_auth(j->h->zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), NULL,
                            NULL);
+        zkl__pumped_leave(j->h);
+    }
     *out = j;
     return ZKL_OK;
 }
@@ -143,11 +148,15 @@ zkl_status zkl__chroot_start(zkl_client *c, int64_t deadline, void (*notify)(voi
 static int send_part(zkl__chroot_job *j)
 {
     const struct ACL_vector *acl = j->c->acl.count ? &j->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    int rc;
     pthread_mutex_lock(&j->mu);
     j->answered = false;
     pthread_mutex_unlock(&j->mu);
     j->sent = true;
-    return zoo_acreate2(j->zh, j->part, "", 0, acl, ZOO_PERSISTENT, on_created, j);
+    zkl__pumped_enter(j->h);
+    rc = zoo_acreate2(j->h->zh, j->part, "", 0, acl, ZOO_PERSISTENT, on_created, j);
+    zkl__pumped_leave(j->h);
+    return rc;
 }
 
 /* The next ancestor, top down ("/a", "/a/b", ...), sent; false: the chroot is all made. */
@@ -181,7 +190,10 @@ static zkl_status refused(const zkl__chroot_job *j, const char *chroot, int rc)
 static bool connect_failed(zkl__chroot_job *j, const char *chroot, int64_t now, int64_t *wake,
                            zkl_status *st)
 {
-    int state = zoo_state(j->zh);
+    int state;
+    zkl__pumped_enter(j->h);
+    state = zoo_state(j->h->zh);
+    zkl__pumped_leave(j->h);
     if (state == ZOO_CONNECTED_STATE) {
         j->connected = true;
         if (!j->sent)

@@ -17,15 +17,47 @@
  * runs its own at once (deliveries_run_mine) as libzookeeper_mt's close
  * ran every completion before it returned.
  *
- * Lock order: c->mu, then zmu; dq_mu alone.
+ * Lock order: c->mu, then zmu, then xid_mu; dq_mu alone. A pumped handle's
+ * mu, then xid_mu.
  */
 #include "session/client.h"
 #include "session/transport.h"
 
 #ifndef ZKL_TRANSPORT_ST
+#include <stdlib.h>
+
+#include "base/log.h"
+
 void zkl__zk_close(zkl__session *s)
 {
     zookeeper_close(s->zh);
+}
+
+zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+{
+    zkl__pumped *p = calloc(1, sizeof *p);
+    if (p && !(p->zh = zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0,
+                                       zkl__zk_log_trampoline))) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+void zkl__pumped_enter(zkl__pumped *p)
+{
+    (void)p;
+}
+
+void zkl__pumped_leave(zkl__pumped *p)
+{
+    (void)p;
+}
+
+void zkl__pumped_close(zkl__pumped *p)
+{
+    zookeeper_close(p->zh);
+    free(p);
 }
 #else
 #include <errno.h>
@@ -36,21 +68,38 @@ void zkl__zk_close(zkl__session *s)
 #include <utlist.h>
 
 #include "base/log.h"
+#include "base/tuning.h"
 #include "base/wakefd.h"
 
 static __thread int zk_depth;
 static __thread zkl__delivery *mine_head, *mine_tail;
 static __thread zkl_client *mine_client; /* whose poller gets what is left over */
 
-/* libzookeeper_st's xid counter is one static of the process: sends take this. */
+/* libzookeeper_st's xid counter (get_xid) is a plain static of the
+ * process, read and bumped by every request made (zoo_a*, zookeeper_close).
+ * Callers take this inside the handle mutex; the poller's
+ * zookeeper_interest and zookeeper_process make no request (pings, auth and
+ * watch resets have fixed xids) and do not. */
 static pthread_mutex_t xid_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The handle alone: the poller's. */
+static void handle_lock(zkl__session *s)
+{
+    pthread_mutex_lock(&s->zmu);
+    if (zk_depth++ == 0)
+        mine_client = s->c;
+}
+
+static void handle_unlock(zkl__session *s)
+{
+    --zk_depth;
+    pthread_mutex_unlock(&s->zmu);
+}
 
 void zkl__zk_enter(zkl__session *s)
 {
-    pthread_mutex_lock(&s->zmu);
+    handle_lock(s);
     pthread_mutex_lock(&xid_mu);
-    if (zk_depth++ == 0)
-        mine_client = s->c;
 }
 
 static void give_to_poller(zkl_client *c)
@@ -157,6 +206,93 @@ void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
     s->listed = false;
 }
 
+/* ---- a handle with a thread of its own (zkl__pumped) ---- */
+
+static void *pump_main(void *arg)
+{
+    zkl__pumped *p = arg;
+    while (!p->stop) {
+        struct pollfd f[2] = {{.fd = p->wake, .events = POLLIN}};
+        struct timeval tv = {0, 0};
+        int fd = -1, interest = 0, events = 0, ms;
+        pthread_mutex_lock(&p->mu);
+        if (zookeeper_interest(p->zh, &fd, &interest, &tv) != ZOK)
+            fd = -1, interest = 0;
+        pthread_mutex_unlock(&p->mu);
+        ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+        if (ms > ZKL_PUMP_MAX_SLEEP_MS || fd < 0)
+            ms = ZKL_PUMP_MAX_SLEEP_MS;
+        f[1].fd = fd;
+        f[1].events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
+                              ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0));
+        (void)poll(f, fd >= 0 ? 2 : 1, ms);
+        if (f[0].revents) {
+            uint64_t v;
+            (void)!read(p->wake, &v, sizeof v);
+        }
+        if (fd >= 0 && (f[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            events |= ZOOKEEPER_READ;
+        if (fd >= 0 && (f[1].revents & POLLOUT))
+            events |= ZOOKEEPER_WRITE;
+        pthread_mutex_lock(&p->mu);
+        zookeeper_process(p->zh, events);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+{
+    zkl__pumped *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->wake = zkl__wakefd_new();
+    if (p->wake < 0 || !(p->zh = zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0,
+                                                 zkl__zk_log_trampoline))) {
+        zkl__wakefd_close(p->wake);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    if (pthread_create(&p->thread, NULL, pump_main, p) != 0) {
+        zookeeper_close(p->zh);
+        pthread_mutex_destroy(&p->mu);
+        zkl__wakefd_close(p->wake);
+        free(p);
+        errno = EAGAIN;
+        return NULL;
+    }
+    return p;
+}
+
+void zkl__pumped_enter(zkl__pumped *p)
+{
+    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&xid_mu);
+}
+
+void zkl__pumped_leave(zkl__pumped *p)
+{
+    pthread_mutex_unlock(&xid_mu);
+    pthread_mutex_unlock(&p->mu);
+    zkl__wakefd_wake(p->wake); /* what the call queued is sent, or polled for */
+}
+
+void zkl__pumped_close(zkl__pumped *p)
+{
+    p->stop = 1;
+    zkl__wakefd_wake(p->wake);
+    pthread_join(p->thread, NULL);
+    pthread_mutex_lock(&xid_mu); /* (closing sends a request) */
+    zookeeper_close(p->zh);
+    pthread_mutex_unlock(&xid_mu);
+    pthread_mutex_destroy(&p->mu);
+    zkl__wakefd_close(p->wake);
+    free(p);
+}
+
+/* ---- the poller ---- */
+
 #define POLL_MAX 8
 
 static void *poller_main(void *arg)
@@ -166,7 +302,7 @@ static void *poller_main(void *arg)
         zkl__session *ss[POLL_MAX];
         struct pollfd p[POLL_MAX + 1];
         int ev[POLL_MAX];
-        int n = 0, i, timeout = 1000;
+        int n = 0, i, timeout = ZKL_POLLER_MAX_SLEEP_MS;
         zkl__delivery *q;
         pthread_mutex_lock(&c->mu);
         if (c->poller_stop && !c->live) {
@@ -184,17 +320,15 @@ static void *poller_main(void *arg)
             int fd = -1, interest = 0, ms;
             struct timeval tv = {0, 0};
             zkl__session *s = ss[i];
-            zkl__zk_enter(s);
+            handle_lock(s);
             if (zookeeper_interest(s->zh, &fd, &interest, &tv) != ZOK)
                 fd = -1, interest = 0;
             s->polled_fd = fd;
             s->polled_interest = interest;
-            zk_depth--; /* (interest runs no callback) */
-            pthread_mutex_unlock(&xid_mu);
-            pthread_mutex_unlock(&s->zmu);
+            handle_unlock(s); /* (interest runs no callback) */
             ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
-            if (fd < 0 && ms > 50)
-                ms = 50;
+            if (fd < 0 && ms > ZKL_POLLER_NO_SOCKET_MS)
+                ms = ZKL_POLLER_NO_SOCKET_MS;
             if (ms < timeout)
                 timeout = ms;
             p[i + 1].fd = fd;
@@ -213,11 +347,9 @@ static void *poller_main(void *arg)
             short r = p[i + 1].fd >= 0 ? p[i + 1].revents : 0;
             ev[i] = ((r & (POLLIN | POLLHUP | POLLERR)) ? ZOOKEEPER_READ : 0) |
                     ((r & POLLOUT) ? ZOOKEEPER_WRITE : 0);
-            zkl__zk_enter(ss[i]);
+            handle_lock(ss[i]);
             zookeeper_process(ss[i]->zh, ev[i]);
-            --zk_depth;
-            pthread_mutex_unlock(&xid_mu);
-            pthread_mutex_unlock(&ss[i]->zmu);
+            handle_unlock(ss[i]);
             deliveries_run_mine();
         }
         pthread_mutex_lock(&c->dq_mu);

@@ -12,8 +12,10 @@
 #ifndef ZKL_SESSION_TRANSPORT_H
 #define ZKL_SESSION_TRANSPORT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <zookeeper/zookeeper.h>
 
 struct zkl_client;
 struct zkl__session;
@@ -27,6 +29,32 @@ typedef struct zkl__delivery {
     void *q;
     struct zkl__delivery *next;
 } zkl__delivery;
+
+/*
+ * A handle outside any session, driven by a thread of its own on st (the
+ * chroot maker's, services/chroot.c): made by zkl__pumped_open, every call
+ * on it inside zkl__pumped_enter/leave, ended by zkl__pumped_close (from a
+ * thread that is not inside enter/leave). Its callbacks run on its own
+ * thread under its mutex, which is a leaf of the caller's: they may take
+ * locks of their own that no caller holds across enter. On mt, the handle
+ * and nothing more.
+ */
+typedef struct zkl__pumped {
+    zhandle_t *zh;
+#ifdef ZKL_TRANSPORT_ST
+    pthread_t thread;
+    pthread_mutex_t mu;
+    int wake; /* its thread's wake fd */
+    volatile int stop;
+#endif
+} zkl__pumped;
+
+/* zookeeper_init2's, made and driven; NULL (errno set): no handle. */
+zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx);
+void zkl__pumped_enter(zkl__pumped *p);
+void zkl__pumped_leave(zkl__pumped *p);
+/* Its thread ended, the handle closed (answering what was in flight), p freed. */
+void zkl__pumped_close(zkl__pumped *p);
 
 #ifdef ZKL_TRANSPORT_ST
 /* Around every call on s's handle (s->zh). */
