@@ -43,6 +43,14 @@
 #define ZKL_POLLER_MAX_SLEEP_MS 1000
 /* ... and while a handle has no socket yet (connecting between servers). */
 #define ZKL_POLLER_NO_SOCKET_MS 50
+/* A session's events deferred at once without allocating: the poller
+ * delivers after every zookeeper_process, which reports one or two; past
+ * this an event's delivery is allocated. */
+#define ZKL_SESSION_EVENTS_HELD 8
+/* A data reply copied without allocating (bytes), for a completion run
+ * after the handle is let go (requests/calls.c): at least the revocation
+ * marker's length. */
+#define ZKL_TRAMP_VALUE_INLINE 32
 /* A pumped handle's (the chroot maker's) longest sleep (ms). */
 #define ZKL_PUMP_MAX_SLEEP_MS 50
 

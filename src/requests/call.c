@@ -85,7 +85,8 @@ void zkl__call_done(call *k, int rc)
 {
     void (*notify)(void *);
     void *arg;
-    if (zkl__deferred(call_done_later, k, rc, 0, 0, 0, NULL))
+    k->answer = (zkl__delivery){.fn = call_done_later, .p = k, .a = rc};
+    if (zkl__defer(&k->answer))
         return; /* inside the ZooKeeper client: after it lets go */
     if (k->proves && k->c->hooks.answered)
         k->c->hooks.answered(k->c, k->epoch, k->sent, rc);

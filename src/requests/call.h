@@ -15,6 +15,7 @@
 
 #include "requests/names.h"
 #include "session/client.h"
+#include "session/transport.h"
 
 typedef struct zkl__call {
     pthread_mutex_t mu;
@@ -39,7 +40,8 @@ typedef struct zkl__call {
      * held); cleared by the requester before it lets go of the call */
     void (*notify)(void *arg);
     void *arg;
-    bool notifying; /* notify is running: the requester waits it out */
+    bool notifying;       /* notify is running: the requester waits it out */
+    zkl__delivery answer; /* its zkl__call_done, deferred (session/transport.h) */
 } call;
 
 /* One request of kind (ZKL__REQ_*) sent by client c: zkl_client_stats_get and the metrics. */

@@ -140,13 +140,18 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 
 #ifdef ZKL_TRANSPORT_ST
 /* The caller's own completion or watcher, run once the handle is let go
- * (session/transport.h): what it is given is copied first. */
+ * (session/transport.h): what it is given is copied first. Each is run
+ * once: a watcher's session events are not passed on (zkl__zk_send_wget). */
 typedef struct tramp {
     void_completion_t vdone;
     string_completion_t sdone;
     data_completion_t ddone;
     watcher_fn watcher;
     const void *ctx;
+    zkl__delivery run; /* the call, deferred */
+    /* a data completion's value, if it fits (else run.q, allocated): the
+     * revocation marker always does, so no allocation can lose a revoke */
+    char value[ZKL_TRAMP_VALUE_INLINE];
 } tramp;
 
 static tramp *tramp_new(void_completion_t v, string_completion_t st, data_completion_t d,
@@ -171,23 +176,25 @@ static void tramp_run(zkl__delivery *d)
     else if (t->sdone)
         t->sdone(d->a, NULL, t->ctx);
     else if (t->ddone)
-        t->ddone(d->a, d->q, (int)d->x, NULL, t->ctx);
+        t->ddone(d->a, d->q ? d->q : (d->x > 0 ? t->value : NULL), (int)d->x, NULL, t->ctx);
     else
         t->watcher(NULL, d->a, d->b, NULL, (void *)t->ctx);
     free(d->q);
-    if (!t->watcher || d->a != ZOO_SESSION_EVENT)
-        free(t);
+    free(t);
 }
 
 static void tramp_defer(tramp *t, int a, int b, const char *value, int len)
 {
-    zkl__delivery now = {.p = t, .a = a, .b = b};
-    if (value && len > 0 && (now.q = malloc((size_t)len))) {
-        memcpy(now.q, value, (size_t)len);
-        now.x = len; /* (out of memory: told as no data) */
+    t->run = (zkl__delivery){.fn = tramp_run, .p = t, .a = a, .b = b};
+    if (value && len > 0 && len <= (int)sizeof t->value) {
+        memcpy(t->value, value, (size_t)len);
+        t->run.x = len;
+    } else if (value && len > 0 && (t->run.q = malloc((size_t)len))) {
+        memcpy(t->run.q, value, (size_t)len);
+        t->run.x = len; /* (out of memory: told as no data) */
     }
-    if (!zkl__deferred(tramp_run, t, a, b, now.x, 0, now.q))
-        tramp_run(&now);
+    if (!zkl__defer(&t->run))
+        tramp_run(&t->run);
 }
 
 static void void_tramp(int rc, const void *data)
@@ -212,6 +219,8 @@ static void watch_tramp(zhandle_t *zh, int type, int state, const char *path, vo
 {
     (void)zh;
     (void)path;
+    if (type == ZOO_SESSION_EVENT)
+        return; /* the session's own watcher has it; the node's event comes once */
     tramp_defer(ctx, type, state, NULL, 0);
 }
 #endif

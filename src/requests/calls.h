@@ -36,6 +36,8 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx);
 /* sync of "/": through the leader, so its answer proves the session alive */
 int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx);
+/* get with a watch; watcher is told of the node's event only (on the st
+ * transport session events are not passed on: its one user ignores them) */
 int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
                       data_completion_t done, const void *ctx);
 

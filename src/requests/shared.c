@@ -69,6 +69,9 @@ struct zkl__lgroup {
     size_t ncur;
     call **next;
     size_t n, cap;
+    /* the answer of the listing in flight (one at a time), deferred */
+    zkl__delivery answer;
+    zkl__names kids;
     char path[];
 };
 
@@ -110,9 +113,8 @@ static void listing_answered(lgroup *g, int rc, int reply_rc, zkl__names kids);
 
 static void listing_answered_later(zkl__delivery *d)
 {
-    zkl__names *kids = d->q;
-    listing_answered(d->p, d->a, d->b, *kids);
-    free(kids);
+    lgroup *g = d->p;
+    listing_answered(g, d->a, d->b, g->kids);
 }
 
 /* The shared listing is answered: its names copied, the rest after the
@@ -125,16 +127,10 @@ static void on_listing(int rc, const struct String_vector *sv, const void *data)
     ZKL_RECEIVED(data);
     if (rc == ZOK && zkl__names_copy(sv, &kids) != 0)
         rc = ZSYSTEMERROR;
-    if (zkl__zk_deferring()) {
-        zkl__names *q = malloc(sizeof *q);
-        if (q) {
-            *q = kids;
-            if (zkl__deferred(listing_answered_later, g, rc, reply_rc, 0, 0, q))
-                return;
-            free(q);
-        }
-    }
-    listing_answered(g, rc, reply_rc, kids);
+    g->answer = (zkl__delivery){.fn = listing_answered_later, .p = g, .a = rc, .b = reply_rc};
+    g->kids = kids;
+    if (!zkl__defer(&g->answer))
+        listing_answered(g, rc, reply_rc, kids);
 }
 
 /* Its followers are told, and the next one is sent. */

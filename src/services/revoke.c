@@ -14,12 +14,17 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tsan.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "requests/calls.h"
 #include "requests/rc.h"
 #include "requests/retry.h"
 #include "services/revoke.h"
 #include "zklock/revoke.h"
+
+/* the marker reaches rev_data with no allocation on the st transport */
+_Static_assert(sizeof ZKL_REVOKE_MARKER - 1 <= ZKL_TRAMP_VALUE_INLINE,
+               "the revocation marker must fit a trampoline's value");
 
 struct zkl__revwatch {
     zkl_client *c;

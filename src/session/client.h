@@ -23,6 +23,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "base/tuning.h"
+#include "session/transport.h"
 #include "zklock/client.h"
 
 typedef struct zkl__watch zkl__watch;
@@ -64,6 +65,10 @@ typedef struct zkl__session {
     struct zkl__session *lnext, *lprev;
     bool listed;
     int polled_fd, polled_interest;
+    /* its watcher's events, deferred (session.c): a slot is taken while
+     * its flag is set, from the watcher to the delivery's first line */
+    zkl__delivery events[ZKL_SESSION_EVENTS_HELD];
+    atomic_bool event_held[ZKL_SESSION_EVENTS_HELD];
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
@@ -76,6 +81,7 @@ struct zkl__watch {
     /* told when it fires (c->mu held): the engine readies the op it wakes */
     void (*notify_locked)(void *arg);
     void *notify_arg;
+    zkl__delivery fire; /* its firing, deferred (session/transport.h) */
     zkl__watch *prev, *next;
 };
 

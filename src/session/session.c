@@ -49,7 +49,32 @@ static void session_event(zkl__session *s, int state, int64_t id, int timeout);
 
 static void session_event_later(zkl__delivery *d)
 {
-    session_event(d->p, d->a, d->x, (int)d->y);
+    zkl__session *s = d->p;
+    int state = d->a;
+    int64_t id = d->x;
+    int timeout = (int)d->y;
+    if (!d->heap)
+        atomic_store(&s->event_held[d->b], false); /* the slot is free again */
+    session_event(s, state, id, timeout);
+}
+
+/* Inside the ZooKeeper client: the event queued, in a slot of s's if one is
+ * free. (One watcher runs at a time: the handle's mutex is held.) */
+static bool session_event_defer(zkl__session *s, int state, int64_t id, int timeout)
+{
+    if (!zkl__zk_deferring())
+        return false;
+    for (int i = 0; i < ZKL_SESSION_EVENTS_HELD; i++)
+        if (!atomic_load(&s->event_held[i])) {
+            s->events[i] = (zkl__delivery){
+                .fn = session_event_later, .p = s, .a = state, .b = i, .x = id, .y = timeout};
+            atomic_store(&s->event_held[i], true);
+            if (zkl__defer(&s->events[i]))
+                return true;
+            atomic_store(&s->event_held[i], false);
+            return false;
+        }
+    return zkl__deferred(session_event_later, s, state, 0, id, timeout, NULL);
 }
 
 /* Runs where the ZooKeeper client runs callbacks: record and signal only
@@ -69,7 +94,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         id = cid ? cid->client_id : 0;
         timeout = zoo_recv_timeout(zh);
     }
-    if (!zkl__deferred(session_event_later, s, state, 0, id, timeout, NULL))
+    if (!session_event_defer(s, state, id, timeout))
         session_event(s, state, id, timeout);
 }
 

@@ -140,14 +140,17 @@ bool zkl__zk_deferring(void)
     return zk_depth > 0;
 }
 
-static void defer(zkl__delivery *d)
+bool zkl__defer(zkl__delivery *d)
 {
+    if (zk_depth == 0)
+        return false;
     d->next = NULL;
     if (mine_tail)
         mine_tail->next = d;
     else
         mine_head = d;
     mine_tail = d;
+    return true;
 }
 
 bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
@@ -156,17 +159,18 @@ bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t 
     zkl__delivery *d;
     if (zk_depth == 0 || !(d = calloc(1, sizeof *d)))
         return false;
-    *d = (zkl__delivery){.fn = fn, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q};
-    defer(d);
-    return true;
+    *d = (zkl__delivery){.fn = fn, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q, .heap = true};
+    return zkl__defer(d);
 }
 
 static void run_list(zkl__delivery *d)
 {
     while (d) {
         zkl__delivery *next = d->next;
+        bool heap = d->heap; /* (else its owner's, which may be gone once fn returns) */
         d->fn(d);
-        free(d);
+        if (heap)
+            free(d);
         d = next;
     }
 }

@@ -20,13 +20,20 @@
 struct zkl_client;
 struct zkl__session;
 
-/* A delivery: the part of a callback that takes our locks, run later. */
+/*
+ * A delivery: the part of a callback that takes our locks, run later. Each
+ * object whose callback defers keeps its own (a call, a watch, a listing's
+ * group, a trampoline: each is answered once), so that deferring allocates
+ * nothing and an allocation failure cannot make a callback deliver under
+ * the handle's mutex; a session keeps a few for its events.
+ */
 typedef struct zkl__delivery {
-    void (*fn)(struct zkl__delivery *d); /* runs it; frees nothing but what it owns */
+    void (*fn)(struct zkl__delivery *d); /* runs it: d is its owner's again from its first line */
     void *p;
     int a, b;
     int64_t x, y;
     void *q;
+    bool heap; /* made by zkl__deferred: freed once fn returns */
     struct zkl__delivery *next;
 } zkl__delivery;
 
@@ -62,6 +69,9 @@ void zkl__zk_enter(struct zkl__session *s);
 void zkl__zk_leave(struct zkl__session *s);
 /* The calling thread runs inside the ZooKeeper client (a callback): defer. */
 bool zkl__zk_deferring(void);
+/* Inside the ZooKeeper client: queue d (its owner's, fn and fields filled
+ * in) and say true. Otherwise false: the caller delivers at once. */
+bool zkl__defer(zkl__delivery *d);
 /* Inside the ZooKeeper client: queue fn with these fields and say true.
  * Otherwise (or out of memory) false: the caller delivers at once. */
 bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
@@ -85,6 +95,11 @@ static inline void zkl__zk_leave(struct zkl__session *s)
 }
 static inline bool zkl__zk_deferring(void)
 {
+    return false;
+}
+static inline bool zkl__defer(zkl__delivery *d)
+{
+    (void)d;
     return false;
 }
 static inline bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x,

@@ -91,7 +91,8 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
      * session watcher already bumped state_gen for those. */
     if (type == ZOO_SESSION_EVENT)
         return;
-    if (!zkl__deferred(watch_fire_later, w, type, 0, 0, 0, NULL))
+    w->fire = (zkl__delivery){.fn = watch_fire_later, .p = w, .a = type};
+    if (!zkl__defer(&w->fire))
         watch_fire(w, type);
 }
 

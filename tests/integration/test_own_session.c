@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "requests/calls.h"
 #include "session/client.h"
 #include "faultproxy.h"
 #include "zkt.h"
@@ -155,12 +156,28 @@ static void poke_watcher(zhandle_t *zh, int type, int state, const char *path, v
     (void)ctx;
 }
 
+/* A poke's watch is set (or refused): counted. */
+static void poke_armed(int rc, const char *value, int len, const struct Stat *stat,
+                       const void *data)
+{
+    (void)value;
+    (void)len;
+    (void)stat;
+    atomic_fetch_add((atomic_int *)data, rc == ZOK ? 1 : 1000);
+}
+
+static int pokes_armed(void *arg)
+{
+    return atomic_load((atomic_int *)arg) != 0;
+}
+
 /*
  * Pokes keep a client whose requests are dropped hearing from the server,
  * so that it stays connected (it gives up on a link after 2/3 of the session
  * timeout of silence) until the server itself expires the session: n data
  * watches of c's own session on nodes under base, each fired once by a
- * write from zh.
+ * write from zh. They are set through the library's own call, which on
+ * every transport may use the session's handle from the test's thread.
  */
 struct pokes {
     zhandle_t *zh;
@@ -171,21 +188,23 @@ struct pokes {
 static void pokes_arm(struct pokes *p, zkl_client *c, zhandle_t *zh, const char *path, int n)
 {
     int i;
-    zhandle_t *own;
     p->zh = zh;
     p->n = n;
     p->next = 0;
     snprintf(p->base, sizeof p->base, "%s-pokes", path);
     cr_assert_eq(zkt_make_path(zh, p->base, 0), ZOK);
-    pthread_mutex_lock(&c->mu);
-    own = c->sess->zh;
-    pthread_mutex_unlock(&c->mu);
     for (i = 0; i < n; i++) {
         char node[300];
-        struct Stat st;
+        atomic_int armed = 0;
+        int rc;
         snprintf(node, sizeof node, "%s/p%d", p->base, i);
         cr_assert_eq(zoo_create(zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-        cr_assert_eq(zoo_wexists(own, node, poke_watcher, NULL, &st), ZOK);
+        pthread_mutex_lock(&c->mu); /* (keeps the session) */
+        rc = zkl__zk_send_wget(c->sess, node, poke_watcher, NULL, poke_armed, &armed);
+        pthread_mutex_unlock(&c->mu);
+        cr_assert_eq(rc, ZOK);
+        cr_assert(zkt_wait_for(pokes_armed, &armed, 10000) && atomic_load(&armed) == 1,
+                  "poke %d was not armed", i);
     }
 }
 
