@@ -20,6 +20,7 @@
  * Lock order: c->mu, then zmu, then xid_mu; dq_mu alone. A pumped handle's
  * mu, then xid_mu.
  */
+#define _GNU_SOURCE /* dladdr, RTLD_DEFAULT */
 #include "session/client.h"
 #include "session/transport.h"
 
@@ -31,6 +32,11 @@
 void zkl__zk_close(zkl__session *s)
 {
     zookeeper_close(s->zh);
+}
+
+zkl_status zkl__transport_check(void)
+{
+    return ZKL_OK;
 }
 
 zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
@@ -60,6 +66,7 @@ void zkl__pumped_close(zkl__pumped *p)
     free(p);
 }
 #else
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -68,6 +75,7 @@ void zkl__pumped_close(zkl__pumped *p)
 #include <utlist.h>
 
 #include "base/log.h"
+#include "base/status.h"
 #include "base/tuning.h"
 #include "base/wakefd.h"
 
@@ -208,6 +216,28 @@ void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
         return;
     DL_DELETE2(c->live, s, lprev, lnext);
     s->listed = false;
+}
+
+/* The object that defines name, as this process resolves it ("" if none). */
+static const char *definer(const char *name)
+{
+    Dl_info i;
+    void *f = dlsym(RTLD_DEFAULT, name);
+    return f && dladdr(f, &i) && i.dli_fname ? i.dli_fname : "";
+}
+
+zkl_status zkl__transport_check(void)
+{
+    /* libzookeeper_st has no synchronous calls: zoo_create is _mt's */
+    const char *ours = definer("zookeeper_process"), *mt = definer("zoo_create");
+    if (strstr(mt, "libzookeeper_mt") || strstr(ours, "libzookeeper_mt"))
+        return zkl__fail(ZKL_ESYS,
+                         "libzookeeper_mt (%s) is loaded in this process, and this zklock drives "
+                         "libzookeeper_st: the two export the same names and cannot share a "
+                         "process (build zklock with -DZKL_TRANSPORT=mt for a program that uses "
+                         "libzookeeper_mt itself)",
+                         *mt ? mt : ours);
+    return ZKL_OK;
 }
 
 /* ---- a handle with a thread of its own (zkl__pumped) ---- */

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "zklock/status.h"
+
 struct zkl_client;
 struct zkl__session;
 
@@ -55,6 +57,13 @@ typedef struct zkl__pumped {
     volatile int stop;
 #endif
 } zkl__pumped;
+
+/*
+ * ZKL_OK if this process can drive ZooKeeper as this build does. On st,
+ * ZKL_ESYS (with a message) when libzookeeper_mt is loaded too: the two
+ * export the same names, so one would run the other's calls.
+ */
+zkl_status zkl__transport_check(void);
 
 /* zookeeper_init2's, made and driven; NULL (errno set): no handle. */
 zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx);
