@@ -143,6 +143,8 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
  * (session/transport.h): what it is given is copied first. Each is run
  * once: a watcher's session events are not passed on (zkl__zk_send_wget). */
 typedef struct tramp {
+    zkl__zk_owned owned; /* a watcher's, until it fires (first: freed as one) */
+    zkl__session *s;     /* a watcher's */
     void_completion_t vdone;
     string_completion_t sdone;
     data_completion_t ddone;
@@ -219,9 +221,11 @@ static void watch_tramp(zhandle_t *zh, int type, int state, const char *path, vo
 {
     (void)zh;
     (void)path;
+    tramp *t = ctx;
     if (type == ZOO_SESSION_EVENT)
         return; /* the session's own watcher has it; the node's event comes once */
-    tramp_defer(ctx, type, state, NULL, 0);
+    zkl__zk_disown(t->s, &t->owned); /* (under the handle's mutex) */
+    tramp_defer(t, type, state, NULL, 0);
 }
 #endif
 
@@ -269,7 +273,12 @@ int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, voi
         free(tw);
         return ZSYSTEMERROR;
     }
-    int rc = ZKL_ZK(s, zoo_awget(s->zh, path, watch_tramp, tw, data_tramp, t));
+    tw->s = s;
+    zkl__zk_enter(s);
+    int rc = zoo_awget(s->zh, path, watch_tramp, tw, data_tramp, t);
+    if (rc == ZOK)
+        zkl__zk_own(s, &tw->owned); /* (before the watch can fire: the mutex is held) */
+    zkl__zk_leave(s);
     if (rc != ZOK) {
         free(t);
         free(tw);

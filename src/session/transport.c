@@ -190,6 +190,16 @@ static void deliveries_run_mine(void)
     run_list(d);
 }
 
+void zkl__zk_own(zkl__session *s, zkl__zk_owned *o)
+{
+    DL_APPEND2(s->owned, o, prev, next);
+}
+
+void zkl__zk_disown(zkl__session *s, zkl__zk_owned *o)
+{
+    DL_DELETE2(s->owned, o, prev, next);
+}
+
 void zkl__zk_close(zkl__session *s)
 {
     zkl__zk_enter(s);
@@ -200,6 +210,11 @@ void zkl__zk_close(zkl__session *s)
     pthread_mutex_unlock(&s->zmu);
     if (zk_depth == 0)
         deliveries_run_mine();
+    while (s->owned) { /* watches that never fired: the handle dropped them */
+        zkl__zk_owned *o = s->owned;
+        DL_DELETE2(s->owned, o, prev, next);
+        free(o);
+    }
 }
 
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)

@@ -72,7 +72,20 @@ void zkl__pumped_leave(zkl__pumped *p);
 /* Its thread ended, the handle closed (answering what was in flight), p freed. */
 void zkl__pumped_close(zkl__pumped *p);
 
+/*
+ * A block that a watch registered on a session's handle owns (a watcher's
+ * trampoline, requests/calls.c), which the handle drops unfired when it
+ * closes: o is its first member, linked to the session (zkl__zk_own, right
+ * after the request is made, inside the same zkl__zk_enter) until the watch
+ * fires (zkl__zk_disown, in the watcher); zkl__zk_close frees what is left.
+ */
+typedef struct zkl__zk_owned {
+    struct zkl__zk_owned *prev, *next;
+} zkl__zk_owned;
+
 #ifdef ZKL_TRANSPORT_ST
+void zkl__zk_own(struct zkl__session *s, zkl__zk_owned *o);
+void zkl__zk_disown(struct zkl__session *s, zkl__zk_owned *o);
 /* Around every call on s's handle (s->zh). */
 void zkl__zk_enter(struct zkl__session *s);
 void zkl__zk_leave(struct zkl__session *s);
