@@ -39,14 +39,21 @@ zkl_status zkl__transport_check(void)
     return ZKL_OK;
 }
 
-zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+zkl__pumped *zkl__pumped_drive(zhandle_t *zh)
 {
     zkl__pumped *p = calloc(1, sizeof *p);
-    if (p && !(p->zh = zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0,
-                                       zkl__zk_log_trampoline))) {
-        free(p);
-        p = NULL;
-    }
+    if (p)
+        p->zh = zh;
+    return p;
+}
+
+zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+{
+    zhandle_t *zh =
+        zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0, zkl__zk_log_trampoline);
+    zkl__pumped *p = zh ? zkl__pumped_drive(zh) : NULL;
+    if (zh && !p)
+        zookeeper_close(zh);
     return p;
 }
 
@@ -290,26 +297,37 @@ static void *pump_main(void *arg)
     return NULL;
 }
 
-zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+zkl__pumped *zkl__pumped_drive(zhandle_t *zh)
 {
     zkl__pumped *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
+    p->zh = zh;
     p->wake = zkl__wakefd_new();
-    if (p->wake < 0 || !(p->zh = zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0,
-                                                 zkl__zk_log_trampoline))) {
-        zkl__wakefd_close(p->wake);
+    if (p->wake < 0) {
         free(p);
         return NULL;
     }
     pthread_mutex_init(&p->mu, NULL);
     if (pthread_create(&p->thread, NULL, pump_main, p) != 0) {
-        zookeeper_close(p->zh);
         pthread_mutex_destroy(&p->mu);
         zkl__wakefd_close(p->wake);
         free(p);
         errno = EAGAIN;
         return NULL;
+    }
+    return p;
+}
+
+zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
+{
+    zhandle_t *zh =
+        zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0, zkl__zk_log_trampoline);
+    zkl__pumped *p = zh ? zkl__pumped_drive(zh) : NULL;
+    if (zh && !p) {
+        pthread_mutex_lock(&xid_mu); /* (closing sends a request) */
+        zookeeper_close(zh);
+        pthread_mutex_unlock(&xid_mu);
     }
     return p;
 }

@@ -67,6 +67,9 @@ zkl_status zkl__transport_check(void);
 
 /* zookeeper_init2's, made and driven; NULL (errno set): no handle. */
 zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx);
+/* zh, already made, driven from now on (the tests' shim's handles); NULL:
+ * no memory or thread, and zh is left as it was. */
+zkl__pumped *zkl__pumped_drive(zhandle_t *zh);
 void zkl__pumped_enter(zkl__pumped *p);
 void zkl__pumped_leave(zkl__pumped *p);
 /* Its thread ended, the handle closed (answering what was in flight), p freed. */

@@ -4,46 +4,33 @@
  *
  * The tests open raw handles (zookeeper_init) to set up and check the
  * server's state, and call libzookeeper_mt's synchronous calls on them,
- * which libzookeeper_st does not have. Here each raw handle gets a pump
- * thread (zookeeper_interest, poll, zookeeper_process under the handle's
- * mutex), and each synchronous call is its async call plus a wait for its
- * completion, which the pump runs. zookeeper_init and zookeeper_close are
- * wrapped (ld --wrap); the library's own handles (zookeeper_init2) are the
- * poller's and are not touched.
+ * which libzookeeper_st does not have. Here each raw handle is driven as
+ * the library drives its chroot maker's (a pumped handle, with a thread of
+ * its own: session/transport.h), and each synchronous call is its async
+ * call, made under the handle's mutex, plus a wait for its completion,
+ * which the handle's thread runs. zookeeper_init and zookeeper_close are
+ * wrapped (ld --wrap); the library's own handles (zookeeper_init2) are not
+ * touched.
  */
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/time.h>
-#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
-/* (this file is built with THREADED, for the synchronous calls' declarations,
- * which hides the two calls a single-threaded program drives the handle with) */
-int zookeeper_interest(zhandle_t *zh, int *fd, int *interest, struct timeval *tv);
-int zookeeper_process(zhandle_t *zh, int events);
+#include "session/transport.h"
+
 zhandle_t *__real_zookeeper_init(const char *host, watcher_fn fn, int recv_timeout,
                                  const clientid_t *clientid, void *context, int flags);
 int __real_zookeeper_close(zhandle_t *zh);
 
-typedef struct pump {
-    zhandle_t *zh;
-    pthread_t thread;
-    pthread_mutex_t mu; /* the handle's */
-    int efd;
-    volatile int stop;
-} pump;
-
+/* The pumped handles (session/transport.h) the tests opened, by handle. */
 #define PUMPS 256
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
-static pump *table[PUMPS];
+static zkl__pumped *table[PUMPS];
 
-static pump *pump_of(zhandle_t *zh)
+static zkl__pumped *pump_of(zhandle_t *zh)
 {
-    pump *p = NULL;
+    zkl__pumped *p = NULL;
     pthread_mutex_lock(&table_mu);
     for (int i = 0; i < PUMPS && !p; i++)
         if (table[i] && table[i]->zh == zh)
@@ -52,83 +39,43 @@ static pump *pump_of(zhandle_t *zh)
     return p;
 }
 
-static void *pump_main(void *arg)
-{
-    pump *p = arg;
-    while (!p->stop) {
-        struct pollfd f[2] = {{.fd = p->efd, .events = POLLIN}};
-        struct timeval tv = {0, 0};
-        int fd = -1, interest = 0, events = 0, ms;
-        pthread_mutex_lock(&p->mu);
-        if (zookeeper_interest(p->zh, &fd, &interest, &tv) != ZOK)
-            fd = -1;
-        pthread_mutex_unlock(&p->mu);
-        ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
-        if (fd < 0 || ms > 50)
-            ms = fd < 0 ? 20 : 50;
-        f[1].fd = fd;
-        f[1].events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
-                              ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0));
-        (void)poll(f, fd >= 0 ? 2 : 1, ms);
-        if (f[0].revents) {
-            uint64_t v;
-            (void)!read(p->efd, &v, sizeof v);
-        }
-        if (fd >= 0 && (f[1].revents & (POLLIN | POLLHUP | POLLERR)))
-            events |= ZOOKEEPER_READ;
-        if (fd >= 0 && (f[1].revents & POLLOUT))
-            events |= ZOOKEEPER_WRITE;
-        pthread_mutex_lock(&p->mu);
-        zookeeper_process(p->zh, events);
-        pthread_mutex_unlock(&p->mu);
-    }
-    return NULL;
-}
-
 zhandle_t *__wrap_zookeeper_init(const char *host, watcher_fn fn, int recv_timeout,
                                  const clientid_t *clientid, void *context, int flags)
 {
     zhandle_t *zh = __real_zookeeper_init(host, fn, recv_timeout, clientid, context, flags);
-    pump *p;
+    zkl__pumped *p;
+    int i;
     if (!zh)
         return NULL;
-    p = calloc(1, sizeof *p);
-    p->zh = zh;
-    pthread_mutex_init(&p->mu, NULL);
-    p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!(p = zkl__pumped_drive(zh))) {
+        __real_zookeeper_close(zh);
+        return NULL;
+    }
     pthread_mutex_lock(&table_mu);
-    for (int i = 0; i < PUMPS; i++)
-        if (!table[i]) {
-            table[i] = p;
-            break;
-        }
+    for (i = 0; i < PUMPS && table[i]; i++)
+        ;
+    if (i < PUMPS)
+        table[i] = p;
     pthread_mutex_unlock(&table_mu);
-    pthread_create(&p->thread, NULL, pump_main, p);
+    if (i == PUMPS) {
+        zkl__pumped_close(p);
+        return NULL;
+    }
     return zh;
 }
 
 int __wrap_zookeeper_close(zhandle_t *zh)
 {
-    pump *p = pump_of(zh);
-    int rc;
-    if (!p)
+    zkl__pumped *p = pump_of(zh);
+    if (!p) /* the library's own (its close is wrapped too) */
         return __real_zookeeper_close(zh);
-    p->stop = 1;
-    {
-        uint64_t one = 1;
-        (void)!write(p->efd, &one, sizeof one);
-    }
-    pthread_join(p->thread, NULL);
     pthread_mutex_lock(&table_mu);
     for (int i = 0; i < PUMPS; i++)
         if (table[i] == p)
             table[i] = NULL;
     pthread_mutex_unlock(&table_mu);
-    rc = __real_zookeeper_close(zh);
-    close(p->efd);
-    pthread_mutex_destroy(&p->mu);
-    free(p);
-    return rc;
+    zkl__pumped_close(p); /* (its zookeeper_close finds no pump: the real one) */
+    return ZOK;
 }
 
 /* ---- a synchronous call: the async call, then a wait for its completion ---- */
@@ -164,17 +111,15 @@ static void sync_done(sync_call *s, int rc)
 /* Send (under the handle's mutex), wake the pump, wait. */
 #define SYNC_RUN(zh, s, send)                                                                      \
     do {                                                                                           \
-        pump *p_ = pump_of(zh);                                                                    \
-        uint64_t one_ = 1;                                                                         \
+        zkl__pumped *p_ = pump_of(zh);                                                             \
         int rc_;                                                                                   \
         if (!p_)                                                                                   \
             return ZBADARGUMENTS;                                                                  \
-        pthread_mutex_lock(&p_->mu);                                                               \
+        zkl__pumped_enter(p_);                                                                     \
         rc_ = (send);                                                                              \
-        pthread_mutex_unlock(&p_->mu);                                                             \
+        zkl__pumped_leave(p_); /* (wakes its thread) */                                            \
         if (rc_ != ZOK)                                                                            \
             return rc_;                                                                            \
-        (void)!write(p_->efd, &one_, sizeof one_);                                                 \
         pthread_mutex_lock(&(s)->mu);                                                              \
         while (!(s)->done)                                                                         \
             pthread_cond_wait(&(s)->cv, &(s)->mu);                                                 \
