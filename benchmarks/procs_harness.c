@@ -2,7 +2,7 @@
  * procs_harness.c - zklock's mutex as one process of an across-process run
  * (one session; lockbench's --zk --path --seconds --start-at), built against
  * either transport by scripts/bench-procs (zklock-h-mt, zklock-h-st;
- * docs/design/transport.md) and by tests/transport/test_st.sh.
+ * docs/design/transport.md) and by tests/transport/test_other.sh.
  *
  * Prints one JSON line: the holds within the window, the holds that found
  * another process inside (HARNESS_SHM=FILE: a holder word in a file every

@@ -19,6 +19,11 @@
  * node, as the server does when it ends a stalled holder's session. Exits 0
  * if the counter equals the increments reported done and the stalled
  * holder's write was refused.
+ *
+ * Its own reads use libzookeeper_mt's synchronous API. Link libzookeeper_mt
+ * ahead of zklock (cc guarded_counter.c -lzookeeper_mt $(pkg-config --libs
+ * zklock)): zklock then runs on libzookeeper_mt's threads too, as the two
+ * libraries cannot both run in one process (docs/design/transport.md).
  */
 #include <pthread.h>
 #include <stdatomic.h>

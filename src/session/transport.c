@@ -86,6 +86,71 @@ void zkl__pumped_close(zkl__pumped *p)
 #include "base/tuning.h"
 #include "base/wakefd.h"
 
+/* ---- which library runs our calls ---- */
+
+/*
+ * The names zklock calls (zookeeper_init2, zoo_a*, ...) are exported by
+ * libzookeeper_st and libzookeeper_mt alike, and the process resolves each
+ * to the first library that has it. A program that links libzookeeper_mt
+ * itself (ahead of zklock's libzookeeper_st, as its own link line puts it)
+ * makes all of them libzookeeper_mt's: its threads then drive every handle,
+ * and zklock must not (OURS false): no poller, no handle mutex, deliveries
+ * where the callbacks run, as the mt build does. If zookeeper_process is
+ * libzookeeper_st's but the synchronous calls (only libzookeeper_mt has
+ * them) are libzookeeper_mt's, the program's own handles are broken:
+ * MIXED, and zkl_client_open refuses.
+ */
+enum { MODE_OURS, MODE_THEIRS, MODE_MIXED };
+static int zk_mode;
+static pthread_once_t zk_mode_once = PTHREAD_ONCE_INIT;
+static const char *zk_mode_lib = "";
+
+/* The object that defines name, as this process resolves it ("" if none). */
+static const char *definer(const char *name)
+{
+    Dl_info i;
+    void *f = dlsym(RTLD_DEFAULT, name);
+    return f && dladdr(f, &i) && i.dli_fname ? i.dli_fname : "";
+}
+
+static void mode_find(void)
+{
+    const char *process = definer("zookeeper_process"), *sync = definer("zoo_create");
+    if (strstr(process, "libzookeeper_mt")) {
+        zk_mode = MODE_THEIRS;
+        zk_mode_lib = process;
+    } else if (strstr(sync, "libzookeeper_mt")) {
+        zk_mode = MODE_MIXED;
+        zk_mode_lib = sync;
+    }
+}
+
+/* True: the poller drives the handles (libzookeeper_st's names won). */
+static bool ours(void)
+{
+    pthread_once(&zk_mode_once, mode_find);
+    return zk_mode != MODE_THEIRS;
+}
+
+zkl_status zkl__transport_check(void)
+{
+    pthread_once(&zk_mode_once, mode_find);
+    if (zk_mode == MODE_MIXED)
+        return zkl__fail(ZKL_ESYS,
+                         "libzookeeper_mt (%s) is loaded after libzookeeper_st, which zklock "
+                         "drives: the program's own ZooKeeper calls would run on both; link "
+                         "libzookeeper_mt ahead of zklock (zklock then runs on it)",
+                         zk_mode_lib);
+    if (zk_mode == MODE_THEIRS)
+        zkl__log(ZKL_LOG_DEBUG,
+                 "libzookeeper_mt (%s) runs this process's ZooKeeper calls: "
+                 "zklock runs on its threads",
+                 zk_mode_lib);
+    return ZKL_OK;
+}
+
+/* ---- the handle mutex and deliveries ---- */
+
 static __thread int zk_depth;
 static __thread zkl__delivery *mine_head, *mine_tail;
 static __thread zkl_client *mine_client; /* whose poller gets what is left over */
@@ -113,6 +178,8 @@ static void handle_unlock(zkl__session *s)
 
 void zkl__zk_enter(zkl__session *s)
 {
+    if (!ours())
+        return;
     handle_lock(s);
     pthread_mutex_lock(&xid_mu);
 }
@@ -139,6 +206,8 @@ void zkl__zk_leave(zkl__session *s)
     int fd = -1, interest = 0;
     struct timeval tv;
     bool kick = false;
+    if (!ours())
+        return;
     if (s->zh && zookeeper_interest(s->zh, &fd, &interest, &tv) == ZOK)
         kick = fd != s->polled_fd || interest != s->polled_interest;
     --zk_depth;
@@ -197,18 +266,45 @@ static void deliveries_run_mine(void)
     run_list(d);
 }
 
+/* (on libzookeeper_mt's threads the handle mutex is not held around
+ * calls and callbacks: the list takes it itself) */
 void zkl__zk_own(zkl__session *s, zkl__zk_owned *o)
 {
+    bool theirs = !ours();
+    if (theirs)
+        pthread_mutex_lock(&s->zmu);
     DL_APPEND2(s->owned, o, prev, next);
+    if (theirs)
+        pthread_mutex_unlock(&s->zmu);
 }
 
 void zkl__zk_disown(zkl__session *s, zkl__zk_owned *o)
 {
+    bool theirs = !ours();
+    if (theirs)
+        pthread_mutex_lock(&s->zmu);
     DL_DELETE2(s->owned, o, prev, next);
+    if (theirs)
+        pthread_mutex_unlock(&s->zmu);
+}
+
+static void owned_free(zkl__session *s)
+{
+    while (s->owned) { /* watches that never fired: the handle dropped them */
+        zkl__zk_owned *o = s->owned;
+        DL_DELETE2(s->owned, o, prev, next);
+        free(o);
+    }
 }
 
 void zkl__zk_close(zkl__session *s)
 {
+    if (!ours()) { /* (it joins libzookeeper_mt's threads: no callback runs after) */
+        zookeeper_close(s->zh);
+        s->zh = NULL;
+        owned_free(s);
+        return;
+    }
     zkl__zk_enter(s);
     zookeeper_close(s->zh);
     s->zh = NULL;
@@ -217,15 +313,13 @@ void zkl__zk_close(zkl__session *s)
     pthread_mutex_unlock(&s->zmu);
     if (zk_depth == 0)
         deliveries_run_mine();
-    while (s->owned) { /* watches that never fired: the handle dropped them */
-        zkl__zk_owned *o = s->owned;
-        DL_DELETE2(s->owned, o, prev, next);
-        free(o);
-    }
+    owned_free(s);
 }
 
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
 {
+    if (!c->poller_started)
+        return; /* (libzookeeper_mt's threads drive it) */
     DL_PREPEND2(c->live, s, lprev, lnext);
     s->listed = true;
     if (c->pfd >= 0)
@@ -238,28 +332,6 @@ void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
         return;
     DL_DELETE2(c->live, s, lprev, lnext);
     s->listed = false;
-}
-
-/* The object that defines name, as this process resolves it ("" if none). */
-static const char *definer(const char *name)
-{
-    Dl_info i;
-    void *f = dlsym(RTLD_DEFAULT, name);
-    return f && dladdr(f, &i) && i.dli_fname ? i.dli_fname : "";
-}
-
-zkl_status zkl__transport_check(void)
-{
-    /* libzookeeper_st has no synchronous calls: zoo_create is _mt's */
-    const char *ours = definer("zookeeper_process"), *mt = definer("zoo_create");
-    if (strstr(mt, "libzookeeper_mt") || strstr(ours, "libzookeeper_mt"))
-        return zkl__fail(ZKL_ESYS,
-                         "libzookeeper_mt (%s) is loaded in this process, and this zklock drives "
-                         "libzookeeper_st: the two export the same names and cannot share a "
-                         "process (build zklock with -DZKL_TRANSPORT=mt for a program that uses "
-                         "libzookeeper_mt itself)",
-                         *mt ? mt : ours);
-    return ZKL_OK;
 }
 
 /* ---- a handle with a thread of its own (zkl__pumped) ---- */
@@ -303,6 +375,9 @@ zkl__pumped *zkl__pumped_drive(zhandle_t *zh)
     if (!p)
         return NULL;
     p->zh = zh;
+    if (!ours())
+        return p; /* libzookeeper_mt's threads drive it */
+    p->pumping = true;
     p->wake = zkl__wakefd_new();
     if (p->wake < 0) {
         free(p);
@@ -334,12 +409,16 @@ zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout
 
 void zkl__pumped_enter(zkl__pumped *p)
 {
+    if (!p->pumping)
+        return;
     pthread_mutex_lock(&p->mu);
     pthread_mutex_lock(&xid_mu);
 }
 
 void zkl__pumped_leave(zkl__pumped *p)
 {
+    if (!p->pumping)
+        return;
     pthread_mutex_unlock(&xid_mu);
     pthread_mutex_unlock(&p->mu);
     zkl__wakefd_wake(p->wake); /* what the call queued is sent, or polled for */
@@ -347,6 +426,11 @@ void zkl__pumped_leave(zkl__pumped *p)
 
 void zkl__pumped_close(zkl__pumped *p)
 {
+    if (!p->pumping) {
+        zookeeper_close(p->zh);
+        free(p);
+        return;
+    }
     p->stop = 1;
     zkl__wakefd_wake(p->wake);
     pthread_join(p->thread, NULL);
@@ -432,6 +516,9 @@ static void *poller_main(void *arg)
 
 int zkl__poller_start(zkl_client *c)
 {
+    c->pfd = -1;
+    if (!ours())
+        return 0; /* libzookeeper_mt's threads drive its handles */
     pthread_mutex_init(&c->dq_mu, NULL);
     c->pfd = zkl__wakefd_new();
     if (c->pfd < 0)

@@ -51,6 +51,7 @@ typedef struct zkl__delivery {
 typedef struct zkl__pumped {
     zhandle_t *zh;
 #ifdef ZKL_TRANSPORT_ST
+    bool pumping; /* it has a thread of ours (not when libzookeeper_mt's names won) */
     pthread_t thread;
     pthread_mutex_t mu;
     int wake; /* its thread's wake fd */
@@ -59,9 +60,12 @@ typedef struct zkl__pumped {
 } zkl__pumped;
 
 /*
- * ZKL_OK if this process can drive ZooKeeper as this build does. On st,
- * ZKL_ESYS (with a message) when libzookeeper_mt is loaded too: the two
- * export the same names, so one would run the other's calls.
+ * ZKL_OK if this process's ZooKeeper calls can run. On st, when the program
+ * links libzookeeper_mt itself, ahead of libzookeeper_st, its names run
+ * every call (the two export the same names): zklock then runs on its
+ * threads, as the mt build does. ZKL_ESYS (with a message) when
+ * libzookeeper_st's won but the program's synchronous calls are
+ * libzookeeper_mt's: its own handles could not work.
  */
 zkl_status zkl__transport_check(void);
 

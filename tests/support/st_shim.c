@@ -18,6 +18,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "session/transport.h"
+#include "st_shim.h"
 
 zhandle_t *__real_zookeeper_init(const char *host, watcher_fn fn, int recv_timeout,
                                  const clientid_t *clientid, void *context, int flags);
@@ -62,6 +63,16 @@ zhandle_t *__wrap_zookeeper_init(const char *host, watcher_fn fn, int recv_timeo
         return NULL;
     }
     return zh;
+}
+
+void st_shim_enter(zhandle_t *zh)
+{
+    zkl__pumped_enter(pump_of(zh));
+}
+
+void st_shim_leave(zhandle_t *zh)
+{
+    zkl__pumped_leave(pump_of(zh));
 }
 
 int __wrap_zookeeper_close(zhandle_t *zh)
