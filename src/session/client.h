@@ -23,7 +23,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "base/tuning.h"
-#include "session/transport.h"
+#include "session/delivery.h"
 #include "zklock/client.h"
 
 typedef struct zkl__watch zkl__watch;
@@ -209,10 +209,11 @@ struct zkl_client {
     struct zkl_client *reg_prev, *reg_next; /* the open clients (client/fork.c) */
     /* the poller (session/transport.c; ZKL_TRANSPORT_ST builds only) */
     pthread_t poller;
-    bool poller_started, poller_stop; /* poller_stop: under mu */
-    int pfd;                          /* its eventfd */
-    zkl__session *live;               /* the handles it polls, under mu */
-    pthread_mutex_t dq_mu;            /* guards dq_head, dq_tail */
+    bool poller_started, poller_stop;    /* poller_stop: under mu */
+    int pfd;                             /* its eventfd */
+    void (*poller_put)(zkl__session *s); /* lets go of a session it polled */
+    zkl__session *live;                  /* the handles it polls, under mu */
+    pthread_mutex_t dq_mu;               /* guards dq_head, dq_tail */
     struct zkl__delivery *dq_head, *dq_tail;
 };
 

@@ -339,7 +339,7 @@ void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
 static void *pump_main(void *arg)
 {
     zkl__pumped *p = arg;
-    while (!p->stop) {
+    while (!atomic_load(&p->stop)) {
         struct pollfd f[2] = {{.fd = p->wake, .events = POLLIN}};
         struct timeval tv = {0, 0};
         int fd = -1, interest = 0, events = 0, ms;
@@ -431,7 +431,7 @@ void zkl__pumped_close(zkl__pumped *p)
         free(p);
         return;
     }
-    p->stop = 1;
+    atomic_store(&p->stop, true);
     zkl__wakefd_wake(p->wake);
     pthread_join(p->thread, NULL);
     pthread_mutex_lock(&xid_mu); /* (closing sends a request) */
@@ -509,13 +509,14 @@ static void *poller_main(void *arg)
         pthread_mutex_unlock(&c->dq_mu);
         run_list(q);
         for (i = 0; i < n; i++)
-            zkl__session_put(ss[i]); /* may close it, here: its deliveries run at once */
+            c->poller_put(ss[i]); /* may close it, here: its deliveries run at once */
     }
     return NULL;
 }
 
-int zkl__poller_start(zkl_client *c)
+int zkl__poller_start(zkl_client *c, void (*put)(zkl__session *s))
 {
+    c->poller_put = put;
     c->pfd = -1;
     if (!ours())
         return 0; /* libzookeeper_mt's threads drive its handles */

@@ -1,43 +1,30 @@
 /*
  * transport.h - who drives a session's ZooKeeper handle (docs/design/transport.md).
  *
- * With libzookeeper_mt (the default build) its own I/O and completion
- * threads do, and everything here is a no-op. Built with ZKL_TRANSPORT_ST,
- * libzookeeper_st is driven by a thread of the client's own, the poller:
- * every call on a handle runs under the session's handle mutex (a leaf),
- * each caller sends its own request, and the callbacks the library runs
- * inside those calls copy their reply and defer the rest (zkl__deferred) to
- * run after the mutex is let go, on the poller.
+ * On the st transport (ZKL_TRANSPORT_ST, the default build) libzookeeper_st
+ * is driven by a thread of the client's own, the poller: every call on a
+ * handle runs under the session's handle mutex (a leaf), each caller sends
+ * its own request, and the callbacks the library runs inside those calls
+ * copy their reply and defer the rest (zkl__defer) to run after the mutex
+ * is let go, on the poller. When a program's libzookeeper_mt runs every
+ * call instead (transport.c: "which library runs our calls"), and in the
+ * mt build, libzookeeper_mt's own I/O and completion threads drive the
+ * handle and everything here is a no-op.
  */
 #ifndef ZKL_SESSION_TRANSPORT_H
 #define ZKL_SESSION_TRANSPORT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "session/delivery.h"
 #include "zklock/status.h"
 
 struct zkl_client;
 struct zkl__session;
-
-/*
- * A delivery: the part of a callback that takes our locks, run later. Each
- * object whose callback defers keeps its own (a call, a watch, a listing's
- * group, a trampoline: each is answered once), so that deferring allocates
- * nothing and an allocation failure cannot make a callback deliver under
- * the handle's mutex; a session keeps a few for its events.
- */
-typedef struct zkl__delivery {
-    void (*fn)(struct zkl__delivery *d); /* runs it: d is its owner's again from its first line */
-    void *p;
-    int a, b;
-    int64_t x, y;
-    void *q;
-    bool heap; /* made by zkl__deferred: freed once fn returns */
-    struct zkl__delivery *next;
-} zkl__delivery;
 
 /*
  * A handle outside any session, driven by a thread of its own on st (the
@@ -55,7 +42,7 @@ typedef struct zkl__pumped {
     pthread_t thread;
     pthread_mutex_t mu;
     int wake; /* its thread's wake fd */
-    volatile int stop;
+    atomic_bool stop;
 #endif
 } zkl__pumped;
 
@@ -79,17 +66,6 @@ void zkl__pumped_leave(zkl__pumped *p);
 /* Its thread ended, the handle closed (answering what was in flight), p freed. */
 void zkl__pumped_close(zkl__pumped *p);
 
-/*
- * A block that a watch registered on a session's handle owns (a watcher's
- * trampoline, requests/calls.c), which the handle drops unfired when it
- * closes: o is its first member, linked to the session (zkl__zk_own, right
- * after the request is made, inside the same zkl__zk_enter) until the watch
- * fires (zkl__zk_disown, in the watcher); zkl__zk_close frees what is left.
- */
-typedef struct zkl__zk_owned {
-    struct zkl__zk_owned *prev, *next;
-} zkl__zk_owned;
-
 #ifdef ZKL_TRANSPORT_ST
 void zkl__zk_own(struct zkl__session *s, zkl__zk_owned *o);
 void zkl__zk_disown(struct zkl__session *s, zkl__zk_owned *o);
@@ -107,8 +83,10 @@ bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t 
                    void *q);
 /* Close s's handle; what its close answered is delivered before it returns. */
 void zkl__zk_close(struct zkl__session *s);
-/* The poller: started before the first session opens; stopped after the last closes. */
-int zkl__poller_start(struct zkl_client *c);
+/* The poller: started before the first session opens; stopped after the
+ * last closes. put lets go of a session the poller held while it polled
+ * (zkl__session_put: a floor above this file's, so it is handed in). */
+int zkl__poller_start(struct zkl_client *c, void (*put)(struct zkl__session *s));
 void zkl__poller_stop(struct zkl_client *c);
 /* s's handle is made (poll it) / going (stop polling it). Caller holds c->mu. */
 void zkl__poller_add_locked(struct zkl_client *c, struct zkl__session *s);
@@ -138,9 +116,9 @@ static inline bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, i
     return false;
 }
 void zkl__zk_close(struct zkl__session *s);
-static inline int zkl__poller_start(struct zkl_client *c)
+static inline int zkl__poller_start(struct zkl_client *c, void (*put)(struct zkl__session *s))
 {
-    (void)c;
+    (void)c, (void)put;
     return 0;
 }
 static inline void zkl__poller_stop(struct zkl_client *c)

@@ -272,9 +272,16 @@ static int holder_start(holder *h, const char *kind, const char *path, const cha
             int k = 0;
             snprintf(st, sizeof st, "%d", session_ms);
             snprintf(lag, sizeof lag, "%d", lag_ms);
+            /* The SIGTERM's time is written by bash's builtins alone, at
+             * once: `wait` ends when a trapped signal comes (a foreground
+             * `sleep` would hold the trap back), and EPOCHREALTIME needs
+             * no `date` process. Under load a forked `date` could still be
+             * starting when zklock's SIGKILL came, and the stop went
+             * unrecorded (seen in CI, counted as an overlap). */
             snprintf(script, sizeof script,
-                     "trap 'date +%%s%%3N >%s; exit 0' TERM; echo HELD $ZKLOCK_FENCING_TOKEN; "
-                     "while :; do sleep 0.01; done",
+                     "trap 'echo $(( ${EPOCHREALTIME/./} / 1000 )) >%s; kill $! 2>/dev/null; "
+                     "exit 0' TERM; echo HELD $ZKLOCK_FENCING_TOKEN; while :; do sleep 1 & wait "
+                     "$!; done",
                      h->stopfile);
             argv[k++] = "zklock";
             argv[k++] = "--zk";
@@ -289,7 +296,7 @@ static int holder_start(holder *h, const char *kind, const char *path, const cha
                 argv[k++] = "--elect";
             argv[k++] = path;
             argv[k++] = "--";
-            argv[k++] = "sh";
+            argv[k++] = "bash";
             argv[k++] = "-c";
             argv[k++] = script;
             argv[k] = NULL;
