@@ -27,10 +27,11 @@
  * this many clients in the process, without a private futex hash... */
 #define ZKL_MANY_CLIENTS 128
 /* ... or from this many a chain of the process's private hash (Linux 6.16+):
- * three threads sleep per blocked waiter (it, its worker, the completion
- * thread). Measured level at 64 sessions; about 8% more CPU at 16; at 1024
- * sessions on 4 lines, condition variables instead ran 0.76 of the rate
- * (docs/design/scale-log.md, 2026-11-27). */
+ * three threads sleep per blocked waiter (it, its worker, and its poller;
+ * on libzookeeper_mt, its completion thread). Measured level at 64
+ * sessions; about 8% more CPU at 16; at 1024 sessions on 4 lines, condition
+ * variables instead ran 0.76 of the rate (docs/design/scale-log.md,
+ * 2026-11-27). */
 #define ZKL_MANY_CLIENTS_PER_SLOT 3
 /* The longest `conf` reply read (bytes): 3.8's is under 1 KiB with a
  * membership list of a few servers. */
