@@ -157,9 +157,10 @@ static __thread zkl_client *mine_client; /* whose poller gets what is left over 
 
 /* libzookeeper_st's xid counter (get_xid) is a plain static of the
  * process, read and bumped by every request made (zoo_a*, zookeeper_close).
- * Callers take this inside the handle mutex; the poller's
+ * Callers of zoo_a* take this inside the handle mutex; the poller's
  * zookeeper_interest and zookeeper_process make no request (pings, auth and
- * watch resets have fixed xids) and do not. */
+ * watch resets have fixed xids) and do not, nor does a close (zkl__zk_close
+ * says why). */
 static pthread_mutex_t xid_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The handle alone: the poller's. */
@@ -305,12 +306,16 @@ void zkl__zk_close(zkl__session *s)
         owned_free(s);
         return;
     }
-    zkl__zk_enter(s);
+    /* Not under the xid mutex: libzookeeper_st's close flushes its socket
+     * with a timeout of 3 s, and the mutex held that long stalled every
+     * request of the process, another client's open included (test_lifecycle
+     * saw a 1 s open take 3 s). Its one get_xid may then race another
+     * handle's: xids only pair a connection's replies with its requests, in
+     * order, and a handle being closed makes no request after this one. */
+    handle_lock(s);
     zookeeper_close(s->zh);
     s->zh = NULL;
-    --zk_depth;
-    pthread_mutex_unlock(&xid_mu);
-    pthread_mutex_unlock(&s->zmu);
+    handle_unlock(s);
     if (zk_depth == 0)
         deliveries_run_mine();
     owned_free(s);
@@ -400,9 +405,7 @@ zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout
         zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0, zkl__zk_log_trampoline);
     zkl__pumped *p = zh ? zkl__pumped_drive(zh) : NULL;
     if (zh && !p) {
-        pthread_mutex_lock(&xid_mu); /* (closing sends a request) */
-        zookeeper_close(zh);
-        pthread_mutex_unlock(&xid_mu);
+        zookeeper_close(zh); /* (not under the xid mutex: zkl__zk_close) */
     }
     return p;
 }
@@ -434,9 +437,7 @@ void zkl__pumped_close(zkl__pumped *p)
     atomic_store(&p->stop, true);
     zkl__wakefd_wake(p->wake);
     pthread_join(p->thread, NULL);
-    pthread_mutex_lock(&xid_mu); /* (closing sends a request) */
-    zookeeper_close(p->zh);
-    pthread_mutex_unlock(&xid_mu);
+    zookeeper_close(p->zh); /* (not under the xid mutex: zkl__zk_close) */
     pthread_mutex_destroy(&p->mu);
     zkl__wakefd_close(p->wake);
     free(p);
