@@ -26,6 +26,10 @@ uniq_path() { echo "/zklcli/$1-$$-$RANDOM$RANDOM"; }
 ms() { date +%s%3N; }
 # wait until FILE exists (max 20 s)
 wait_file() { local i; for ((i = 0; i < 400; i++)); do [[ -e $1 ]] && return 0; sleep 0.05; done; return 1; }
+# a COMMAND that touches $1, then holds until $2 exists (at most 30 s): a
+# term the checks end, not the clock (fixed ones of 2 and 3 s ran out under
+# load before their checks were done)
+holding() { echo "touch $1; i=0; while [ ! -e $2 ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done"; }
 # number of nodes under a lock path (as --list sees them)
 nodes() { "$ZKLOCK" --list "$1" | wc -l; }
 
@@ -70,32 +74,37 @@ check "no node left after failed exec" test "$(nodes "$p")" = 0
 
 # --- 3. -n, -w, -E while another process holds ---
 p=$(uniq_path nw)
-"$ZKLOCK" "$p" -- sh -c "touch $work/held; sleep 3" & pids+=($!)
+rm -f "$work/go"
+"$ZKLOCK" "$p" -- sh -c "$(holding "$work/held" "$work/go")" & pids+=($!)
 wait_file "$work/held"
 "$ZKLOCK" -n "$p" -- true 2>/dev/null; check "-n fails at once while held (exit 1)" test $? = 1
 "$ZKLOCK" -n -E 42 "$p" -- true 2>/dev/null; check "-E sets the conflict exit code" test $? = 42
 t0=$(ms); "$ZKLOCK" -w 0.7 "$p" -- true 2>/dev/null; rc=$?; took=$(( $(ms) - t0 ))
 check "-w 0.7 gives up with exit 1 after ~0.7 s (took ${took} ms)" test $rc = 1 -a $took -ge 650 -a $took -lt 3000
 check "the failed waiters left no node (holder only)" test "$(nodes "$p")" = 1
+(sleep 0.3; touch "$work/go") &
 "$ZKLOCK" -w 10 "$p" -- true; check "-w 10 gets it once the holder is done" test $? = 0
 wait; pids=(); rm -f "$work/held"
 
 # --- 4. -s shares, -x excludes ---
 p=$(uniq_path rw)
-"$ZKLOCK" -s "$p" -- sh -c "touch $work/r; sleep 2" & pids+=($!)
+rm -f "$work/go"
+"$ZKLOCK" -s "$p" -- sh -c "$(holding "$work/r" "$work/go")" & pids+=($!)
 wait_file "$work/r"
 "$ZKLOCK" -s -n "$p" -- true; check "-s: a second reader gets in at once" test $? = 0
 "$ZKLOCK" -x -n "$p" -- true 2>/dev/null; check "-x: a writer is refused while a reader holds" test $? = 1
-wait; pids=()
-"$ZKLOCK" -x "$p" -- sh -c "touch $work/w; sleep 2" & pids+=($!)
+touch "$work/go"; wait; pids=()
+rm -f "$work/go"
+"$ZKLOCK" -x "$p" -- sh -c "$(holding "$work/w" "$work/go")" & pids+=($!)
 wait_file "$work/w"
 "$ZKLOCK" -s -n "$p" -- true 2>/dev/null; check "-x: a reader is refused while a writer holds" test $? = 1
 "$ZKLOCK" -x -n "$p" -- true 2>/dev/null; check "-x: a second writer is refused" test $? = 1
-wait; pids=()
+touch "$work/go"; wait; pids=()
 
 # --- 5. --semaphore N admits N ---
 p=$(uniq_path sem)
-for i in 1 2; do "$ZKLOCK" --semaphore 2 "$p" -- sh -c "touch $work/s$i; sleep 2" & pids+=($!); done
+rm -f "$work/go"
+for i in 1 2; do "$ZKLOCK" --semaphore 2 "$p" -- sh -c "$(holding "$work/s$i" "$work/go")" & pids+=($!); done
 wait_file "$work/s1"; wait_file "$work/s2"
 "$ZKLOCK" --semaphore 2 -n "$p" -- true 2>/dev/null; check "--semaphore 2: a third is refused" test $? = 1
 list=$("$ZKLOCK" --list "$p")
@@ -105,7 +114,7 @@ check "--list --json: valid JSON, the path, two lease holders with tokens and ow
   test "$(jq -r --arg p "$p" '[.path == $p, ([.participants[] | select(.holds and .kind == "lease"
     and .token > 0 and (.owner | startswith("0x")) and (.node | startswith($p + "/")))]
     | length)] | map(tostring) | join(" ")' <<<"$json")" = "true 2"
-wait; pids=()
+touch "$work/go"; wait; pids=()
 "$ZKLOCK" --semaphore 2 -n "$p" -- true; check "--semaphore 2: free again afterwards" test $? = 0
 
 # --- 6. signals ---
@@ -116,14 +125,15 @@ wait_file "$work/run"
 kill -TERM $zp; wait $zp; rc=$?
 check "SIGTERM is passed to COMMAND, zklock exits with its status (rc=$rc)" test $rc = 7 -a -e "$work/term"
 "$ZKLOCK" -n "$p" -- true; check "the lock is released after COMMAND exits" test $? = 0
-"$ZKLOCK" "$p" -- sh -c "touch $work/h2; sleep 3" & pids+=($!)
+rm -f "$work/go"
+"$ZKLOCK" "$p" -- sh -c "$(holding "$work/h2" "$work/go")" & pids+=($!)
 wait_file "$work/h2"
 "$ZKLOCK" -w 30 "$p" -- true 2>/dev/null & zp=$!
 sleep 0.5
 t0=$(ms); kill -INT $zp; wait $zp; rc=$?; took=$(( $(ms) - t0 ))
 check "SIGINT while waiting: exit 130 at once (rc=$rc, ${took} ms)" test $rc = 130 -a $took -lt 3000
 check "the interrupted waiter left no node" test "$(nodes "$p")" = 1
-wait; pids=()
+touch "$work/go"; wait; pids=()
 
 # --- 7. kill -9 of zklock: the lock passes on within the session timeout ---
 p=$(uniq_path kill9)
@@ -276,8 +286,10 @@ check "without --verbose: silent" test -z "$err"
 p=$(uniq_path elect)
 v=$("$ZKLOCK" --leader "$p"); rc=$?
 check "--leader with nobody taking part: NONE, exit 0 ($v)" test "$v" = NONE -a $rc = 0
-rm -f "$work/erun"
-"$ZKLOCK" --elect --id alpha "$p" -- sh -c "echo \"\$ZKLOCK_FENCING_TOKEN \$ZKLOCK_NODE\" >$work/e1; touch $work/erun; sleep 3" & ep=$!
+rm -f "$work/erun" "$work/estop"
+# (alpha leads until told, at most 30 s: a fixed term ran out under load
+# before the checks below were done)
+"$ZKLOCK" --elect --id alpha "$p" -- sh -c "echo \"\$ZKLOCK_FENCING_TOKEN \$ZKLOCK_NODE\" >$work/e1; touch $work/erun; i=0; while [ ! -e $work/estop ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" & ep=$!
 pids+=($ep)
 wait_file "$work/erun"
 read -r t1 n1 <"$work/e1"
@@ -293,6 +305,7 @@ assert d["leader"]["node"] == sys.argv[2] and d["leader"]["token"] == int(sys.ar
 assert d["leader"]["data"] == "alpha" and d["participants"] == 1' "$v" "$n1" "$t1"
 "$ZKLOCK" --elect -w 0.5 -E 9 "$p" -- true 2>/dev/null; rc=$?
 check "--elect -w: not leader in time, exit CODE (rc=$rc)" test $rc = 9
+(sleep 0.5; touch "$work/estop") & # alpha's term ends while beta waits
 "$ZKLOCK" --elect --id beta -w 20 "$p" -- sh -c 'echo "$ZKLOCK_FENCING_TOKEN" >"$1"; exit 5' _ "$work/e2"; rc=$?
 t2=$(cat "$work/e2" 2>/dev/null || echo 0)
 check "--elect: the next leads once the first's COMMAND ends; its status is zklock's (rc=$rc)" test $rc = 5
