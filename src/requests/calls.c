@@ -224,7 +224,7 @@ static void watch_tramp(zhandle_t *zh, int type, int state, const char *path, vo
     tramp *t = ctx;
     if (type == ZOO_SESSION_EVENT)
         return; /* the session's own watcher has it; the node's event comes once */
-    zkl__zk_disown(t->s, &t->owned); /* (under the handle's mutex) */
+    zkl__zk_owned_set(t->s, &t->owned, false); /* (under the handle's mutex) */
     tramp_defer(t, type, state, NULL, 0);
 }
 #endif
@@ -277,7 +277,7 @@ int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, voi
     zkl__zk_enter(s);
     int rc = zoo_awget(s->zh, path, watch_tramp, tw, data_tramp, t);
     if (rc == ZOK)
-        zkl__zk_own(s, &tw->owned); /* (before the watch can fire: the mutex is held) */
+        zkl__zk_owned_set(s, &tw->owned, true); /* (before the watch can fire: the mutex is held) */
     zkl__zk_leave(s);
     if (rc != ZOK) {
         free(t);

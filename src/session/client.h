@@ -69,7 +69,7 @@ typedef struct zkl__session {
      * its flag is set, from the watcher to the delivery's first line */
     zkl__delivery events[ZKL_SESSION_EVENTS_HELD];
     atomic_bool event_held[ZKL_SESSION_EVENTS_HELD];
-    zkl__zk_owned *owned; /* what unfired watches own (zkl__zk_own), under zmu */
+    zkl__zk_owned *owned; /* what unfired watches own (zkl__zk_owned_set), under zmu */
 } zkl__session;
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */

@@ -29,9 +29,9 @@ typedef struct zkl__delivery {
 /*
  * A block that a watch registered on a session's handle owns (a watcher's
  * trampoline, requests/calls.c), which the handle drops unfired when it
- * closes: o is its first member, linked to the session (zkl__zk_own, right
+ * closes: o is its first member, linked to the session (zkl__zk_owned_set, right
  * after the request is made, inside the same zkl__zk_enter) until the watch
- * fires (zkl__zk_disown, in the watcher); zkl__zk_close frees what is left.
+ * fires (unlinked by the same, in the watcher); zkl__zk_close frees what is left.
  */
 typedef struct zkl__zk_owned {
     struct zkl__zk_owned *prev, *next;

@@ -269,22 +269,15 @@ static void deliveries_run_mine(void)
 
 /* (on libzookeeper_mt's threads the handle mutex is not held around
  * calls and callbacks: the list takes it itself) */
-void zkl__zk_own(zkl__session *s, zkl__zk_owned *o)
+void zkl__zk_owned_set(zkl__session *s, zkl__zk_owned *o, bool owned)
 {
     bool theirs = !ours();
     if (theirs)
         pthread_mutex_lock(&s->zmu);
-    DL_APPEND2(s->owned, o, prev, next);
-    if (theirs)
-        pthread_mutex_unlock(&s->zmu);
-}
-
-void zkl__zk_disown(zkl__session *s, zkl__zk_owned *o)
-{
-    bool theirs = !ours();
-    if (theirs)
-        pthread_mutex_lock(&s->zmu);
-    DL_DELETE2(s->owned, o, prev, next);
+    if (owned)
+        DL_APPEND2(s->owned, o, prev, next);
+    else
+        DL_DELETE2(s->owned, o, prev, next);
     if (theirs)
         pthread_mutex_unlock(&s->zmu);
 }

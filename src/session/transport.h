@@ -67,8 +67,8 @@ void zkl__pumped_leave(zkl__pumped *p);
 void zkl__pumped_close(zkl__pumped *p);
 
 #ifdef ZKL_TRANSPORT_ST
-void zkl__zk_own(struct zkl__session *s, zkl__zk_owned *o);
-void zkl__zk_disown(struct zkl__session *s, zkl__zk_owned *o);
+/* o linked to s (owned) or unlinked (its watch fired): delivery.h. */
+void zkl__zk_owned_set(struct zkl__session *s, zkl__zk_owned *o, bool owned);
 /* Around every call on s's handle (s->zh). */
 void zkl__zk_enter(struct zkl__session *s);
 void zkl__zk_leave(struct zkl__session *s);
