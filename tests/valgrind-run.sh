@@ -10,14 +10,11 @@ set -uo pipefail
 logs=$(mktemp -d -t zklock-vg.XXXXXX)
 export ZKT_VALGRIND=1 # tests that load the cores skip that under valgrind (one thread at a time)
 trap 'rm -rf "$logs"' EXIT
-# ZKT_NICE: a test that times nothing yields the CPU to those that do
-# (tests/CMakeLists.txt, the lanes). --fair-sched=yes: valgrind runs one
-# thread of a process at a time, and its default lock let a thread starve
-# while the machine was busy (test_faults_proxy's reconnect after a cut
-# missed its 10 s, 2 runs of 2 beside niced busy loops; 7 of 7 passed fair).
-niced=()
-[[ -n ${ZKT_NICE:-} ]] && niced=(nice -n "$ZKT_NICE")
-"${niced[@]}" valgrind --trace-children=yes --fair-sched=yes \
+# --fair-sched=yes: valgrind runs one thread of a process at a time, and its
+# default lock let a thread starve while the machine was busy
+# (test_faults_proxy's reconnect after a cut missed its 10 s in 2 runs of 2
+# beside busy loops; 7 of 7 passed fair).
+valgrind --trace-children=yes --fair-sched=yes \
   --trace-children-skip='*/java,*/bash,*/sh,*/curator-peer,*/zk-server,*/env,*/sleep,*/true' \
   --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --show-leak-kinds=definite,indirect --track-fds=no --error-exitcode=99 \
