@@ -10,11 +10,7 @@ set -uo pipefail
 logs=$(mktemp -d -t zklock-vg.XXXXXX)
 export ZKT_VALGRIND=1 # tests that load the cores skip that under valgrind (one thread at a time)
 trap 'rm -rf "$logs"' EXIT
-# --fair-sched=yes: valgrind runs one thread of a process at a time, and its
-# default lock let a thread starve while the machine was busy
-# (test_faults_proxy's reconnect after a cut missed its 10 s in 2 runs of 2
-# beside busy loops; 7 of 7 passed fair).
-valgrind --trace-children=yes --fair-sched=yes \
+valgrind --trace-children=yes \
   --trace-children-skip='*/java,*/bash,*/sh,*/curator-peer,*/zk-server,*/env,*/sleep,*/true' \
   --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --show-leak-kinds=definite,indirect --track-fds=no --error-exitcode=99 \
