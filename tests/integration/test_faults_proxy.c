@@ -494,8 +494,7 @@ struct duo {
 static void duo_open(struct duo *d, const char *name, int px_session_ms)
 {
     memset(d, 0, sizeof *d);
-    if (getenv("ZKT_LOG")) /* (e.g. ZKT_LOG=4: the library's and the C client's log) */
-        zkl_log_set(zkl_log_stderr, (zkl_log_level)atoi(getenv("ZKT_LOG")), NULL);
+    zkt_log_from_env();
     pthread_mutex_init(&d->ct.mu, NULL);
     d->fp = proxy();
     d->px = proxied_client(d->fp, px_session_ms, &d->ct);

@@ -277,8 +277,7 @@ static void one_round(enum kind k, enum ending how, int delay_ms, int round)
     int64_t sid;
 
     memset(&w, 0, sizeof w);
-    if (getenv("ZKT_LOG"))
-        zkl_log_set(zkl_log_stderr, (zkl_log_level)atoi(getenv("ZKT_LOG")), NULL);
+    zkt_log_from_env();
     if (how == ONE_WAY) {
         zkl_client_options o;
         zkl_status st;

@@ -370,6 +370,12 @@ int64_t zkt_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void zkt_log_from_env(void)
+{
+    if (getenv("ZKT_LOG"))
+        zkl_log_set(zkl_log_stderr, (zkl_log_level)atoi(getenv("ZKT_LOG")), NULL);
+}
+
 void zkt_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -130,5 +130,7 @@ void zkt_server_thaw(void);
 int zkt_wait_for(int (*cond)(void *), void *arg, int ms);
 int64_t zkt_now_ms(void);
 void zkt_sleep_ms(int ms);
+/* ZKT_LOG=N (a zkl_log_level): the library's and the C client's log on stderr. */
+void zkt_log_from_env(void);
 
 #endif
