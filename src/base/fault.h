@@ -39,6 +39,9 @@ struct zkl_client;
     X(SLEEP_ON_CV)       /* c's worker and waits sleep on condition variables, not eventfds */     \
     X(CHROOT_STALL_MS)   /* the chroot's handle waits this long after it connects (a timer) */     \
     X(WRITE_SENT_MS)     /* an async guarded write's sender pauses after the send */               \
+    X(POLLER_STALL_MS)   /* st: c's poller sleeps between its poll and what it found (no lock) */  \
+    X(HANDOVER_MS)       /* st: a thread leaving c's handle sleeps before it hands the poller      \
+                            what it deferred (no lock) */                                          \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \

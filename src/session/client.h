@@ -65,10 +65,18 @@ typedef struct zkl__session {
     struct zkl__session *lnext, *lprev;
     bool listed;
     int polled_fd, polled_interest;
+    int entered_state; /* the handle's state when the call inside enter began (under zmu) */
+    watcher_fn
+        watcher; /* the handle's own (session.c's): told of a link the client dropped silently */
     /* its watcher's events, deferred (session.c): a slot is taken while
-     * its flag is set, from the watcher to the delivery's first line */
+     * its flag is set, from the watcher to the delivery's first line.
+     * Numbered in the watcher, in the handle's order (events_made); one
+     * delivered after a later one was applied (events_applied, under c->mu)
+     * is stale and dropped: deliveries from different threads can pass. */
     zkl__delivery events[ZKL_SESSION_EVENTS_HELD];
     atomic_bool event_held[ZKL_SESSION_EVENTS_HELD];
+    atomic_uint events_made;
+    unsigned events_applied;
     zkl__zk_owned *owned; /* what unfired watches own (zkl__zk_owned_set), under zmu */
 } zkl__session;
 

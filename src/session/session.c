@@ -45,36 +45,47 @@ static void connected_locked(zkl_client *c, zkl__session *s, int64_t id, int tim
     c->ever_connected = true;
 }
 
-static void session_event(zkl__session *s, int state, int64_t id, int timeout);
+static void session_event(zkl__session *s, int state, int64_t id, int timeout, unsigned n);
+
+/* A deferred event's y: its number (high half) and the handle's timeout. */
+static int64_t event_y(unsigned n, int timeout)
+{
+    return (int64_t)(((uint64_t)n << 32) | (uint32_t)timeout);
+}
 
 static void session_event_later(zkl__delivery *d)
 {
     zkl__session *s = d->p;
     int state = d->a;
     int64_t id = d->x;
-    int timeout = (int)d->y;
+    int timeout = (int)(uint32_t)((uint64_t)d->y & 0xffffffffu);
+    unsigned n = (unsigned)((uint64_t)d->y >> 32);
     if (!d->heap)
         atomic_store(&s->event_held[d->b], false); /* the slot is free again */
-    session_event(s, state, id, timeout);
+    session_event(s, state, id, timeout, n);
 }
 
 /* Inside the ZooKeeper client: the event queued, in a slot of s's if one is
  * free. (One watcher runs at a time: the handle's mutex is held.) */
-static bool session_event_defer(zkl__session *s, int state, int64_t id, int timeout)
+static bool session_event_defer(zkl__session *s, int state, int64_t id, int timeout, unsigned n)
 {
     if (!zkl__zk_deferring())
         return false;
     for (int i = 0; i < ZKL_SESSION_EVENTS_HELD; i++)
         if (!atomic_load(&s->event_held[i])) {
-            s->events[i] = (zkl__delivery){
-                .fn = session_event_later, .p = s, .a = state, .b = i, .x = id, .y = timeout};
+            s->events[i] = (zkl__delivery){.fn = session_event_later,
+                                           .p = s,
+                                           .a = state,
+                                           .b = i,
+                                           .x = id,
+                                           .y = event_y(n, timeout)};
             atomic_store(&s->event_held[i], true);
             if (zkl__defer(&s->events[i]))
                 return true;
             atomic_store(&s->event_held[i], false);
             return false;
         }
-    return zkl__deferred(session_event_later, s, state, 0, id, timeout, NULL);
+    return zkl__deferred(session_event_later, s, state, 0, id, event_y(n, timeout), NULL);
 }
 
 /* Runs where the ZooKeeper client runs callbacks: record and signal only
@@ -85,6 +96,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     const clientid_t *cid;
     int64_t id = 0;
     int timeout = 0;
+    unsigned n;
     (void)path;
     ZKL_RECEIVED(s);
     if (type != ZOO_SESSION_EVENT)
@@ -94,15 +106,23 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         id = cid ? cid->client_id : 0;
         timeout = zoo_recv_timeout(zh);
     }
-    if (!session_event_defer(s, state, id, timeout))
-        session_event(s, state, id, timeout);
+    n = atomic_fetch_add(&s->events_made, 1) + 1;
+    if (!session_event_defer(s, state, id, timeout, n))
+        session_event(s, state, id, timeout, n);
 }
 
-static void session_event(zkl__session *s, int state, int64_t id, int timeout)
+static void session_event(zkl__session *s, int state, int64_t id, int timeout, unsigned n)
 {
     zkl_client *c = s->c;
     event_delay_fault(c, state);
     pthread_mutex_lock(&c->mu);
+    if ((int)(n - s->events_applied) <= 0) { /* a later event was applied: this one is stale */
+        zkl__log(ZKL_LOG_DEBUG, "session event %u (state %d) came after event %u: dropped", n,
+                 state, s->events_applied);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    s->events_applied = n;
     if ((s == c->sess || s == c->pending) && !s->expired) {
         if (state == ZOO_CONNECTED_STATE) {
             connected_locked(c, s, id, timeout);
@@ -145,6 +165,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     s->epoch = epoch;
     s->refs = 1; /* the client's */
     s->polled_fd = -1;
+    s->watcher = session_watcher;
     pthread_mutex_init(&s->zmu, NULL);
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
@@ -152,7 +173,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     c->sessions++;
     pthread_mutex_unlock(&c->mu);
     ZKL_HANDOFF(s);
-    zh = zookeeper_init2(c->connect, session_watcher, c->opts.session_timeout_ms, NULL, s, 0,
+    zh = zookeeper_init2(c->connect, s->watcher, c->opts.session_timeout_ms, NULL, s, 0,
                          zkl__zk_log_trampoline);
     e = errno;
     pthread_mutex_lock(&c->mu);

@@ -81,9 +81,11 @@ void zkl__pumped_close(zkl__pumped *p)
 #include <unistd.h>
 #include <utlist.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tuning.h"
+#include "base/util.h"
 #include "base/wakefd.h"
 
 /* ---- which library runs our calls ---- */
@@ -183,12 +185,38 @@ void zkl__zk_enter(zkl__session *s)
         return;
     handle_lock(s);
     pthread_mutex_lock(&xid_mu);
+    s->entered_state = s->zh ? zoo_state(s->zh) : 0;
+}
+
+/*
+ * libzookeeper_st sends a request inside the call that makes it
+ * (nonblocking_send, every zoo_a*), on the caller's thread; when that send
+ * fails (the peer closed: EPIPE, ECONNRESET) it closes the socket and sets
+ * NOTCONNECTED, and nothing more: no session event, and what was in flight
+ * waits for the next connection (whose first reply out of order then makes
+ * it drop that one properly, answering them). Without the event the client
+ * believed itself connected through the whole outage, and heard nothing
+ * when the link came back (test_faults_proxy: a send that finds the link
+ * cut). The call's own thread raises it, as the client would have: the
+ * watcher defers it like any other.
+ */
+static void dropped_silently(zkl__session *s)
+{
+    bool was_up = s->entered_state == ZOO_CONNECTED_STATE || s->entered_state == ZOO_READONLY_STATE;
+    if (was_up && s->zh && zoo_state(s->zh) == ZOO_NOTCONNECTED_STATE && s->watcher) {
+        zkl__log(ZKL_LOG_DEBUG, "a send found the link gone: the ZooKeeper client dropped it "
+                                "without an event; raising CONNECTING");
+        s->watcher(s->zh, ZOO_SESSION_EVENT, ZOO_CONNECTING_STATE, "", s);
+    }
 }
 
 static void give_to_poller(zkl_client *c)
 {
+    int late;
     if (!mine_head)
         return;
+    if ((late = ZKL_FAULT(c, HANDOVER_MS, NULL)) > 0) /* this thread preempted */
+        zkl__sleep_ms(late);
     pthread_mutex_lock(&c->dq_mu);
     if (c->dq_tail)
         c->dq_tail->next = mine_head;
@@ -209,6 +237,7 @@ void zkl__zk_leave(zkl__session *s)
     bool kick = false;
     if (!ours())
         return;
+    dropped_silently(s);
     if (s->zh && zookeeper_interest(s->zh, &fd, &interest, &tv) == ZOK)
         kick = fd != s->polled_fd || interest != s->polled_interest;
     --zk_depth;
@@ -447,7 +476,7 @@ static void *poller_main(void *arg)
         zkl__session *ss[POLL_MAX];
         struct pollfd p[POLL_MAX + 1];
         int ev[POLL_MAX];
-        int n = 0, i, timeout = ZKL_POLLER_MAX_SLEEP_MS;
+        int n = 0, i, stall, timeout = ZKL_POLLER_MAX_SLEEP_MS;
         zkl__delivery *q;
         pthread_mutex_lock(&c->mu);
         if (c->poller_stop && !c->live) {
@@ -488,6 +517,8 @@ static void *poller_main(void *arg)
             uint64_t v;
             (void)!read(c->pfd, &v, sizeof v);
         }
+        if ((stall = ZKL_FAULT(c, POLLER_STALL_MS, NULL)) > 0) /* a loaded machine */
+            zkl__sleep_ms(stall);
         for (i = 0; i < n; i++) {
             short r = p[i + 1].fd >= 0 ? p[i + 1].revents : 0;
             ev[i] = ((r & (POLLIN | POLLHUP | POLLERR)) ? ZOOKEEPER_READ : 0) |

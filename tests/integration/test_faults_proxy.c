@@ -1249,6 +1249,83 @@ Test(proxy_faults, waiter_cut_off_hears_cancel, .timeout = 60)
     free(r.path);
 }
 
+/*
+ * A send that finds the link cut. libzookeeper_st sends a request inside
+ * the call that makes it, on the caller's thread; when that send fails it
+ * closes the socket without a session event (session/transport.c,
+ * dropped_silently). The poller stalls stall_ms after each poll (a loaded
+ * machine, as when this was found in full suite runs) so that the waiters'
+ * sends, not the poller's read, meet the cut. The client must hear
+ * SUSPENDED while the link is down, RECONNECTED once it is back and nothing
+ * after (checked a second past handover_ms, when a thread's deferred events
+ * reach the poller: HANDOVER_MS), and every acquire in flight must end with
+ * the lock. refuse_ms: reconnects are refused this long after the cut.
+ */
+static void sends_into_a_cut(const char *name, int stall_ms, int handover_ms, int refuse_ms)
+{
+    enum { SENDERS = 3 };
+    struct duo d;
+    zkt_waiter w[SENDERS];
+    zkl_mutex *m[SENDERS];
+    char *path[SENDERS];
+    int i;
+    memset(w, 0, sizeof w);
+    duo_open(&d, name, 10000);
+    for (i = 0; i < SENDERS; i++) {
+        path[i] = zkt_path(name);
+        ok(zkl_mutex_create(d.px, path[i], &m[i]), "create");
+    }
+    zkt_fault_set(d.px, ZKL__FAULT_POLLER_STALL_MS, stall_ms);
+    zkt_fault_set(d.px, ZKL__FAULT_HANDOVER_MS, handover_ms);
+    fp_refuse(d.fp, refuse_ms > 0);
+    fp_cut(d.fp);
+    for (i = 0; i < SENDERS; i++) {
+        zkt_waiter_start(&w[i], m[i], 30000, NULL);
+        zkt_sleep_ms(50);
+    }
+    cr_assert(zkt_wait_for(saw_suspended, &d.ct, refuse_ms + stall_ms + 3000),
+              "cut off, the client never heard SUSPENDED");
+    if (refuse_ms > 0) {
+        zkt_sleep_ms(refuse_ms);
+        fp_refuse(d.fp, false);
+    }
+    zkt_fault_set(d.px, ZKL__FAULT_POLLER_STALL_MS, 0);
+    cr_assert(zkt_wait_for(back_again, &d.ct, 10000), "no reconnect once the link was back");
+    zkt_sleep_ms(handover_ms + 1000);
+    cr_assert(back_again(&d.ct), "a late event undid the reconnect");
+    zkt_fault_set(d.px, ZKL__FAULT_HANDOVER_MS, 0);
+    for (i = 0; i < SENDERS; i++) {
+        cr_assert(zkt_wait_for(flag_set, &w[i].done, 20000), "acquire %d never ended", i);
+        cr_assert_eq(w[i].st, ZKL_OK, "acquire %d: %s (%s)", i, zkl_strerror(w[i].st), w[i].msg);
+        zkt_waiter_release(&w[i]);
+    }
+    ok(zkl_client_drain(d.px, 10000), "drain");
+    for (i = 0; i < SENDERS; i++) {
+        cr_assert_eq(zkt_children_settle(d.zh, path[i], 0), 0, "a lock node was left behind");
+        ok(zkl_mutex_destroy(m[i]), "destroy");
+        free(path[i]);
+    }
+    cr_assert_eq(tl_count(&d.ct, ZKL_STATE_LOST), 0, "the session was lost");
+    duo_close(&d);
+}
+
+/* Cut off, and its reconnects refused for a while: SUSPENDED all that time. */
+Test(proxy_faults, send_into_a_cut_link_suspends, .timeout = 60)
+{
+    sends_into_a_cut("pxsendcut", 1500, 0, 1000);
+}
+
+/*
+ * The link comes back at once, while the thread whose send found it gone
+ * has not yet handed its CONNECTING to the poller: the poller applies the
+ * reconnect first. The late event is stale (session.c numbers them) and the
+ * reconnect is heard as SUSPENDED then RECONNECTED.
+ */
+Test(proxy_faults, late_link_event_does_not_undo_the_reconnect, .timeout = 60)
+{
+    sends_into_a_cut("pxlate", 300, 2000, 0);
+}
+
 static void on_revoke_flag(void *lock, void *ud)
 {
     (void)lock;

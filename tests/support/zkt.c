@@ -111,7 +111,8 @@ static zhandle_t *raw_open(const clientid_t *cid)
     zhandle_t *zh;
     int i;
     atomic_store(connected, 0);
-    zoo_set_debug_level((ZooLogLevel)0);
+    if (!getenv("ZKT_LOG")) /* (the ZooKeeper client's level is the process's) */
+        zoo_set_debug_level((ZooLogLevel)0);
     zh = zookeeper_init(zkt_servers(), raw_watcher, 10000, cid, connected, 0);
     cr_assert(zh);
     for (i = 0; i < 1000 && !atomic_load(connected); i++)
