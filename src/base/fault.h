@@ -46,6 +46,8 @@ struct zkl_client;
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \
     X(AFTER_SETTLE)   /* free: an async handle's outcome is settled, on the worker */              \
+    X(CHROOT_PART)    /* free: io: char *, an ancestor of the chroot made or found, on the         \
+                         stepping thread, before the next is sent */                               \
     X(LEASE_SYNC)     /* the lease sends a sync (counted by tests apart from the lock's) */        \
     X(FREED)          /* c is being freed: forget what was asked of it */                          \
     /* tunables (base/tuning.h) */                                                                 \

@@ -36,6 +36,11 @@
 /* The longest `conf` reply read (bytes): 3.8's is under 1 KiB with a
  * membership list of a few servers. */
 #define ZKL_CONF_REPLY_MAX 8192
+/* Times the chroot is made again from the top when an ancestor made or found
+ * a moment before is gone (services/chroot.c): an empty container the
+ * server reaped, or another client's delete. Each time needs a delete in a
+ * window of one round trip; the acquire's deadline bounds them too. */
+#define ZKL_CHROOT_RESTARTS 5
 
 /* ---- the st transport (session/transport.c) ---- */
 

@@ -45,9 +45,10 @@ struct zkl__chroot_job {
     int64_t stall_until;
     int connect_ms; /* the client's connect timeout */
     bool connected, sent;
-    bool again; /* j->part is to be sent again once connected (its reply was lost) */
-    size_t at;  /* how much of the chroot is made ("/a" of "/a/b": 2) */
-    char *part; /* the ancestor being made */
+    bool again;   /* j->part is to be sent again once connected (its reply was lost) */
+    int restarts; /* times made again from the top (ZKL_CHROOT_RESTARTS) */
+    size_t at;    /* how much of the chroot is made ("/a" of "/a/b": 2) */
+    char *part;   /* the ancestor being made */
 };
 
 const char *zkl__chroot_of(const char *connect)
@@ -259,9 +260,19 @@ bool zkl__chroot_poll(zkl__chroot_job *j, zkl_status *st, int64_t *wake)
             j->connect_by = j->deadline < cap ? j->deadline : cap;
             return zkl__chroot_poll(j, st, wake); /* once: the handle's state, now */
         }
-        if (rc == ZOK)
-            zkl__log(ZKL_LOG_INFO, "created %s (the connect string's chroot)", j->part);
-        else if (rc != ZNODEEXISTS) {
+        if (rc == ZNONODE && j->restarts < ZKL_CHROOT_RESTARTS) {
+            /* an ancestor made or found a moment ago is gone (an empty
+             * container the server reaped, another client's delete): from
+             * the top again */
+            zkl__log(ZKL_LOG_INFO, "an ancestor of %s went while the chroot was made: again",
+                     j->part);
+            j->restarts++;
+            j->at = 1;
+        } else if (rc == ZOK || rc == ZNODEEXISTS) {
+            if (rc == ZOK)
+                zkl__log(ZKL_LOG_INFO, "created %s (the connect string's chroot)", j->part);
+            (void)ZKL_FAULT(j->c, CHROOT_PART, j->part);
+        } else {
             *st = refused(j, chroot, rc);
             return true;
         }

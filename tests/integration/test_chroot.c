@@ -147,6 +147,41 @@ Test(chroot, two_clients_making_one_chroot_at_once, .timeout = 60)
     free(top);
 }
 
+/* An ancestor of the chroot goes after it was found and before its child is
+ * made (an empty container the server reaped, another client's delete): the
+ * child's create finds no parent, and the chroot is made again from the top
+ * (services/chroot.c), not refused. */
+static void delete_node(zkl_client *c, void *arg)
+{
+    zhandle_t *zh = zkt_raw();
+    (void)c;
+    cr_assert_eq(zoo_delete(zh, arg, -1), ZOK, "could not delete %s", (char *)arg);
+    zookeeper_close(zh);
+}
+
+Test(chroot, ancestor_gone_while_making_the_chroot, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *top = zkt_path("chroot-gone");
+    char root[600];
+    zkl_client *c;
+    zkl_mutex *m;
+    snprintf(root, sizeof root, "%s/a", top);
+    cr_assert_eq(zkt_make_path(zh, top, 0), ZOK);
+    c = client_at(root);
+    zkt_fault_after_chroot_part(c, top, delete_node, top);
+    ok(zkl_mutex_create(c, "/m", &m), "create");
+    ok(zkl_mutex_acquire(m, 10000), "acquire while an ancestor of the chroot goes");
+    assert_persistent(zh, top);
+    assert_persistent(zh, root);
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    remove_tree(zh, top);
+    zookeeper_close(zh);
+    free(top);
+}
+
 /* The chroot's parent may be read but not written: the acquire fails at once,
  * and the message names the chroot as what is missing. */
 Test(chroot, chroot_that_may_not_be_created_is_named, .timeout = 60)

@@ -26,8 +26,9 @@ typedef struct asked {
     int counts[ZKL__FAULT_NSITES]; /* faults: how many times more (or how much) */
     int tune[ZKL__FAULT_NSITES];   /* tunables: the value, or -1 */
     char next_uuid[37];
-    point_fn after_listing, after_settle;
-    void *after_listing_arg, *after_settle_arg;
+    point_fn after_listing, after_settle, after_chroot_part;
+    void *after_listing_arg, *after_settle_arg, *after_chroot_part_arg;
+    char chroot_part[256]; /* the ancestor after_chroot_part waits for */
     _Atomic uint64_t lease_syncs;
 } asked;
 
@@ -112,6 +113,10 @@ static int answer(zkl_client *c, zkl__fault_site site, void *io)
     case ZKL__FAULT_LISTING_WANTED: v = a->after_listing != NULL; break;
     case ZKL__FAULT_AFTER_LISTING: return run_point(a, &a->after_listing, &a->after_listing_arg);
     case ZKL__FAULT_AFTER_SETTLE: return run_point(a, &a->after_settle, &a->after_settle_arg);
+    case ZKL__FAULT_CHROOT_PART:
+        if (a->after_chroot_part && strcmp(io, a->chroot_part) == 0)
+            return run_point(a, &a->after_chroot_part, &a->after_chroot_part_arg);
+        break;
     default:
         if (site >= ZKL__FAULT_HOLD_BACK_US) {
             v = a->tune[site];
@@ -173,6 +178,16 @@ void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), voi
     asked *a = lock_of(c);
     a->after_settle = fn;
     a->after_settle_arg = arg;
+    pthread_mutex_unlock(&mu);
+}
+
+void zkt_fault_after_chroot_part(zkl_client *c, const char *part, void (*fn)(zkl_client *, void *),
+                                 void *arg)
+{
+    asked *a = lock_of(c);
+    snprintf(a->chroot_part, sizeof a->chroot_part, "%s", part);
+    a->after_chroot_part = fn;
+    a->after_chroot_part_arg = arg;
     pthread_mutex_unlock(&mu);
 }
 

@@ -117,6 +117,10 @@ int zkt_many_clients_threshold(void);
 void zkt_fault_after_settle(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
 /* Run fn(c, arg) once, on the acquiring thread, right after the next listing of a wait. */
 void zkt_fault_after_list(zkl_client *c, void (*fn)(zkl_client *, void *), void *arg);
+/* Run fn(c, arg) once, on the thread making c's chroot, right after its ancestor part was
+ * made or found, before the next is sent. */
+void zkt_fault_after_chroot_part(zkl_client *c, const char *part, void (*fn)(zkl_client *, void *),
+                                 void *arg);
 /* Delay c's session watcher by ms before it records a disconnect or expiry (0: none). */
 void zkt_fault_session_event_delay(zkl_client *c, int ms);
 /* Hold a release's delete back us microseconds, contended or alone (0: the defaults). */
