@@ -66,8 +66,8 @@ typedef struct zkl__session {
     bool listed;
     int polled_fd, polled_interest;
     int entered_state; /* the handle's state when the call inside enter began (under zmu) */
-    watcher_fn
-        watcher; /* the handle's own (session.c's): told of a link the client dropped silently */
+    /* the handle's watcher (session.c's): told of a link the client dropped silently */
+    watcher_fn watcher;
     /* its watcher's events, deferred (session.c): a slot is taken while
      * its flag is set, from the watcher to the delivery's first line.
      * Numbered in the watcher, in the handle's order (events_made); one
