@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # benchmarks/check_report.sh: the report of scripts/bench (benchmarks/report.py),
 # fed rows of our own (no server, no peers): the ratios against Curator and
-# the best valid peer, the median over rounds, the hand-off split, the scale
-# and threads studies, the async tables, the refusal of an unknown table, and
-# the refusal of bad --rounds values.
+# the best valid peer, the median over rounds, the hand-off split, the scale,
+# threads and lines studies, the targets table, the async tables, the refusal
+# of an unknown table, and the refusal of bad --rounds and --lines values.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-for t in ratios ratios_by_round split_table scale_table threads_table async_table; do
+for t in ratios ratios_by_round split_table scale_table threads_table lines_table targets_table async_table; do
     eval "$t() { python3 \"\$root/benchmarks/report.py\" $t \"\$@\"; }"
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-report.XXXXXX")
@@ -130,6 +130,49 @@ srow go-zookeeper threads 16 1000.0 0 1 1 1 >"$tmp/s3/peer-x.jsonl"
 check "threads: a wait that saw more than one streak" "$(threads_table "$tmp/s3")" \
     'at most 150, over at most 4\.0 ms \(the bound: one streak\) NOT held'
 
+# Several deep lines: lrow CLIENTS LINES OPS_PER_S ACQUIRE_MAX_US. A line's
+# turn is CLIENTS/LINES sessions over OPS_PER_S/LINES.
+lrow() {
+    printf '{"lib":"zklock-0.1.0","workload":"contended","clients":%s,"seconds":10.0,"ops":1,"ops_per_s":%s,' "$1" "$3"
+    printf '"acquire_p50_us":1000,"acquire_p99_us":2000,"release_p50_us":1,"release_p99_us":2,'
+    printf '"min_client_ops":1,"max_client_ops":1,"zk_requests":1,"lines":%s,"acquire_max_us":%s,"errors":0}\n' "$2" "$4"
+}
+mkdir -p "$tmp/s1/lines" "$tmp/s2/lines"
+# round 1: 4 x 256 at 1024/s (turn 1 s), longest 1.5 s; 1 x 256 at 512/s (turn 0.5 s), 0.5 s
+{ lrow 1024 4 1024.0 1500000; lrow 256 1 512.0 500000; } >"$tmp/s1/lines/zklock.jsonl"
+# round 2: 4 x 256 at 2048/s (turn 0.5 s), longest 1.5 s (3 turns); one line 1.25 turns
+{ lrow 256 1 512.0 625000; lrow 1024 4 2048.0 1500000; } >"$tmp/s2/lines/zklock.jsonl"
+lines=$(lines_table "$tmp/s1" "$tmp/s2")
+check "lines: 4 x 256, round 1" "$lines" '^\| +1 \| +4 x 256 \| +1024\.0 \| +1 \| +1\.50 \| +1\.00 \| +1\.50 \| +0 \|$'
+check "lines: one line, round 2" "$lines" '^\| +2 \| +1 x 256 \| +512\.0 \| +1 \| +0\.63 \| +0\.50 \| +1\.25 \| +0 \|$'
+check "lines: medians" "$lines" '2\.25 on 4 lines \(1\.50, 3\.00\), 1\.13 on one \(1\.00, 1\.25\)'
+# Across processes: two rounds at N = 4; gozk is best, its faster row in
+# round 2 is invalid, so kazoo is that round's best.
+{
+    echo '{"lib":"zklock","processes":4,"ops_per_s":900.0,"errors":0,"round":1}'
+    echo '{"lib":"zklock-hints-off","processes":4,"ops_per_s":600.0,"errors":0,"round":1}'
+    echo '{"lib":"gozk","processes":4,"ops_per_s":450.0,"errors":0,"round":1}'
+    echo '{"lib":"zklock","processes":4,"ops_per_s":800.0,"errors":0,"round":2}'
+    echo '{"lib":"zklock-hints-off","processes":4,"ops_per_s":1000.0,"errors":0,"round":2}'
+    echo '{"lib":"gozk","processes":4,"ops_per_s":2000.0,"errors":2,"round":2}'
+    echo '{"lib":"kazoo","processes":4,"ops_per_s":400.0,"errors":0,"round":2}'
+} >"$tmp/procs.rows"
+targets=$(targets_table "$tmp/procs.rows" "$tmp/s1" "$tmp/s2")
+check "targets: across processes" "$targets" '^\| across processes, N = 4: zklock at least 1\.5x the best peer +\| N = 4: 2\.00 \(2\.00, 2\.00\) +\| yes +\|$'
+check "targets: room off" "$targets" '^\| across processes, N = 4: the same with the in-process room off +\| N = 4: 1\.92 \(1\.33, 2\.50\) +\| yes +\|$'
+# contended 16: 2.00, 2.00; 1024: 2.00, 1.10 (median 1.55)
+check "targets: one process" "$targets" '^\| one process, contended 16, 1024 sessions: .*\| 16: 2\.00 \(2\.00, 2\.00\); 1024: 1\.55 \(2\.00, 1\.10\) +\| yes +\|$'
+check "targets: 1024 against 16" "$targets" '^\| zklock at 1024 sessions against 16: at least 0\.6 +\| 0\.60 \(0\.70, 0\.50\) +\| yes +\|$'
+check "targets: threads" "$targets" '^\| threads of one process .*\| 20\.00 \(20\.00, 20\.00\) +\| yes +\|$'
+# lines: 1.50 / 1.00 = 1.5, 3.00 / 1.25 = 2.4: median 1.95
+check "targets: lines" "$targets" '^\| 4 deep lines at once: .*\| 1\.95 \(1\.50, 2\.40\); in turns: 4 lines 2\.25 \(1\.50, 3\.00\), one line 1\.13 \(1\.00, 1\.25\) +\| yes +\|$'
+check "targets: best peers" "$targets" '^Best peer: curator, go-zookeeper, gozk, kazoo '
+# 3 s on 4 lines (3 turns) against 1 turn on one: a wait on a bound
+mkdir -p "$tmp/s3/lines"
+{ lrow 1024 4 1024.0 3000000; lrow 256 1 512.0 500000; } >"$tmp/s3/lines/zklock.jsonl"
+check "targets: a line that waited on a bound" "$(targets_table "$tmp/none.rows" "$tmp/s3")" \
+    '^\| 4 deep lines at once: .*\| 3\.00 \(3\.00\); .*\| NO +\|$'
+
 # Async: medians are the upper middle of the rounds; the raw client's share taken off.
 {
     echo '{"workload":"async_line","waits":1000,"sessions":64,"bytes_per_wait":3000,"heap_bytes_per_wait":1400,"threads_before":197,"threads_after":197,"requests_per_wait":2.15,"handoffs_per_s":1036.34,"errors":0,"round":0}'
@@ -155,6 +198,15 @@ for args in "--rounds 0" "--rounds x" "--rounds 100" "--rounds 2" "--rounds"; do
     # shellcheck disable=SC2086 # the words are the arguments
     msg=$("$root/scripts/bench" $args 2>&1) || rc=$?
     if ((rc != 2)) || [[ "$msg" != bench:*rounds* ]]; then
+        echo "check_report: 'scripts/bench $args' gave exit $rc: $msg" >&2
+        fail=1
+    fi
+done
+
+for args in "--scale --lines 4" "--scale --lines x" "--scale --lines '0 256'"; do
+    rc=0
+    msg=$(eval "\"\$root/scripts/bench\" $args" 2>&1) || rc=$?
+    if ((rc != 2)) || [[ "$msg" != bench:*--lines* ]]; then
         echo "check_report: 'scripts/bench $args' gave exit $rc: $msg" >&2
         fail=1
     fi

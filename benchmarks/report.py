@@ -16,6 +16,10 @@ Tables:
   ratios_by_round DIR...      the ratios of every round (DIR/*.jsonl), and their median
   scale_table DIR...          contended at each session count, medians over the rounds
   threads_table DIR...        the threads workload, medians over the rounds
+  lines_table DIR...          several deep lines at once (DIR/lines/*.jsonl), by round
+  targets_table PROCS DIR...  issue 38's targets: across processes (PROCS, bench-procs'
+                              JSON lines; a missing file leaves those rows out), the
+                              scale, threads and lines studies (DIR...)
   variants_table JSONL        lock_variants' rows
   split_table JSONL           handoff_split's rows
   async_table JSONL           asyncbench's rows as three small tables
@@ -373,6 +377,130 @@ def threads_table(*dirs):
           f"{s(sum(x.get('local_handoffs') or 0 for x in z))} holds passed between threads.")
 
 
+def lines_rows(dirs):
+    """The --lines rows of each round (DIR/lines/*.jsonl), tagged with their round."""
+    out = []
+    for i, d in enumerate(dirs, 1):
+        files = sorted(glob.glob(os.path.join(d, "lines", "*.jsonl")))
+        out += [dict(x, round=i) for x in rows_of(load(*files)) if "lines" in x]
+    return out
+
+
+def turns(x):
+    """Row x's longest acquire in turns of its line: a line's sessions over its rate."""
+    per = x["clients"] / x["lines"]
+    rate = x["ops_per_s"] / x["lines"]
+    return x["acquire_max_us"] / 1e6 * rate / per if rate > 0 and per > 0 else None
+
+
+def lines_split(rows):
+    """The rows on several lines and the rows on one."""
+    return [x for x in rows if x["lines"] > 1], [x for x in rows if x["lines"] == 1]
+
+
+def lines_table(*dirs):
+    rows = sorted(lines_rows(dirs), key=lambda x: (x["round"], -x["lines"]))
+    out = [["round", "lines x sessions", "ops/s", "acquire p50 ms", "longest acquire s",
+            "a line's turn s", "longest, in turns", "errors"]]
+    for x in rows:
+        per = x["clients"] // x["lines"]
+        turn = per / (x["ops_per_s"] / x["lines"]) if x["ops_per_s"] > 0 else None
+        out.append([x["round"], f"{s(x['lines'])} x {s(per)}", r(x["ops_per_s"], 1),
+                    r(x["acquire_p50_us"] / 1000, 0), r(x["acquire_max_us"] / 1e6, 2), r(turn, 2),
+                    r(turns(x), 2), x["errors"]])
+    print(md_table(out))
+    many, one = lines_split(rows)
+    print()
+    print(f"The longest acquire in turns of its line, median over the rounds: "
+          f"{r(med(turns(x) for x in many), 2)} on {s(many[0]['lines']) if many else '-'} lines "
+          f"({', '.join(r(turns(x), 2) for x in many)}), {r(med(turns(x) for x in one), 2)} on one "
+          f"({', '.join(r(turns(x), 2) for x in one)}).")
+
+
+def by_round_list(xs):
+    """'median (a, b, c)' of the rounds' values; '-' without any."""
+    xs = [x for x in xs if x is not None]
+    return f"{r(med(xs), 2)} ({', '.join(r(x, 2) for x in xs)})" if xs else "-"
+
+
+def procs_ratios(rows, lib):
+    """N -> [lib's rate over the best valid peer's, each round], and the best peers' names."""
+    out, best = {}, set()
+    for g in by_round(rows):
+        for n in sorted({x["processes"] for x in g}):
+            at = [x for x in g if x["processes"] == n]
+            mine = next((x for x in at if x["lib"] == lib and x["errors"] == 0), None)
+            b = best_of([x for x in at if not zk(x) and x["errors"] == 0])
+            if mine and b:
+                out.setdefault(n, []).append(mine["ops_per_s"] / b["ops_per_s"])
+                best.add(b["lib"])
+    return out, best
+
+
+def targets_table(procs, *dirs):
+    out = [["target", "figure: median (by round)", "holds"]]
+    best = set()
+
+    def row(target, figures, ok):
+        out.append([target, figures, "yes" if ok else "NO"])
+
+    procs_rows = rows_of(load(procs)) if os.path.exists(procs) else []
+    for lib, what in (("zklock", "zklock at least 1.5x the best peer"),
+                      ("zklock-hints-off", "the same with the in-process room off")):
+        ratios_n, b = procs_ratios(procs_rows, lib)
+        best |= b
+        if ratios_n:
+            row(f"across processes, N = {', '.join(s(n) for n in ratios_n)}: {what}",
+                "; ".join(f"N = {s(n)}: {by_round_list(v)}" for n, v in ratios_n.items()),
+                all(med(v) >= 1.5 for v in ratios_n.values()))
+    every = rounds_rows(dirs)
+    cont = [x for x in every if x["workload"] == "contended"]
+    per_n = {}
+    for n in sorted({x["clients"] for x in cont}):
+        for g in by_round([x for x in cont if x["clients"] == n]):
+            per_n.setdefault(n, []).append(round_ratio(g))
+            b = best_of([x for x in g if not zk(x) and x["errors"] == 0])
+            if b:
+                best.add(b["lib"])
+    if per_n and any(v != [None] * len(v) for v in per_n.values()):
+        row(f"one process, contended {', '.join(s(n) for n in per_n)} sessions: "
+            f"zklock at least 1.5x the best peer",
+            "; ".join(f"{s(n)}: {by_round_list(v)}" for n, v in per_n.items()),
+            all(med(v) is not None and med(v) >= 1.5 for v in per_n.values()))
+    mine = [x for x in cont if zk(x)]
+    if len({x["clients"] for x in mine}) > 1:
+        lo, hi = min(x["clients"] for x in mine), max(x["clients"] for x in mine)
+        xs = []
+        for g in by_round(mine):
+            a = next((x for x in g if x["clients"] == lo), None)
+            b = next((x for x in g if x["clients"] == hi), None)
+            if a and b and a["ops_per_s"] > 0:
+                xs.append(b["ops_per_s"] / a["ops_per_s"])
+        row(f"zklock at {s(hi)} sessions against {s(lo)}: at least 0.6", by_round_list(xs),
+            bool(xs) and med(xs) >= 0.6)
+    th = [round_ratio(g) for g in by_round([x for x in every if x["workload"] == "threads"])]
+    if any(x is not None for x in th):
+        row("threads of one process on one object: zklock at least 20x the best peer",
+            by_round_list(th), med(th) is not None and med(th) >= 20)
+    many, one = lines_split(lines_rows(dirs))
+    if many:
+        xs = []
+        for g in by_round(many + one):
+            m, o = lines_split(g)
+            if m and o and turns(m[0]) is not None and turns(o[0]):
+                xs.append(turns(m[0]) / turns(o[0]))
+        row(f"{s(many[0]['lines'])} deep lines at once: no acquire waits on a bound one line would not "
+            f"(the longest acquire, in turns of its line, at most 2x one line's)",
+            f"{by_round_list(xs)}; in turns: {s(many[0]['lines'])} lines "
+            f"{by_round_list(turns(x) for x in many)}, one line {by_round_list(turns(x) for x in one)}",
+            bool(xs) and med(xs) <= 2 and all(x["errors"] == 0 for x in many + one))
+    print(md_table(out))
+    if best:
+        print()
+        print(f"Best peer: {', '.join(sorted(base(b) for b in best))} (the fastest error-free peer of "
+              f"each round and row).")
+
+
 def upper_med(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
@@ -472,7 +600,8 @@ def variants_dat(jsonl, d):
 TABLES = {"lockbench_table": (lockbench_table, 2, 2), "memory_table": (memory_table, 1, 1),
           "side_by_side": (side_by_side, 1, None), "ratios": (ratios, 1, None),
           "ratios_by_round": (ratios_by_round, 1, None), "scale_table": (scale_table, 1, None),
-          "threads_table": (threads_table, 1, None), "variants_table": (variants_table, 1, 1),
+          "threads_table": (threads_table, 1, None),
+          "lines_table": (lines_table, 1, None), "targets_table": (targets_table, 1, None), "variants_table": (variants_table, 1, 1),
           "split_table": (split_table, 1, 1), "async_table": (async_table, 1, 1),
           "tag_round": (tag_round, 1, 1), "variants_dat": (variants_dat, 2, 2)}
 
