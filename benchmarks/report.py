@@ -304,6 +304,22 @@ def round_ratio(rows):
     return z["ops_per_s"] / b["ops_per_s"] if z and b else None
 
 
+def high_against_low(mine):
+    """zklock's contended rows: the smallest and largest session counts, and
+    each round's rate and client CPU per acquire at the largest over the smallest."""
+    lo = min((x["clients"] for x in mine), default=None)
+    hi = max((x["clients"] for x in mine), default=None)
+    rate, cpu = [], []
+    for g in by_round(mine):
+        a = next((x for x in g if x["clients"] == lo), None)
+        b = next((x for x in g if x["clients"] == hi), None)
+        if a and b and a["ops_per_s"] > 0:
+            rate.append(b["ops_per_s"] / a["ops_per_s"])
+            if a.get("client_cpu_us_per_op") and b.get("client_cpu_us_per_op") is not None:
+                cpu.append(b["client_cpu_us_per_op"] / a["client_cpu_us_per_op"])
+    return lo, hi, rate, cpu
+
+
 def scale_table(*dirs):
     every = [x for x in rounds_rows(dirs) if x["workload"] == "contended"]
     libs = sorted(sorted({base(x["lib"]) for x in every}), key=lambda lib: not lib.startswith("zklock"))
@@ -319,17 +335,7 @@ def scale_table(*dirs):
                     r(med(x.get("client_cpu_us_per_op") for x in mine), 0)])
     print(md_table(out))
     print()
-    mine = [x for x in every if zk(x)]
-    lo = min((x["clients"] for x in mine), default=None)
-    hi = max((x["clients"] for x in mine), default=None)
-    rate, cpu = [], []
-    for g in by_round(mine):
-        a = next((x for x in g if x["clients"] == lo), None)
-        b = next((x for x in g if x["clients"] == hi), None)
-        if a and b:
-            rate.append(b["ops_per_s"] / a["ops_per_s"])
-            if a.get("client_cpu_us_per_op") and b.get("client_cpu_us_per_op") is not None:
-                cpu.append(b["client_cpu_us_per_op"] / a["client_cpu_us_per_op"])
+    lo, hi, rate, cpu = high_against_low([x for x in every if zk(x)])
     print(f"zklock at {s(hi)} sessions against {s(lo)}, by round: rate "
           f"{' '.join(r(x, 2) for x in rate)} (median {r(med(rate), 2)}); client CPU per acquire "
           f"{' '.join(r(x, 2) for x in cpu)} (median {r(med(cpu), 2)}).")
@@ -467,15 +473,8 @@ def targets_table(procs, *dirs):
             f"zklock at least 1.5x the best peer",
             "; ".join(f"{s(n)}: {by_round_list(v)}" for n, v in per_n.items()),
             all(med(v) is not None and med(v) >= 1.5 for v in per_n.values()))
-    mine = [x for x in cont if zk(x)]
-    if len({x["clients"] for x in mine}) > 1:
-        lo, hi = min(x["clients"] for x in mine), max(x["clients"] for x in mine)
-        xs = []
-        for g in by_round(mine):
-            a = next((x for x in g if x["clients"] == lo), None)
-            b = next((x for x in g if x["clients"] == hi), None)
-            if a and b and a["ops_per_s"] > 0:
-                xs.append(b["ops_per_s"] / a["ops_per_s"])
+    lo, hi, xs, _ = high_against_low([x for x in cont if zk(x)])
+    if lo != hi:
         row(f"zklock at {s(hi)} sessions against {s(lo)}: at least 0.6", by_round_list(xs),
             bool(xs) and med(xs) >= 0.6)
     th = [round_ratio(g) for g in by_round([x for x in every if x["workload"] == "threads"])]
