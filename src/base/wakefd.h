@@ -13,6 +13,7 @@
 #ifndef ZKL_WAKEFD_H
 #define ZKL_WAKEFD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A new wake fd (non-blocking, close-on-exec eventfd), or -1 (errno set). */
@@ -27,5 +28,18 @@ void zkl__wakefd_sleep_until_us(int fd, int64_t deadline_us);
 void zkl__wakefd_wake(int fd);
 /* Close fd if it is one (>= 0). */
 void zkl__wakefd_close(int fd);
+
+/*
+ * An alarm for such a sleep: a timerfd on zkl__now_us()'s clock, which any
+ * thread can move without waking the sleeper now (the worker's: a held-back
+ * delete's moment, services/cleanup.c). A new one (non-blocking,
+ * close-on-exec, not set), or -1 (errno set).
+ */
+int zkl__alarmfd_new(void);
+/* Set alarm fd afd to ring at at_us (a zkl__now_us() time; one already past
+ * rings at once). false: it could not be set (the caller wakes the sleeper). */
+bool zkl__alarmfd_set(int afd, int64_t at_us);
+/* Sleep until fd is woken, afd rings or deadline_us, and take what ended it. */
+void zkl__wakefd_sleep_alarm(int fd, int afd, int64_t deadline_us);
 
 #endif

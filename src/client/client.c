@@ -214,7 +214,7 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
     }
     c->next_epoch = 1;
     c->created = zkl__unix_s();
-    c->wfd = -1; /* the worker's, made when it starts */
+    c->wfd = c->afd = -1; /* the worker's, made when it starts */
     init_locks(c);
     *st = copy_strings(c, connect, opts);
     if (*st == ZKL_OK)
@@ -417,7 +417,8 @@ static zkl_status close_forked(zkl_client *c)
             c->hooks.lists_free(s[i]);
         free(s[i]);
     }
-    zkl__wakefd_close(c->wfd); /* this process's copy; the parent's stays open */
+    zkl__wakefd_close(c->wfd); /* this process's copies; the parent's stay open */
+    zkl__wakefd_close(c->afd);
     client_free(c);
     return ZKL_OK;
 }

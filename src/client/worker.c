@@ -83,6 +83,14 @@ static const phase_fn phases[] = {
  * worker sleeps; wcv is still signalled, for the wait of a session that
  * cannot be opened (session/session.c) and for a worker without an eventfd (none
  * could be made).
+ *
+ * Beside the eventfd it polls its alarm, a timerfd set to when it wakes. Work
+ * due a moment from now, not now, moves the alarm earlier instead of waking
+ * it (zkl__worker_alarm_locked): a contended release's held-back delete,
+ * which the releasing client's next acquire nearly always takes before it is
+ * due, then puts the alarm back. Kicked for it, the worker woke once a
+ * release and took c->mu while the next acquire wanted it (docs/design/
+ * scale-log.md, 2026-11-28).
  */
 #define on_fd(c) ((c)->wfd >= 0 && !ZKL_FAULT((c), SLEEP_ON_CV, NULL))
 
@@ -107,13 +115,17 @@ static void *worker_main(void *arg)
         c->worker_wake_us = wake;
         c->worker_kicked = false;
         if (on_fd(c)) {
+            if (zkl__alarmfd_set(c->afd, wake))
+                c->worker_alarm_us = wake;
             pthread_mutex_unlock(&c->mu);
-            zkl__wakefd_sleep_until_us(c->wfd, wake);
+            zkl__wakefd_sleep_alarm(c->wfd, c->afd, wake);
             pthread_mutex_lock(&c->mu);
+            c->worker_alarm_us = 0;
         } else {
             zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
         }
         c->worker_wake_us = 0;
+        c->worker_wakes++;
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -122,9 +134,11 @@ static void *worker_main(void *arg)
 zkl_status zkl__worker_start(zkl_client *c)
 {
     c->wfd = zkl__wakefd_new();
+    c->afd = zkl__alarmfd_new(); /* -1: none, the worker is kicked instead */
     if (pthread_create(&c->worker, NULL, worker_main, c) != 0) {
         zkl__wakefd_close(c->wfd);
-        c->wfd = -1;
+        zkl__wakefd_close(c->afd);
+        c->wfd = c->afd = -1;
         return zkl__fail(ZKL_ESYS, "could not start the client thread");
     }
     c->worker_started = true;
@@ -145,5 +159,6 @@ void zkl__worker_stop(zkl_client *c)
         zkl__log(ZKL_LOG_ERROR, "joining the client's worker: %s", strerror(rc));
     zkl__clients_count(-1);
     zkl__wakefd_close(c->wfd);
-    c->wfd = -1;
+    zkl__wakefd_close(c->afd);
+    c->wfd = c->afd = -1;
 }

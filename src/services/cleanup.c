@@ -268,7 +268,7 @@ void zkl__hold_back_delete(zkl__session *s, const char *path, int window_us)
     s->refs++;
     LL_APPEND(c->cleanup->held_back, d);
     atomic_fetch_add(&c->cleanup->n_held_back, 1);
-    zkl__worker_kick_locked(c); /* the worker's timer */
+    zkl__worker_alarm_locked(c, d->due_us); /* not woken now: its alarm */
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -291,6 +291,8 @@ static zkl__heldback *take_locked(zkl_client *c, const zkl__session *s, int64_t 
         n++;
         atomic_fetch_sub(&k->n_held_back, 1);
     }
+    if (take && !k->held_back)
+        zkl__worker_alarm_back_locked(c); /* taken before its moment: not woken for it */
     return take;
 }
 

@@ -178,8 +178,13 @@ struct zkl_client {
     /* the zkl__now_us() time the sleeping worker wakes at; 0 while it runs
      * (a phase that lets go of mu starts the loop over when it is back) */
     int64_t worker_wake_us;
-    int wfd;            /* the eventfd the worker sleeps on in ppoll (-1: on wcv) */
-    bool worker_kicked; /* wfd written since the worker went to sleep */
+    int wfd; /* the eventfd the worker sleeps on in ppoll (-1: on wcv) */
+    int afd; /* its alarm, a timerfd beside wfd (-1: none; base/wakefd.h) */
+    /* the time afd is set to while the worker sleeps on it, else 0: its own
+     * wake-up, or earlier for a held-back delete (zkl__worker_alarm_locked) */
+    int64_t worker_alarm_us;
+    bool worker_kicked;    /* wfd written since the worker went to sleep */
+    uint64_t worker_wakes; /* sleeps it woke from, for whatever reason (tests count them) */
     bool worker_started;
     zkl__hooks hooks;
     struct zkl__cleanup *cleanup;
@@ -290,6 +295,16 @@ bool zkl__worker_sleeps_past_locked(const struct zkl_client *c, int64_t at);
  * c->mu. Cheap while the worker runs (it looks around before it sleeps).
  */
 void zkl__worker_kick_locked(struct zkl_client *c);
+/*
+ * Work is due at the zkl__now_us() time at: a sleeping worker is to wake by
+ * then, but not now. Its alarm is moved (no thread switch), or it is kicked
+ * where it has none (no timerfd, or asleep on wcv). One user: held-back
+ * deletes (services/cleanup.c), so zkl__worker_alarm_back_locked can put the
+ * alarm back once none is left. Caller holds c->mu.
+ */
+void zkl__worker_alarm_locked(struct zkl_client *c, int64_t at);
+/* The work the alarm was moved for is gone: back to the worker's own time. */
+void zkl__worker_alarm_back_locked(struct zkl_client *c);
 
 /* ---- where threads sleep (sleep.c) ---- */
 

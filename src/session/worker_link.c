@@ -1,7 +1,7 @@
 /*
  * worker_link.c - the client's worker as the lower floors see it: kick it
- * awake, ask whether it sleeps past a moment, and whether the caller runs on
- * it (and so must not wait for it). The worker itself is client/worker.c.
+ * awake, move its alarm, ask whether it sleeps past a moment, and whether
+ * the caller runs on it (and so must not wait for it). The worker itself is client/worker.c.
  */
 #include <pthread.h>
 
@@ -18,6 +18,29 @@ void zkl__worker_kick_locked(zkl_client *c)
         c->worker_kicked = true;
         zkl__wakefd_wake(c->wfd);
     }
+}
+
+void zkl__worker_alarm_locked(zkl_client *c, int64_t at)
+{
+    if (c->forked) /* (its alarm is the parent's worker's) */
+        return;
+    if (c->worker_alarm_us == 0) { /* running (a kick is cheap then), or asleep with no alarm */
+        zkl__worker_kick_locked(c);
+        return;
+    }
+    if (at >= c->worker_alarm_us)
+        return; /* it wakes by then anyway */
+    if (zkl__alarmfd_set(c->afd, at))
+        c->worker_alarm_us = at;
+    else
+        zkl__worker_kick_locked(c);
+}
+
+void zkl__worker_alarm_back_locked(zkl_client *c)
+{
+    if (!c->forked && c->worker_alarm_us != 0 && c->worker_alarm_us < c->worker_wake_us &&
+        zkl__alarmfd_set(c->afd, c->worker_wake_us))
+        c->worker_alarm_us = c->worker_wake_us;
 }
 
 bool zkl__worker_sleeps_past_locked(const zkl_client *c, int64_t at)

@@ -102,6 +102,47 @@ Test(mutex, reentrant_three_deep_one_node)
     free(path);
 }
 
+/*
+ * A waiter's watch requests answered ZOK do not ready it (requests/pending.h,
+ * zkl__req_wget): it sleeps on to the first event. With no event to come, its
+ * deadline still ends the wait. Five waits of 100 ms behind a holder, the
+ * clients' in-process hints off (as separate processes wait), then a try
+ * once. Without the deadline, each ended only when its requests' own bound
+ * did, 1 s after it began (ZKL_CALL_MIN_MS); so did the try once while its
+ * answers were quiet (test_session's background_delete_is_retried_until_it_lands
+ * saw it acquire, 703 ms later, what it should have given up on).
+ */
+Test(mutex, a_waiter_told_nothing_after_its_watches_gives_up_at_its_deadline, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    char *path = zkt_path("quiet");
+    zkl_mutex *ma, *mb;
+    int i;
+    ok(zkl_client_set_process_hints(a, 0), "a's hints off");
+    ok(zkl_client_set_process_hints(b, 0), "b's hints off");
+    ok(zkl_mutex_create(a, path, &ma), "create a");
+    ok(zkl_mutex_create(b, path, &mb), "create b");
+    ok(zkl_mutex_acquire(ma, 5000), "a acquires");
+    for (i = 0; i < 5; i++) {
+        int64_t t0 = zkt_now_ms(), took;
+        cr_assert_eq(zkl_mutex_acquire(mb, 100), ZKL_ETIMEDOUT);
+        took = zkt_now_ms() - t0;
+        cr_assert(took >= 90 && took < 850, "wait %d gave up after %lld ms", i, (long long)took);
+    }
+    {
+        int64_t t0 = zkt_now_ms(), took;
+        cr_assert_eq(zkl_mutex_acquire(mb, 0), ZKL_ETIMEDOUT, "try once");
+        took = zkt_now_ms() - t0;
+        cr_assert_lt(took, 850, "try once gave up after %lld ms", (long long)took);
+    }
+    ok(zkl_mutex_release(ma), "release");
+    ok(zkl_mutex_destroy(ma), "destroy a");
+    ok(zkl_mutex_destroy(mb), "destroy b");
+    ok(zkl_client_close(a), "close a");
+    ok(zkl_client_close(b), "close b");
+    free(path);
+}
+
 Test(mutex, timeout_while_held_leaves_no_node)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);
@@ -451,13 +492,16 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
 /*
  * A contended release with no request after it: the client's worker sends
  * the delete when the window ends (300 ms here, to be measurable; 0.1 ms by
- * default), and not before. The release wakes the worker (its eventfd; in
- * the last round its condition variable, as when no eventfd can be made).
- * a's and b's blocking waits sleep on eventfds in the first round (as in a
- * process of many clients), on condition variables in the others. Not
- * woken, the worker would look around only at its next lease renewal or
- * after its idle 10 s, which a 30 s session puts 10 s apart; a blocking
- * wait not woken would time out.
+ * default), and not before. The release sets the worker's alarm (its
+ * timerfd; in the last round, asleep on its condition variable as when no
+ * eventfd can be made, it is kicked instead). a's and b's blocking waits
+ * sleep on eventfds in the first round (as in a process of many clients),
+ * on condition variables in the others. Not woken, the worker would look
+ * around only at its next lease renewal or after its idle 10 s, which a
+ * 30 s session puts 10 s apart; a blocking wait not woken would time out.
+ * Its waiters are often told a watch's event before the answer that set
+ * the watch (wait.c, told_now): without asking for the answers then, 4
+ * runs in 5 timed out.
  */
 Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
 {
@@ -493,6 +537,78 @@ Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
         cr_assert_eq(zkt_children_settle(p.zh, p.path, 0), 0, "znodes left behind");
     }
     zkt_many_clients_from(-1);
+    zkt_party_close(&p);
+}
+
+/* One side of two clients taking turns: n times acquire, hold hold_ms, release. */
+struct turns {
+    zkl_mutex *m;
+    int n, hold_ms;
+    zkl_status st;
+    _Atomic int64_t got_at; /* zkt_now_ms() of the last grant */
+};
+
+static void *take_turns(void *arg)
+{
+    struct turns *t = arg;
+    int i;
+    for (i = 0; i < t->n && t->st == ZKL_OK; i++) {
+        if ((t->st = zkl_mutex_acquire(t->m, 10000)) != ZKL_OK)
+            break;
+        atomic_store(&t->got_at, zkt_now_ms());
+        zkt_sleep_ms(t->hold_ms);
+        t->st = zkl_mutex_release(t->m);
+    }
+    return NULL;
+}
+
+/*
+ * Two clients take turns on one lock, each releasing with the other in line
+ * (a contended release: its delete held back, for 50 ms here) and acquiring
+ * again at once, so that its create carries the delete long before its
+ * moment. The releasing client's worker is not woken for it: the release
+ * moves the worker's alarm without waking it, and the create that takes the
+ * delete puts the alarm back (client/worker.c). Kicked for each delete, as
+ * it used to be, the worker woke once a turn (12 times); with the alarm
+ * moved but never put back, once for each window that ran out (6 times).
+ * A lease renewal may fall in the turns: at most 2. a's last release has no
+ * create after it: its alarm rings when the window ends, and b gets its
+ * last turn then. An alarm that does not ring leaves the delete to the
+ * worker's next wake-up, the lease's renewal (2.8 s later, in a run with
+ * the alarm never set).
+ */
+Test(mutex, a_delete_taken_before_its_moment_leaves_the_worker_asleep, .timeout = 60)
+{
+    zkt_party p;
+    pthread_t t;
+    struct turns b = {0};
+    uint64_t w0, w1;
+    int64_t t0;
+    int i;
+    zkt_party_open(&p, 2, "asleep", 30000);
+    for (i = 0; i < p.n; i++)
+        zkt_defer_window(p.c[i], 50 * 1000);
+    ok(zkl_mutex_acquire(p.m[0], 5000), "a acquires");
+    b.m = p.m[1];
+    b.n = 13;
+    b.hold_ms = 20;
+    cr_assert_eq(pthread_create(&t, NULL, take_turns, &b), 0);
+    cr_assert_eq(zkt_children_settle(p.zh, p.path, 2), 2, "b in line");
+    w0 = zkt_worker_wakes(p.c[0]);
+    for (i = 0; i < 12; i++) {
+        zkt_sleep_ms(20);
+        ok(zkl_mutex_release(p.m[0]), "a releases, b in line");
+        ok(zkl_mutex_acquire(p.m[0], 10000), "a acquires again, after b");
+    }
+    w1 = zkt_worker_wakes(p.c[0]);
+    t0 = zkt_now_ms();
+    ok(zkl_mutex_release(p.m[0]), "a's last release: no create to carry it");
+    pthread_join(t, NULL);
+    ok(b.st, "b's turns");
+    cr_assert_leq(w1 - w0, 2, "a's worker woke %llu times in 12 turns",
+                  (unsigned long long)(w1 - w0));
+    cr_assert_lt(atomic_load(&b.got_at) - t0, 2000, "b's last turn came %lld ms after a's release",
+                 (long long)(atomic_load(&b.got_at) - t0));
     zkt_party_close(&p);
 }
 

@@ -338,6 +338,15 @@ void zkt_defer_window(zkl_client *c, int us)
     zkt_fault_set(c, ZKL__FAULT_HOLD_BACK_US, us > 0 ? us : -1);
 }
 
+uint64_t zkt_worker_wakes(zkl_client *c)
+{
+    uint64_t n;
+    pthread_mutex_lock(&c->mu);
+    n = c->worker_wakes;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 static pid_t server_pid(void)
 {
     const char *dir = getenv("ZKL_TEST_ZK_DIR");

@@ -125,6 +125,8 @@ void zkt_fault_after_chroot_part(zkl_client *c, const char *part, void (*fn)(zkl
 void zkt_fault_session_event_delay(zkl_client *c, int ms);
 /* Hold a release's delete back us microseconds, contended or alone (0: the defaults). */
 void zkt_defer_window(zkl_client *c, int us);
+/* How many times c's worker has woken from a sleep, for any reason. */
+uint64_t zkt_worker_wakes(zkl_client *c);
 
 /* Freeze (SIGSTOP) or thaw (SIGCONT) the test server, by the pid its script recorded. */
 void zkt_server_freeze(void);
