@@ -94,7 +94,7 @@ void zkl__call_done(call *k, int rc)
     k->rc = rc;
     k->done = 1;
     pthread_cond_broadcast(&k->cv);
-    notify = k->quiet_ok && rc == ZOK ? NULL : k->notify;
+    notify = k->notify;
     arg = k->arg;
     k->notifying = notify != NULL;
     pthread_mutex_unlock(&k->mu);

@@ -40,7 +40,6 @@ typedef struct zkl__call {
      * held); cleared by the requester before it lets go of the call */
     void (*notify)(void *arg);
     void *arg;
-    bool quiet_ok;        /* an answer of ZOK is not told (zkl__req_wget) */
     bool notifying;       /* notify is running: the requester waits it out */
     zkl__delivery answer; /* its zkl__call_done, deferred (session/transport.h) */
 } call;

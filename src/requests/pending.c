@@ -86,9 +86,6 @@ zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__r
         *rc = ZSYSTEMERROR;
         return NULL;
     }
-    pthread_mutex_lock(&k->mu);
-    k->quiet_ok = true;
-    pthread_mutex_unlock(&k->mu);
     zkl__count_request(s->c, ZKL__REQ_GET);
     r = ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, zkl__on_data_watch, k));
     if (r != ZOK)
@@ -120,13 +117,6 @@ zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void 
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_SYNC);
     return sent(k, ZKL_ZK(s, zoo_async(s->zh, path, zkl__on_string, k)), rc);
-}
-
-void zkl__req_tell(zkl__req *k)
-{
-    pthread_mutex_lock(&k->mu);
-    k->quiet_ok = false;
-    pthread_mutex_unlock(&k->mu);
 }
 
 bool zkl__req_done(zkl__req *k, int *rc)

@@ -44,13 +44,7 @@ zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_f
  * freed. The session's hooks (session/client.h: lists_closing, lists_free). */
 void zkl__lists_closing(zkl__session *s);
 void zkl__lists_free(zkl__session *s);
-/*
- * getData with data watch w, for the watch and the node's Stat only. An
- * answer of ZOK (the watch set) is not told until zkl__req_tell: fn runs
- * only for another answer. The requester reads it when something else
- * readies it, such as w's event, which the server sends after this answer
- * (but which may be told first: the requester then asks to be told).
- */
+/* getData with data watch w, for the watch and the node's Stat only. */
 zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
                         int *rc);
 zkl__req *zkl__req_exists(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc);
@@ -58,8 +52,6 @@ zkl__req *zkl__req_delete(zkl__session *s, const char *path, zkl__req_fn fn, voi
 /* sync: through the leader; its answer renews the lease. */
 zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc);
 
-/* From now on, any answer of k is told (fn runs), ZOK too (zkl__req_wget). */
-void zkl__req_tell(zkl__req *k);
 /* Whether the answer is in; *rc its rc then. */
 bool zkl__req_done(zkl__req *k, int *rc);
 /* A create's results: the path made (*created, the caller's) and its Stat. */

@@ -102,47 +102,6 @@ Test(mutex, reentrant_three_deep_one_node)
     free(path);
 }
 
-/*
- * A waiter's watch requests answered ZOK do not ready it (requests/pending.h,
- * zkl__req_wget): it sleeps on to the first event. With no event to come, its
- * deadline still ends the wait. Five waits of 100 ms behind a holder, the
- * clients' in-process hints off (as separate processes wait), then a try
- * once. Without the deadline, each ended only when its requests' own bound
- * did, 1 s after it began (ZKL_CALL_MIN_MS); so did the try once while its
- * answers were quiet (test_session's background_delete_is_retried_until_it_lands
- * saw it acquire, 703 ms later, what it should have given up on).
- */
-Test(mutex, a_waiter_told_nothing_after_its_watches_gives_up_at_its_deadline, .timeout = 60)
-{
-    zkl_client *a = zkt_client(0), *b = zkt_client(0);
-    char *path = zkt_path("quiet");
-    zkl_mutex *ma, *mb;
-    int i;
-    ok(zkl_client_set_process_hints(a, 0), "a's hints off");
-    ok(zkl_client_set_process_hints(b, 0), "b's hints off");
-    ok(zkl_mutex_create(a, path, &ma), "create a");
-    ok(zkl_mutex_create(b, path, &mb), "create b");
-    ok(zkl_mutex_acquire(ma, 5000), "a acquires");
-    for (i = 0; i < 5; i++) {
-        int64_t t0 = zkt_now_ms(), took;
-        cr_assert_eq(zkl_mutex_acquire(mb, 100), ZKL_ETIMEDOUT);
-        took = zkt_now_ms() - t0;
-        cr_assert(took >= 90 && took < 850, "wait %d gave up after %lld ms", i, (long long)took);
-    }
-    {
-        int64_t t0 = zkt_now_ms(), took;
-        cr_assert_eq(zkl_mutex_acquire(mb, 0), ZKL_ETIMEDOUT, "try once");
-        took = zkt_now_ms() - t0;
-        cr_assert_lt(took, 850, "try once gave up after %lld ms", (long long)took);
-    }
-    ok(zkl_mutex_release(ma), "release");
-    ok(zkl_mutex_destroy(ma), "destroy a");
-    ok(zkl_mutex_destroy(mb), "destroy b");
-    ok(zkl_client_close(a), "close a");
-    ok(zkl_client_close(b), "close b");
-    free(path);
-}
-
 Test(mutex, timeout_while_held_leaves_no_node)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);
@@ -499,9 +458,6 @@ Test(mutex, contended_release_rides_with_the_next_acquire, .timeout = 60)
  * on condition variables in the others. Not woken, the worker would look
  * around only at its next lease renewal or after its idle 10 s, which a
  * 30 s session puts 10 s apart; a blocking wait not woken would time out.
- * Its waiters are often told a watch's event before the answer that set
- * the watch (wait.c, told_now): without asking for the answers then, 4
- * runs in 5 timed out.
  */
 Test(mutex, contended_release_goes_out_when_its_window_ends, .timeout = 60)
 {

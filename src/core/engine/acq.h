@@ -95,7 +95,6 @@ enum {
     ZKL__AF_AWAITING = 1u << 5,  /* the note of node await_seq awaited (wait.c) */
     ZKL__AF_UNCERTAIN = 1u << 6, /* a try may have reached the server: recover by prefix first */
     ZKL__AF_NO_CARRY = 1u << 7,  /* the next create goes alone (a multi failed unapplied) */
-    ZKL__AF_ASLEEP_ARMING = 1u << 8, /* asleep once on the watch requests' quiet answers */
 };
 
 /* What the operation has been told, and how its owner waits (zkl__acq.mu_flags), under c->mu. */

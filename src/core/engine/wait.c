@@ -269,38 +269,14 @@ static zkl__step_result step_armed_children(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
-/*
- * The watch requests' answers are not all in. An answer of ZOK readies
- * nothing (zkl__req_wget): a waiter sleeps from its create to the first
- * event, not once more for the answers, unless readied before they are in
- * (a watch's event can be told before the answer that set it), or past its
- * deadline already (a try-once gives up as soon as they are in): then every
- * answer is to be told. true: they are all in now.
- */
-static bool told_now(zkl__acq *op)
-{
-    int i;
-    if (!zkl__has(op->flags, ZKL__AF_ASLEEP_ARMING) && zkl__now_ms() < op->a.deadline) {
-        op->flags |= ZKL__AF_ASLEEP_ARMING; /* just sent: asleep, quietly */
-        return false;
-    }
-    for (i = 0; i < op->nk; i++)
-        if (op->k[i])
-            zkl__req_tell(op->k[i]);
-    return zkl__acq_answered(op);
-}
-
 /* The data watches are set (or not): the watched node's rc decides, or our own node's absence. */
 static zkl__step_result step_armed(zkl__acq *op)
 {
     zkl__armed *slot[3] = {&op->prim, &op->ahead, &op->self};
     int64_t self;
     int i, rc = ZOK;
-    if (!zkl__acq_answered(op) && !told_now(op)) {
-        zkl__acq_sleep(op, op->a.deadline); /* as in step_sleeping */
+    if (!zkl__acq_answered(op))
         return ZKL__STEP_YIELD;
-    }
-    op->flags &= ~ZKL__AF_ASLEEP_ARMING;
     self = zkl__session_id(op->s);
     for (i = 0; i < 3; i++) {
         int r = op->rcs[i];
