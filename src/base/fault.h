@@ -42,6 +42,8 @@ struct zkl_client;
     X(POLLER_STALL_MS)   /* st: c's poller sleeps between its poll and what it found (no lock) */  \
     X(HANDOVER_MS)       /* st: a thread leaving c's handle sleeps before it hands the poller      \
                             what it deferred (no lock) */                                          \
+    X(DELIVER_STALL_MS)  /* st: c's poller, with replies in hand, sleeps before it delivers        \
+                            them (its round_mu held) */                                            \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \

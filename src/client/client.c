@@ -116,6 +116,7 @@ static void client_free(zkl_client *c)
     zkl__lease_free(c);
     if (c->locks_ready) {
         pthread_mutex_destroy(&c->mu);
+        pthread_mutex_destroy(&c->round_mu);
         pthread_cond_destroy(&c->cv);
         pthread_cond_destroy(&c->wcv);
         pthread_mutex_destroy(&c->listen_mu);
@@ -152,6 +153,7 @@ static void init_locks(zkl_client *c)
 {
     pthread_mutexattr_t ma;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->round_mu, NULL);
     zkl__cond_init(&c->cv);
     zkl__cond_init(&c->wcv);
     pthread_mutexattr_init(&ma);

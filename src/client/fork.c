@@ -15,15 +15,35 @@
  * joining its threads) but kept reachable here, with its socket open in the
  * child. The parent is not touched.
  *
- * Consistency: the prepare handler takes every registered client's c->mu
- * (the registry's lock first, then each c->mu, in list order), so the
- * child's copy of each client is not half-updated; the child marks each one
- * and lets the locks go. No zklock thread holds one c->mu while it blocks
- * on another (a second client's is only ever tried: core/async/async.c), and no
- * user code runs under c->mu, so the handler cannot deadlock. Locks that a
- * vanished thread may hold in the child (a reentrancy table's, a
- * semaphore's, listen_mu) are never taken for a forked client: the calls
- * look at zkl__forked first.
+ * Consistency: the prepare handler takes, in this order, the registry's
+ * lock, every registered client's round_mu, every c->mu (in list order),
+ * and the transport's xid lock; the child marks each client and lets them
+ * all go, as the parent does.
+ *  - c->mu: the child's copy of each client is not half-updated, and its
+ *    worker is between phases (it holds c->mu through them).
+ *  - round_mu: on the st transport the poller holds it from the end of its
+ *    poll through the deliveries it runs, so the fork waits for a reply in
+ *    its hands to be delivered. Without it a reply taken off the handle's
+ *    list but not yet delivered was held only on the poller's stack, which
+ *    the child does not have: the child lost it (valgrind found the
+ *    revocation watch's reply lost in test_latch's forked child).
+ *  - xid lock: a leaf taken around every request; a child that opens a
+ *    client of its own takes it.
+ * Why this cannot deadlock: a round runs zklock's deliveries only (they
+ * record and signal; user callbacks run on the worker or in dispatch, with
+ * no lock of ours held), which take c->mu but never the registry's lock or
+ * a round_mu; no zklock thread holds one c->mu while it blocks on another
+ * (a second client's is only ever tried: core/async/async.c); and nothing
+ * is taken under the xid lock. So every lock the handler waits for is let
+ * go without it.
+ *
+ * What it cannot save: memory that another thread of the parent holds only
+ * on its stack at the fork (a caller of ours in the middle of a call, or
+ * libzookeeper_mt's own threads on the default transport) is the parent's;
+ * the child never reaches it, as with any fork() of a threaded process.
+ * Locks that a vanished thread may hold in the child (a reentrancy
+ * table's, a semaphore's, listen_mu) are never taken for a forked client:
+ * the calls look at zkl__forked first.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,6 +51,7 @@
 #include <utlist.h>
 
 #include "client/fork.h"
+#include "session/transport.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static zkl_client *reg; /* open clients (utlist through reg_prev, reg_next) */
@@ -48,15 +69,28 @@ static void prepare(void)
     zkl_client *c;
     pthread_mutex_lock(&reg_mu);
     for (c = reg; c; c = c->reg_next)
+        pthread_mutex_lock(&c->round_mu);
+    for (c = reg; c; c = c->reg_next)
         pthread_mutex_lock(&c->mu);
+    zkl__transport_fork_lock();
+}
+
+/* What prepare took, let go (c->mu already let go if mu_too is false). */
+static void let_go(bool mu_too)
+{
+    zkl_client *c;
+    zkl__transport_fork_unlock();
+    for (c = reg; c; c = c->reg_next) {
+        if (mu_too)
+            pthread_mutex_unlock(&c->mu);
+        pthread_mutex_unlock(&c->round_mu);
+    }
+    pthread_mutex_unlock(&reg_mu);
 }
 
 static void parent(void)
 {
-    zkl_client *c;
-    for (c = reg; c; c = c->reg_next)
-        pthread_mutex_unlock(&c->mu);
-    pthread_mutex_unlock(&reg_mu);
+    let_go(true);
 }
 
 static void child(void)
@@ -72,7 +106,7 @@ static void child(void)
         c->worker_started = false;
         pthread_mutex_unlock(&c->mu);
     }
-    pthread_mutex_unlock(&reg_mu);
+    let_go(false);
 }
 
 static void install_handlers(void)

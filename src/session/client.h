@@ -227,6 +227,9 @@ struct zkl_client {
     void (*poller_put)(zkl__session *s); /* lets go of a session it polled */
     zkl__session *live;                  /* the handles it polls, under mu */
     pthread_mutex_t dq_mu;               /* guards dq_head, dq_tail */
+    /* held by the poller from its poll's end through the deliveries it runs;
+     * a fork() waits a round out (client/fork.c). Made and freed with mu. */
+    pthread_mutex_t round_mu;
     struct zkl__delivery *dq_head, *dq_tail;
 };
 

@@ -249,6 +249,16 @@ void zkl__zk_leave(zkl__session *s)
         give_to_poller(c);
 }
 
+void zkl__transport_fork_lock(void)
+{
+    pthread_mutex_lock(&xid_mu);
+}
+
+void zkl__transport_fork_unlock(void)
+{
+    pthread_mutex_unlock(&xid_mu);
+}
+
 bool zkl__zk_deferring(void)
 {
     return zk_depth > 0;
@@ -513,6 +523,7 @@ static void *poller_main(void *arg)
         p[0].revents = 0;
         if (poll(p, (nfds_t)n + 1, timeout) < 0 && errno != EINTR)
             zkl__log(ZKL_LOG_ERROR, "the poller's poll: %s", strerror(errno));
+        pthread_mutex_lock(&c->round_mu); /* (a fork() waits for the round) */
         if (p[0].revents) {
             uint64_t v;
             (void)!read(c->pfd, &v, sizeof v);
@@ -526,6 +537,8 @@ static void *poller_main(void *arg)
             handle_lock(ss[i]);
             zookeeper_process(ss[i]->zh, ev[i]);
             handle_unlock(ss[i]);
+            if (mine_head && (stall = ZKL_FAULT(c, DELIVER_STALL_MS, NULL)) > 0)
+                zkl__sleep_ms(stall); /* (replies in hand: a fork() waits them out) */
             deliveries_run_mine();
         }
         pthread_mutex_lock(&c->dq_mu);
@@ -535,6 +548,7 @@ static void *poller_main(void *arg)
         run_list(q);
         for (i = 0; i < n; i++)
             c->poller_put(ss[i]); /* may close it, here: its deliveries run at once */
+        pthread_mutex_unlock(&c->round_mu);
     }
     return NULL;
 }

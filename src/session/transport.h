@@ -91,6 +91,11 @@ void zkl__poller_stop(struct zkl_client *c);
 /* s's handle is made (poll it) / going (stop polling it). Caller holds c->mu. */
 void zkl__poller_add_locked(struct zkl_client *c, struct zkl__session *s);
 void zkl__poller_remove_locked(struct zkl_client *c, struct zkl__session *s);
+/* A fork() (client/fork.c): the process's xid lock, a leaf, held across it
+ * (taken last, after every c->mu) so that a child's copy is not held by a
+ * thread it does not have. */
+void zkl__transport_fork_lock(void);
+void zkl__transport_fork_unlock(void);
 #else
 static inline void zkl__zk_enter(struct zkl__session *s)
 {
@@ -133,6 +138,8 @@ static inline void zkl__poller_remove_locked(struct zkl_client *c, struct zkl__s
 {
     (void)c, (void)s;
 }
+static inline void zkl__transport_fork_lock(void) {}
+static inline void zkl__transport_fork_unlock(void) {}
 #endif
 
 /* expr, a call on s's handle, inside zkl__zk_enter/leave */
