@@ -200,6 +200,53 @@ static char *foreign_node(zhandle_t *zh, const char *path)
     return got;
 }
 
+/* m waits behind a node of another process, which then goes: how many
+ * nodes m's line had noted made while it waited. */
+static size_t noted_while_waiting(zhandle_t *zh, zkl_client *c, const char *path, zkl_mutex *m)
+{
+    zkt_waiter w = {0};
+    zkl__inproc *p = zkl__inproc_get(NULL, path);
+    char *other = foreign_node(zh, path);
+    size_t n;
+    cr_assert_not_null(p);
+    zkt_waiter_start(&w, m, 30000, NULL);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2);
+    zkt_requests_settle(c); /* m waits: its node is noted, if it is */
+    n = zkl__inproc_noted(p);
+    cr_assert_eq(zoo_delete(zh, other, -1), ZOK);
+    zkt_waiter_until_done(&w);
+    ok(w.st, "acquires once the other process's node goes");
+    zkt_waiter_release(&w);
+    zkl__inproc_put(p);
+    free(other);
+    return n;
+}
+
+/*
+ * Only another session of the process asks what was noted of a node
+ * (inproc.h): a line that one lock object of the process uses notes
+ * nothing, as across processes; with a second object on it, nodes are
+ * noted again.
+ */
+Test(process_hints, a_line_of_one_object_notes_nothing, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("one-object");
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m, *m2;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    ok(zkl_mutex_acquire(m, 5000), "acquire"); /* (the path made) */
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_eq(noted_while_waiting(zh, c, path, m), 0, "a node of the only object was noted");
+    ok(zkl_mutex_create(c, path, &m2), "create a second");
+    cr_assert_eq(noted_while_waiting(zh, c, path, m), 1, "with two objects, not noted");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
 /*
  * ZKL_LOOKAHEAD_AUTO, the default, looks ahead only in an acquire whose
  * create carried the client's held-back delete, and whose node just ahead

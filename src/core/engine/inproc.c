@@ -66,6 +66,7 @@ struct zkl__inproc {
     size_t nmade;
     await_note *awaits;
     int64_t last_owner; /* who noted a node made last */
+    int objects;        /* the process's lock objects on the line (zkl__inproc_object) */
     int creates;        /* this process's creates in flight */
     UT_hash_handle hh;
 };
@@ -194,6 +195,26 @@ void zkl__inproc_put(zkl__inproc *p)
     free(p);
 }
 
+void zkl__inproc_object(zkl__inproc *p, int delta)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->objects += delta;
+    pthread_mutex_unlock(&p->mu);
+}
+
+size_t zkl__inproc_noted(zkl__inproc *p)
+{
+    size_t n = 0;
+    if (p) {
+        pthread_mutex_lock(&p->mu);
+        n = p->nmade;
+        pthread_mutex_unlock(&p->mu);
+    }
+    return n;
+}
+
 size_t zkl__inproc_count(void)
 {
     size_t n;
@@ -248,7 +269,10 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
         return;
     pthread_mutex_lock(&p->mu);
     p->last_owner = owner;
-    if (seq >= 0 && n < NAME_MAX_ && !made_locked(p, seq) && (m = calloc(1, sizeof *m))) {
+    /* Only another session of the process asks for a note: with one lock
+     * object on the line, every node on it is one session's (inproc.h). */
+    if (p->objects > 1 && seq >= 0 && n < NAME_MAX_ && !made_locked(p, seq) &&
+        (m = calloc(1, sizeof *m))) {
         m->seq = seq;
         m->owner = owner;
         memcpy(m->name, name, n + 1);

@@ -71,8 +71,20 @@ zkl__inproc *zkl__inproc_get(const char *chroot, const char *path);
 void zkl__inproc_put(zkl__inproc *p);
 
 /*
+ * A lock object on p's line was made (delta 1) or freed (-1), after its
+ * get and before its put (core/objects/lockobj.c).
+ */
+void zkl__inproc_object(zkl__inproc *p, int delta);
+/* How many nodes p has noted made (tests). */
+size_t zkl__inproc_noted(zkl__inproc *p);
+
+/*
  * Node name (sequence seq), made by session owner, is about to wait: noted,
- * and the joiner awaiting its note (await) told. made_by: the owner session
+ * and the joiner awaiting its note (await) told, if the process has more
+ * than one lock object on the line. (Only another session asks for a note;
+ * an object is one client's, which has one session at a time. A process of
+ * one session, as across processes, had noted every node, at a cost and
+ * with no reader: docs/design/scale-log.md, 2026-11-28.) made_by: the owner session
  * of node name (sequence seq) if noted, else 0. made_at: the owner of the
  * node noted with sequence seq (its name copied into name, cap bytes), else
  * 0. others_joined: the last node noted made is another session's than

@@ -37,6 +37,7 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     /* what is noted of the line outlives an acquire while the object lives
      * (NULL without memory: only hints are lost) */
     o->inproc = zkl__inproc_get(zkl__chroot_of(c->connect), path);
+    zkl__inproc_object(o->inproc, 1);
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
     DL_APPEND(c->objs, o);
@@ -78,6 +79,7 @@ void zkl__lockobj_free(zkl__lockobj *o)
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);
     zkl__client_unref(o->c);
+    zkl__inproc_object(o->inproc, -1);
     zkl__inproc_put(o->inproc);
     free(o->path);
     free(o);
