@@ -71,7 +71,11 @@
  * are not there; the ZooKeeper client's handle and socket stay allocated
  * in the child, as libzookeeper_mt frees a handle only by joining its
  * threads. The parent is not touched. A child that needs locks opens its
- * own client (after exec, or not).
+ * own client (after exec, or not). fork() waits, in zklock's atfork
+ * handler, for each open client's worker to end its phase and for its
+ * ZooKeeper replies in hand to be delivered, so that the child's copy is
+ * whole: fork() from any thread or callback, but not from the log
+ * callback, which may run while zklock holds the lock the handler waits for.
  */
 #ifndef ZKLOCK_CLIENT_H
 #define ZKLOCK_CLIENT_H
