@@ -477,6 +477,21 @@ static int child_of_a_leader(zkl_client *c, zkl_latch *l)
 zhandle_t *zkt_latch_fork_zh;
 char *zkt_latch_fork_path;
 
+/* Fork; the child runs child_of_a_leader and must exit 0 (99: valgrind
+ * found an error in it). */
+static void fork_a_leader(zkl_client *c, zkl_latch *l)
+{
+    int status;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(child_of_a_leader(c, l));
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child crashed (status %d)", status);
+    cr_assert_eq(WEXITSTATUS(status), 0, "the child's check %d failed (99: valgrind's)",
+                 WEXITSTATUS(status));
+}
+
 /* A fork()ed child of a leader does not lead, and goes without touching
  * the parent's term. */
 Test(latch, a_forked_child_does_not_lead, .timeout = 60)
@@ -486,20 +501,11 @@ Test(latch, a_forked_child_does_not_lead, .timeout = 60)
     zkl_client *c = zkt_client(0);
     zkl_latch *l;
     int64_t token, after;
-    int status;
-    pid_t pid;
     ok(zkl_latch_create(c, path, "parent", &l), "create");
     ok(zkl_latch_start(l, NULL, NULL), "start");
     ok(zkl_latch_await(l, 10000), "leads");
     ok(zkl_latch_token(l, &token), "token");
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0)
-        _exit(child_of_a_leader(c, l));
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status), "the child crashed (status %d)", status);
-    cr_assert_eq(WEXITSTATUS(status), 0, "the child's check %d failed (99: valgrind's)",
-                 WEXITSTATUS(status));
+    fork_a_leader(c, l);
     cr_assert(zkl_latch_is_leader(l), "the parent lost its term");
     ok(zkl_latch_token(l, &after), "token");
     cr_assert_eq(after, token);
@@ -524,21 +530,12 @@ Test(latch, a_fork_waits_for_the_reply_the_poller_holds, .timeout = 60)
     char *path = zkt_latch_fork_path = zkt_path("latch-fork-held");
     zkl_client *c = zkt_client(0);
     zkl_latch *l;
-    int status;
-    pid_t pid;
     zkt_fault_set(c, ZKL__FAULT_DELIVER_STALL_MS, 1500);
     ok(zkl_latch_create(c, path, "parent", &l), "create");
     ok(zkl_latch_start(l, NULL, NULL), "start");
     ok(zkl_latch_await(l, 30000), "leads");
     zkt_sleep_ms(300); /* its getData sent and answered: the poller holds the reply */
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0)
-        _exit(child_of_a_leader(c, l));
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status), "the child crashed (status %d)", status);
-    cr_assert_eq(WEXITSTATUS(status), 0, "the child's check %d failed (99: valgrind's)",
-                 WEXITSTATUS(status));
+    fork_a_leader(c, l);
     /* (the stalls may outlast the parent's lease: its term is not checked here) */
     zkt_fault_set(c, ZKL__FAULT_DELIVER_STALL_MS, 0);
     ok(zkl_latch_destroy(l), "destroy");
