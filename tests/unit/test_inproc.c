@@ -32,6 +32,15 @@ static void ring(void *c, void *waiter)
     r->waiter = waiter;
 }
 
+/* The record of a line with two lock objects on it: its nodes are noted. */
+static zkl__inproc *line_of_two(const char *chroot, const char *path)
+{
+    zkl__inproc *p = zkl__inproc_get(chroot, path);
+    zkl__inproc_object(p, 1);
+    zkl__inproc_object(p, 1);
+    return p;
+}
+
 /* Sequences from..to noted in p, made by sessions 1, 2, 1, 2, ... */
 static void made(zkl__inproc *p, int32_t from, int32_t to)
 {
@@ -44,8 +53,8 @@ static void made(zkl__inproc *p, int32_t from, int32_t to)
 Test(inproc, one_record_per_line_freed_with_its_last_reference)
 {
     size_t before = zkl__inproc_count();
-    zkl__inproc *a = zkl__inproc_get(NULL, "/r/a"), *a2 = zkl__inproc_get(NULL, "/r/a");
-    zkl__inproc *b = zkl__inproc_get("/chroot", "/r/a");
+    zkl__inproc *a = line_of_two(NULL, "/r/a"), *a2 = line_of_two(NULL, "/r/a");
+    zkl__inproc *b = line_of_two("/chroot", "/r/a");
     char buf[128], name[128];
     cr_assert(a && b);
     cr_assert_eq(a, a2, "two records of one line");
@@ -58,7 +67,7 @@ Test(inproc, one_record_per_line_freed_with_its_last_reference)
     zkl__inproc_put(a2);
     zkl__inproc_put(b);
     cr_assert_eq(zkl__inproc_count(), before, "a record outlived its last reference");
-    a = zkl__inproc_get(NULL, "/r/a");
+    a = line_of_two(NULL, "/r/a");
     cr_assert_eq(zkl__inproc_made_at(a, 10, name, sizeof name), 0,
                  "a freed record's note came back");
     cr_assert_not(zkl__inproc_seen(a, node(buf, sizeof buf, 10), 1));
@@ -88,7 +97,7 @@ Test(inproc, a_null_record_knows_nothing)
 
 Test(inproc, finds_a_node_made_here_by_its_sequence)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/made");
+    zkl__inproc *p = line_of_two(NULL, "/h/made");
     char buf[128], name[128];
     made(p, 10, 11);
     cr_assert_eq(zkl__inproc_made_at(p, 10, name, sizeof name), 1);
@@ -104,7 +113,7 @@ Test(inproc, finds_a_node_made_here_by_its_sequence)
 
 Test(inproc, a_grant_two_places_ahead_rings_the_bell_once)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/bell");
+    zkl__inproc *p = line_of_two(NULL, "/h/bell");
     char buf[128];
     struct rung r = {0};
     int c;
@@ -126,7 +135,7 @@ Test(inproc, a_grant_two_places_ahead_rings_the_bell_once)
 
 Test(inproc, no_bell_when_the_lock_is_two_places_ahead_already)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/near");
+    zkl__inproc *p = line_of_two(NULL, "/h/near");
     char buf[128];
     struct rung r = {0};
     made(p, 30, 33);
@@ -145,7 +154,7 @@ Test(inproc, no_bell_when_the_lock_is_two_places_ahead_already)
 
 Test(inproc, a_dropped_bell_does_not_ring)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/drop");
+    zkl__inproc *p = line_of_two(NULL, "/h/drop");
     char buf[128];
     struct rung r = {0}, q = {0};
     int c;
@@ -162,7 +171,7 @@ Test(inproc, a_dropped_bell_does_not_ring)
 
 Test(inproc, the_oldest_note_pushed_out_rings_its_bell)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/full");
+    zkl__inproc *p = line_of_two(NULL, "/h/full");
     char buf[128], name[128];
     struct rung r = {0};
     made(p, 2, 3);
@@ -178,7 +187,7 @@ Test(inproc, the_oldest_note_pushed_out_rings_its_bell)
 
 Test(inproc, a_node_leaving_unheld_rings_the_two_bells_behind_it)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/t/left");
+    zkl__inproc *p = line_of_two(NULL, "/t/left");
     char buf[128];
     struct rung r1 = {0}, r2 = {0};
     made(p, 20, 23);
@@ -196,7 +205,7 @@ Test(inproc, a_node_leaving_unheld_rings_the_two_bells_behind_it)
 
 Test(inproc, a_joiner_awaits_the_note_while_a_create_is_in_flight)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/t/await");
+    zkl__inproc *p = line_of_two(NULL, "/t/await");
     char buf[128];
     struct rung r = {0}, q = {0}, u = {0};
     cr_assert_not(zkl__inproc_await(p, 9, ring, NULL, &r), "nothing in flight");
@@ -227,7 +236,7 @@ Test(inproc, a_joiner_awaits_the_note_while_a_create_is_in_flight)
  */
 Test(inproc, the_last_grants_are_seen_and_the_older_pushed_out)
 {
-    zkl__inproc *p = zkl__inproc_get(NULL, "/h/grants");
+    zkl__inproc *p = line_of_two(NULL, "/h/grants");
     char buf[128];
     int32_t s;
     cr_assert_not(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7), "no grant yet");
@@ -243,5 +252,26 @@ Test(inproc, the_last_grants_are_seen_and_the_older_pushed_out)
     cr_assert_not(zkl__inproc_seen(p, node(buf, sizeof buf, 0), 7), "the oldest kept");
     for (s = 1; s <= ZKL_INPROC_GRANTS; s++)
         cr_assert(zkl__inproc_seen(p, node(buf, sizeof buf, s), 7), "grant %d pushed out", s);
+    zkl__inproc_put(p);
+}
+
+/* A line of one lock object notes no node made (only another session asks);
+ * a second object, and it does; with that one gone, it stops. */
+Test(inproc, a_line_of_one_object_notes_nothing)
+{
+    zkl__inproc *p = zkl__inproc_get(NULL, "/h/one");
+    char buf[128], name[128];
+    zkl__inproc_object(p, 1);
+    made(p, 10, 10);
+    cr_assert_eq(zkl__inproc_noted(p), 0, "noted with one object");
+    cr_assert_eq(zkl__inproc_made_at(p, 10, name, sizeof name), 0);
+    zkl__inproc_object(p, 1);
+    made(p, 11, 11);
+    cr_assert_eq(zkl__inproc_made_at(p, 11, name, sizeof name), 2, "not noted with two");
+    cr_assert_str_eq(name, node(buf, sizeof buf, 11));
+    zkl__inproc_object(p, -1);
+    made(p, 12, 12);
+    cr_assert_eq(zkl__inproc_noted(p), 1, "noted with one object again");
+    zkl__inproc_object(NULL, 1); /* (the room off: nothing) */
     zkl__inproc_put(p);
 }
