@@ -32,7 +32,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tests/support/st_shim.h"
 #include "benchutil.h"
 #include "zklock/zklock.h"
 
@@ -419,11 +418,8 @@ static bool raw_line(bu_raw *rs, raw_wait *ws, int n, const char *dir)
     for (i = 0; i < n; i++) {
         ws[i].zh = rs[i % opt_sessions].zh;
         ws[i].dir = dir;
-        int rc;
-        st_shim_enter(ws[i].zh); /* (st: the handle's own thread drives it) */
-        rc = zoo_acreate(ws[i].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                         raw_created, &ws[i]);
-        st_shim_leave(ws[i].zh);
+        int rc = zoo_acreate(ws[i].zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                             raw_created, &ws[i]);
         if (rc != ZOK)
             raw_watched(ZSYSTEMERROR, NULL, &ws[i]);
     }

@@ -1,8 +1,7 @@
 /*
  * standalone.h - clocks and options of the single-file benchmark programs
- * that build without benchutil.c (transport_probe.c, procs_harness.c:
- * benchutil makes libzookeeper_mt's synchronous calls, which
- * libzookeeper_st lacks).
+ * that build without benchutil.c (transport_probe.c: benchutil makes
+ * libzookeeper_mt's synchronous calls, which libzookeeper_st lacks).
  */
 #ifndef ZKL_BENCH_STANDALONE_H
 #define ZKL_BENCH_STANDALONE_H

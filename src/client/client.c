@@ -356,8 +356,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
         zkl_client_options_init(&defaults);
         opts = &defaults;
     }
-    if ((st = check_options(opts)) != ZKL_OK || (st = zkl__transport_check()) != ZKL_OK ||
-        !(c = client_new(connect, opts, &st)))
+    if ((st = check_options(opts)) != ZKL_OK || !(c = client_new(connect, opts, &st)))
         return st;
     if (zkl__poller_start(c, zkl__session_put) != 0) {
         client_free(c);

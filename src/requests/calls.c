@@ -138,7 +138,6 @@ int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 
 /* ---- requests whose reply goes to the caller's own completion ---- */
 
-#ifdef ZKL_TRANSPORT_ST
 /* The caller's own completion or watcher, run once the handle is let go
  * (session/transport.h): what it is given is copied first. Each is run
  * once: a watcher's session events are not passed on (zkl__zk_send_wget). */
@@ -227,12 +226,10 @@ static void watch_tramp(zhandle_t *zh, int type, int state, const char *path, vo
     zkl__zk_owned_set(t->s, &t->owned, false); /* (under the handle's mutex) */
     tramp_defer(t, type, state, NULL, 0);
 }
-#endif
 
 int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_DELETE);
-#ifdef ZKL_TRANSPORT_ST
     tramp *t = tramp_new(done, NULL, NULL, ctx, NULL);
     if (!t)
         return ZSYSTEMERROR;
@@ -240,15 +237,11 @@ int zkl__zk_send_delete(zkl__session *s, const char *path, void_completion_t don
     if (rc != ZOK)
         free(t);
     return rc;
-#else
-    return zoo_adelete(s->zh, path, -1, done, ctx);
-#endif
 }
 
 int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_SYNC);
-#ifdef ZKL_TRANSPORT_ST
     tramp *t = tramp_new(NULL, done, NULL, ctx, NULL);
     if (!t)
         return ZSYSTEMERROR;
@@ -256,16 +249,12 @@ int zkl__zk_send_sync(zkl__session *s, string_completion_t done, const void *ctx
     if (rc != ZOK)
         free(t);
     return rc;
-#else
-    return zoo_async(s->zh, "/", done, ctx);
-#endif
 }
 
 int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, void *wctx,
                       data_completion_t done, const void *ctx)
 {
     zkl__count_request(s->c, ZKL__REQ_GET);
-#ifdef ZKL_TRANSPORT_ST
     tramp *t = tramp_new(NULL, NULL, done, ctx, NULL),
           *tw = tramp_new(NULL, NULL, NULL, wctx, watcher);
     if (!t || !tw) {
@@ -284,7 +273,4 @@ int zkl__zk_send_wget(zkl__session *s, const char *path, watcher_fn watcher, voi
         free(tw);
     }
     return rc;
-#else
-    return zoo_awget(s->zh, path, watcher, wctx, done, ctx);
-#endif
 }

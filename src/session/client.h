@@ -220,7 +220,7 @@ struct zkl_client {
     /* this process is a fork() child of the one that opened it (client/fork.c) */
     bool forked;
     struct zkl_client *reg_prev, *reg_next; /* the open clients (client/fork.c) */
-    /* the poller (session/transport.c; ZKL_TRANSPORT_ST builds only) */
+    /* the poller (session/transport.c) */
     pthread_t poller;
     bool poller_started, poller_stop;    /* poller_stop: under mu */
     int pfd;                             /* its eventfd */
@@ -272,6 +272,9 @@ zkl_status zkl__session_try_get_locked(struct zkl_client *c, zkl__session **out)
 void zkl__changed_locked(struct zkl_client *c);
 /* c->sess if it is session epoch, connected and not lost; else NULL. Caller holds c->mu. */
 zkl__session *zkl__session_live_locked(struct zkl_client *c, uint64_t epoch);
+/* The current session's id and password, as the private ZooKeeper client has
+ * them (the tests' expiries open a handle of their own on it). Takes c->mu. */
+clientid_t zkl__session_client_id(struct zkl_client *c);
 /*
  * The current session is lost (locally, or its lease ran out): mark it
  * expired and tell the worker, which opens the next. first: an event to

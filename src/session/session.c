@@ -288,6 +288,17 @@ void zkl__changed_locked(zkl_client *c)
         c->hooks.changed_locked(c);
 }
 
+clientid_t zkl__session_client_id(zkl_client *c)
+{
+    clientid_t cid = {0};
+    pthread_mutex_lock(&c->mu);
+    zkl__session *s = c->sess;
+    if (s && s->zh)
+        cid = *ZKL_ZK(s, zoo_client_id(s->zh));
+    pthread_mutex_unlock(&c->mu);
+    return cid;
+}
+
 zkl__session *zkl__session_live_locked(zkl_client *c, uint64_t epoch)
 {
     zkl__session *s = c->sess;

@@ -1,6 +1,6 @@
 /*
- * transport.c - libzookeeper_st driven by the client's poller thread
- * (transport.h; docs/design/transport.md). Empty in the default build.
+ * transport.c - zklock's private copy of libzookeeper_st, driven by the
+ * client's poller thread (transport.h; docs/design/transport.md).
  *
  * DESIGN
  *
@@ -20,60 +20,9 @@
  * Lock order: c->mu, then zmu, then xid_mu; dq_mu alone. A pumped handle's
  * mu, then xid_mu.
  */
-#define _GNU_SOURCE /* dladdr, RTLD_DEFAULT */
 #include "session/client.h"
 #include "session/transport.h"
 
-#ifndef ZKL_TRANSPORT_ST
-#include <stdlib.h>
-
-#include "base/log.h"
-
-void zkl__zk_close(zkl__session *s)
-{
-    zookeeper_close(s->zh);
-}
-
-zkl_status zkl__transport_check(void)
-{
-    return ZKL_OK;
-}
-
-zkl__pumped *zkl__pumped_drive(zhandle_t *zh)
-{
-    zkl__pumped *p = calloc(1, sizeof *p);
-    if (p)
-        p->zh = zh;
-    return p;
-}
-
-zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout_ms, void *ctx)
-{
-    zhandle_t *zh =
-        zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0, zkl__zk_log_trampoline);
-    zkl__pumped *p = zh ? zkl__pumped_drive(zh) : NULL;
-    if (zh && !p)
-        zookeeper_close(zh);
-    return p;
-}
-
-void zkl__pumped_enter(zkl__pumped *p)
-{
-    (void)p;
-}
-
-void zkl__pumped_leave(zkl__pumped *p)
-{
-    (void)p;
-}
-
-void zkl__pumped_close(zkl__pumped *p)
-{
-    zookeeper_close(p->zh);
-    free(p);
-}
-#else
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -87,69 +36,6 @@ void zkl__pumped_close(zkl__pumped *p)
 #include "base/tuning.h"
 #include "base/util.h"
 #include "base/wakefd.h"
-
-/* ---- which library runs our calls ---- */
-
-/*
- * The names zklock calls (zookeeper_init2, zoo_a*, ...) are exported by
- * libzookeeper_st and libzookeeper_mt alike, and the process resolves each
- * to the first library that has it. A program that links libzookeeper_mt
- * itself (ahead of zklock's libzookeeper_st, as its own link line puts it)
- * makes all of them libzookeeper_mt's: its threads then drive every handle,
- * and zklock must not (OURS false): no poller, no handle mutex, deliveries
- * where the callbacks run, as the mt build does. If zookeeper_process is
- * libzookeeper_st's but the synchronous calls (only libzookeeper_mt has
- * them) are libzookeeper_mt's, the program's own handles are broken:
- * MIXED, and zkl_client_open refuses.
- */
-enum { MODE_OURS, MODE_THEIRS, MODE_MIXED };
-static int zk_mode;
-static pthread_once_t zk_mode_once = PTHREAD_ONCE_INIT;
-static const char *zk_mode_lib = "";
-
-/* The object that defines name, as this process resolves it ("" if none). */
-static const char *definer(const char *name)
-{
-    Dl_info i;
-    void *f = dlsym(RTLD_DEFAULT, name);
-    return f && dladdr(f, &i) && i.dli_fname ? i.dli_fname : "";
-}
-
-static void mode_find(void)
-{
-    const char *process = definer("zookeeper_process"), *sync = definer("zoo_create");
-    if (strstr(process, "libzookeeper_mt")) {
-        zk_mode = MODE_THEIRS;
-        zk_mode_lib = process;
-    } else if (strstr(sync, "libzookeeper_mt")) {
-        zk_mode = MODE_MIXED;
-        zk_mode_lib = sync;
-    }
-}
-
-/* True: the poller drives the handles (libzookeeper_st's names won). */
-static bool ours(void)
-{
-    pthread_once(&zk_mode_once, mode_find);
-    return zk_mode != MODE_THEIRS;
-}
-
-zkl_status zkl__transport_check(void)
-{
-    pthread_once(&zk_mode_once, mode_find);
-    if (zk_mode == MODE_MIXED)
-        return zkl__fail(ZKL_ESYS,
-                         "libzookeeper_mt (%s) is loaded after libzookeeper_st, which zklock "
-                         "drives: the program's own ZooKeeper calls would run on both; link "
-                         "libzookeeper_mt ahead of zklock (zklock then runs on it)",
-                         zk_mode_lib);
-    if (zk_mode == MODE_THEIRS)
-        zkl__log(ZKL_LOG_DEBUG,
-                 "libzookeeper_mt (%s) runs this process's ZooKeeper calls: "
-                 "zklock runs on its threads",
-                 zk_mode_lib);
-    return ZKL_OK;
-}
 
 /* ---- the handle mutex and deliveries ---- */
 
@@ -181,8 +67,6 @@ static void handle_unlock(zkl__session *s)
 
 void zkl__zk_enter(zkl__session *s)
 {
-    if (!ours())
-        return;
     handle_lock(s);
     pthread_mutex_lock(&xid_mu);
     s->entered_state = s->zh ? zoo_state(s->zh) : 0;
@@ -235,8 +119,6 @@ void zkl__zk_leave(zkl__session *s)
     int fd = -1, interest = 0;
     struct timeval tv;
     bool kick = false;
-    if (!ours())
-        return;
     dropped_silently(s);
     if (s->zh && zookeeper_interest(s->zh, &fd, &interest, &tv) == ZOK)
         kick = fd != s->polled_fd || interest != s->polled_interest;
@@ -306,19 +188,13 @@ static void deliveries_run_mine(void)
     run_list(d);
 }
 
-/* (on libzookeeper_mt's threads the handle mutex is not held around
- * calls and callbacks: the list takes it itself) */
+/* (under the handle mutex: every call and callback runs inside it) */
 void zkl__zk_owned_set(zkl__session *s, zkl__zk_owned *o, bool owned)
 {
-    bool theirs = !ours();
-    if (theirs)
-        pthread_mutex_lock(&s->zmu);
     if (owned)
         DL_APPEND2(s->owned, o, prev, next);
     else
         DL_DELETE2(s->owned, o, prev, next);
-    if (theirs)
-        pthread_mutex_unlock(&s->zmu);
 }
 
 static void owned_free(zkl__session *s)
@@ -332,12 +208,6 @@ static void owned_free(zkl__session *s)
 
 void zkl__zk_close(zkl__session *s)
 {
-    if (!ours()) { /* (it joins libzookeeper_mt's threads: no callback runs after) */
-        zookeeper_close(s->zh);
-        s->zh = NULL;
-        owned_free(s);
-        return;
-    }
     /* Not under the xid mutex: libzookeeper_st's close flushes its socket
      * with a timeout of 3 s, and the mutex held that long stalled every
      * request of the process, another client's open included (test_lifecycle
@@ -356,7 +226,7 @@ void zkl__zk_close(zkl__session *s)
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
 {
     if (!c->poller_started)
-        return; /* (libzookeeper_mt's threads drive it) */
+        return; /* (a forked child's: no poller) */
     DL_PREPEND2(c->live, s, lprev, lnext);
     s->listed = true;
     if (c->pfd >= 0)
@@ -406,15 +276,12 @@ static void *pump_main(void *arg)
     return NULL;
 }
 
-zkl__pumped *zkl__pumped_drive(zhandle_t *zh)
+static zkl__pumped *pumped_drive(zhandle_t *zh)
 {
     zkl__pumped *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->zh = zh;
-    if (!ours())
-        return p; /* libzookeeper_mt's threads drive it */
-    p->pumping = true;
     p->wake = zkl__wakefd_new();
     if (p->wake < 0) {
         free(p);
@@ -435,7 +302,7 @@ zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout
 {
     zhandle_t *zh =
         zookeeper_init2(hosts, fn, recv_timeout_ms, NULL, ctx, 0, zkl__zk_log_trampoline);
-    zkl__pumped *p = zh ? zkl__pumped_drive(zh) : NULL;
+    zkl__pumped *p = zh ? pumped_drive(zh) : NULL;
     if (zh && !p) {
         zookeeper_close(zh); /* (not under the xid mutex: zkl__zk_close) */
     }
@@ -444,16 +311,12 @@ zkl__pumped *zkl__pumped_open(const char *hosts, watcher_fn fn, int recv_timeout
 
 void zkl__pumped_enter(zkl__pumped *p)
 {
-    if (!p->pumping)
-        return;
     pthread_mutex_lock(&p->mu);
     pthread_mutex_lock(&xid_mu);
 }
 
 void zkl__pumped_leave(zkl__pumped *p)
 {
-    if (!p->pumping)
-        return;
     pthread_mutex_unlock(&xid_mu);
     pthread_mutex_unlock(&p->mu);
     zkl__wakefd_wake(p->wake); /* what the call queued is sent, or polled for */
@@ -461,11 +324,6 @@ void zkl__pumped_leave(zkl__pumped *p)
 
 void zkl__pumped_close(zkl__pumped *p)
 {
-    if (!p->pumping) {
-        zookeeper_close(p->zh);
-        free(p);
-        return;
-    }
     atomic_store(&p->stop, true);
     zkl__wakefd_wake(p->wake);
     pthread_join(p->thread, NULL);
@@ -557,8 +415,6 @@ int zkl__poller_start(zkl_client *c, void (*put)(zkl__session *s))
 {
     c->poller_put = put;
     c->pfd = -1;
-    if (!ours())
-        return 0; /* libzookeeper_mt's threads drive its handles */
     pthread_mutex_init(&c->dq_mu, NULL);
     c->pfd = zkl__wakefd_new();
     if (c->pfd < 0)
@@ -595,4 +451,3 @@ void zkl__poller_stop(zkl_client *c)
     c->pfd = -1;
     pthread_mutex_destroy(&c->dq_mu);
 }
-#endif

@@ -192,9 +192,7 @@ static void expire_one(worker *w)
         pthread_mutex_unlock(&w->mu);
         return;
     }
-    pthread_mutex_lock(&w->c->mu);
-    cid = *zoo_client_id(w->c->sess->zh);
-    pthread_mutex_unlock(&w->c->mu);
+    cid = zkl__session_client_id(w->c);
     pthread_mutex_unlock(&w->mu);
     if (cid.client_id == 0)
         return;

@@ -236,10 +236,7 @@ static void *waiter_main(void *arg)
 
 static void expire(zkl_client *c)
 {
-    clientid_t cid;
-    pthread_mutex_lock(&c->mu);
-    cid = *zoo_client_id(c->sess->zh);
-    pthread_mutex_unlock(&c->mu);
+    clientid_t cid = zkl__session_client_id(c);
     if (zkt_expire_session(servers, &cid) != 0)
         fprintf(stderr, "stress: could not expire a session\n");
 }

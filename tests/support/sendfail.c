@@ -9,13 +9,15 @@
 
 zkt_countdown zkt_sendfail;
 
-/* __wrap_NAME(PARAMS): fail now, or call the client's own NAME(ARGS). */
+/* __wrap_zkl__zkc_NAME(PARAMS): fail now, or call zklock's private
+ * client's NAME(ARGS) (its names are zkl__zkc_NAME: cmake/private-zookeeper.sh;
+ * the tests' own handles, on libzookeeper_mt, are not touched). */
 #define SENDFAIL_WRAP(name, params, args)                                                          \
-    int __real_##name params;                                                                      \
-    int __wrap_##name params;                                                                      \
-    int __wrap_##name params                                                                       \
+    int __real_zkl__zkc_##name params;                                                             \
+    int __wrap_zkl__zkc_##name params;                                                             \
+    int __wrap_zkl__zkc_##name params                                                              \
     {                                                                                              \
-        return zkt_countdown_fire(&zkt_sendfail) ? ZSYSTEMERROR : __real_##name args;              \
+        return zkt_countdown_fire(&zkt_sendfail) ? ZSYSTEMERROR : __real_zkl__zkc_##name args;     \
     }
 
 SENDFAIL_WRAP(zoo_acreate2,

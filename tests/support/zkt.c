@@ -227,10 +227,7 @@ uint64_t zkt_requests_settle(zkl_client *c)
 
 void zkt_expire(zkl_client *c)
 {
-    clientid_t cid;
-    pthread_mutex_lock(&c->mu);
-    cid = *zoo_client_id(c->sess->zh);
-    pthread_mutex_unlock(&c->mu);
+    clientid_t cid = zkl__session_client_id(c);
     cr_assert_eq(zkt_expire_session(zkt_servers(), &cid), 0, "could not expire the session");
 }
 
