@@ -20,10 +20,10 @@
  * if the counter equals the increments reported done and the stalled
  * holder's write was refused.
  *
- * Its own reads use libzookeeper_mt's synchronous API. Link libzookeeper_mt
- * ahead of zklock (cc guarded_counter.c -lzookeeper_mt $(pkg-config --libs
- * zklock)): zklock then runs on libzookeeper_mt's threads too, as the two
- * libraries cannot both run in one process (docs/design/transport.md).
+ * Its own reads use libzookeeper_mt's synchronous API, linked beside zklock
+ * in either order (cc guarded_counter.c $(pkg-config --libs zklock)
+ * -lzookeeper_mt): zklock's own ZooKeeper client is a private copy under
+ * names of its own, so the two never share a name (docs/design/transport.md).
  */
 #include <pthread.h>
 #include <stdatomic.h>

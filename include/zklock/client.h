@@ -69,8 +69,8 @@
  * give ZKL_ECLOSED, destroys free the objects whatever the parent held,
  * and zkl_client_close frees zklock's memory without joining threads that
  * are not there; the ZooKeeper client's handle and socket stay allocated
- * in the child, as libzookeeper_mt frees a handle only by joining its
- * threads. The parent is not touched. A child that needs locks opens its
+ * in the child, as its close would send the parent's session a close
+ * request. The parent is not touched. A child that needs locks opens its
  * own client (after exec, or not). fork() waits, in zklock's atfork
  * handler, for each open client's worker to end its phase and for its
  * ZooKeeper replies in hand to be delivered, so that the child's copy is
@@ -147,7 +147,7 @@ typedef struct zkl_acl {
 
 /*
  * The session timeouts zkl_client_open takes (ZKL_EINVAL outside): at 1 ms
- * libzookeeper_mt 3.8 never connects, and from 2^30 ms on it overflows; a
+ * the ZooKeeper C client 3.8 never connects, and from 2^30 ms on it overflows; a
  * server grants no less than 2 ticks anyway. The server grants a value
  * within its own bounds (by default 2 and 20 ticks; see
  * zkl_client_session_timeout).
