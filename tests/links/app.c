@@ -82,9 +82,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(order, "lock-first") == 0)
-        rc = f.lock_open(hosts, path) || f.lock_rounds(log, who, ROUNDS) ||
-             f.other_open(hosts) || f.other_calls(path) || f.lock_rounds(log, who, ROUNDS) ||
-             f.other_calls(path);
+        rc = f.lock_open(hosts, path) || f.lock_rounds(log, who, ROUNDS) || f.other_open(hosts) ||
+             f.other_calls(path) || f.lock_rounds(log, who, ROUNDS) || f.other_calls(path);
     else
         rc = f.other_open(hosts) || f.other_calls(path) || f.lock_open(hosts, path) ||
              f.lock_rounds(log, who, ROUNDS) || f.other_calls(path) ||

@@ -42,9 +42,11 @@ int links_other_calls(const char *path)
     struct String_vector kids = {0};
     snprintf(node, sizeof node, "%s-other-%ld", path, (long)getpid());
     if ((rc = zoo_create(zh, node, "a", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0)) != ZOK ||
-        (rc = zoo_exists(zh, node, 0, &st)) != ZOK || (rc = zoo_set(zh, node, "bc", 2, -1)) != ZOK ||
+        (rc = zoo_exists(zh, node, 0, &st)) != ZOK ||
+        (rc = zoo_set(zh, node, "bc", 2, -1)) != ZOK ||
         (rc = zoo_get(zh, node, 0, got, &len, &st)) != ZOK ||
-        (rc = zoo_get_children(zh, "/", 0, &kids)) != ZOK || (rc = zoo_delete(zh, node, -1)) != ZOK) {
+        (rc = zoo_get_children(zh, "/", 0, &kids)) != ZOK ||
+        (rc = zoo_delete(zh, node, -1)) != ZOK) {
         fprintf(stderr, "links: the other user's call on %s: %s\n", node, zerror(rc));
         return -1;
     }

@@ -4,7 +4,8 @@
  * sendfail.c defines __wrap_zkl__zkc_zoo_acreate2 and the other asynchronous
  * calls zklock makes on its private ZooKeeper client; a program linked with
  * ZKL_SENDFAIL_WRAP (tests/CMakeLists.txt) gets them for zklock's calls
- * only (the tests' own handles are libzookeeper_mt's). Arm it with zkt_countdown_arm(&zkt_sendfail, n).
+ * only (the tests' own handles are libzookeeper_mt's). Arm it with zkt_countdown_arm(&zkt_sendfail,
+ * n).
  */
 #ifndef ZKT_SENDFAIL_H
 #define ZKT_SENDFAIL_H
