@@ -63,9 +63,16 @@ typedef void (*zkl_log_fn)(zkl_log_level level, const char *message, void *userd
  * thread, including the ZooKeeper I/O thread, and where zklock holds its own
  * locks, so it must not block; a zklock call from inside it refuses at once
  * (ZKL_EBUSY, or false/0 where a call returns no status), but for
- * zkl_strerror, zkl_errmsg, zkl_log_set, the path getters and the frees.
+ * zkl_strerror, zkl_errmsg, the path getters and the frees. zkl_log_set
+ * itself, called from inside the callback, changes nothing (zkl_errmsg
+ * says why: it would wait for its own call).
  * Pass fn = NULL to go quiet again. Set it before opening
  * clients: handles opened earlier keep their callback but follow the level.
+ *
+ * When zkl_log_set returns, no call of the hook it replaced is running on
+ * any thread, and none starts later: it waits for the calls already
+ * running (which must not block), so the old hook's userdata may be freed
+ * as soon as it returns.
  */
 void zkl_log_set(zkl_log_fn fn, zkl_log_level level, void *userdata);
 

@@ -3,10 +3,14 @@
  * with a detail, never a crash. No server needed.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include <zookeeper/zookeeper.h>
 
+#include "base/log.h"
 #include "base/status.h"
 #include "zklock/zklock.h"
 
@@ -107,6 +111,89 @@ Test(status, log_hook_can_be_set_and_cleared)
 {
     zkl_log_set(zkl_log_stderr, ZKL_LOG_ERROR, NULL);
     zkl_log_set(NULL, ZKL_LOG_DEBUG, NULL);
+}
+
+/* A logger's context, alive until the program tears the logger down. */
+struct logger {
+    atomic_int alive, entered, late, calls;
+};
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Slow, as a logger that writes to a file is: it reads its context after
+ * the pause, as a real one would write through it. */
+static void slow_logger(zkl_log_level level, const char *message, void *ud)
+{
+    struct logger *l = ud;
+    (void)level, (void)message;
+    atomic_store(&l->entered, 1);
+    nap_ms(20);
+    if (!atomic_load(&l->alive))
+        atomic_fetch_add(&l->late, 1);
+}
+
+static void quiet_logger(zkl_log_level level, const char *message, void *ud)
+{
+    (void)level, (void)message, (void)ud;
+}
+
+static atomic_int ticking;
+
+static void *ticker(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&ticking))
+        zkl__log(ZKL_LOG_ERROR, "tick");
+    return NULL;
+}
+
+/* Issue 57, item 1: a program swaps its logger and tears the old one's
+ * context down when zkl_log_set returns; no call of the old logger may
+ * still be running then (on 65709ca the old one ran on, past the swap). */
+Test(status, a_replaced_logger_is_not_running_when_the_swap_returns)
+{
+    for (int round = 0; round < 5; round++) {
+        struct logger old = {.alive = 1};
+        pthread_t t;
+        zkl_log_set(slow_logger, ZKL_LOG_ERROR, &old);
+        atomic_store(&ticking, 1);
+        cr_assert_eq(pthread_create(&t, NULL, ticker, NULL), 0);
+        while (!atomic_load(&old.entered))
+            nap_ms(1);
+        zkl_log_set(quiet_logger, ZKL_LOG_ERROR, NULL);
+        atomic_store(&old.alive, 0); /* the program frees it now */
+        atomic_store(&ticking, 0);
+        pthread_join(t, NULL);
+        zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+        cr_assert_eq(atomic_load(&old.late), 0, "round %d: the old logger ran after the swap",
+                     round);
+    }
+}
+
+static void swapping_logger(zkl_log_level level, const char *message, void *ud)
+{
+    struct logger *l = ud;
+    (void)level, (void)message;
+    atomic_fetch_add(&l->calls, 1);
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL); /* would wait for itself */
+    if (strstr(zkl_errmsg(), "inside the log callback"))
+        atomic_fetch_add(&l->entered, 1);
+}
+
+/* zkl_log_set from inside the log callback changes nothing, at once. */
+Test(status, a_swap_from_inside_the_log_callback_changes_nothing)
+{
+    struct logger l = {.alive = 1};
+    zkl_log_set(swapping_logger, ZKL_LOG_ERROR, &l);
+    zkl__log(ZKL_LOG_ERROR, "one");
+    zkl__log(ZKL_LOG_ERROR, "two");
+    zkl_log_set(NULL, ZKL_LOG_OFF, NULL);
+    cr_assert_eq(atomic_load(&l.calls), 2, "the hook was replaced from inside its own call");
+    cr_assert_eq(atomic_load(&l.entered), 2, "zkl_errmsg did not say why");
 }
 
 Test(status, null_arguments_everywhere)
