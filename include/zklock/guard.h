@@ -37,7 +37,12 @@
  *    not granted), and nothing was sent;
  *  - ZKL_EINVAL (NULL, no writes, more than ZKL_GUARDED_MAX, an unknown
  *    type or mode, a version below -1, a negative length or data over
- *    ZKL_NODE_DATA_MAX), ZKL_EBADPATH (a write's path is not an absolute,
+ *    ZKL_NODE_DATA_MAX, a delete or set of one of the hold's own lock
+ *    nodes, which would end the hold while it still reads as held and let
+ *    the next waiter in beside it, or a transaction over 0xfffff bytes as
+ *    the server reads it, ZooKeeper's default jute.maxbuffer, which it
+ *    would refuse by closing the connection; the message gives the size),
+ *    ZKL_EBADPATH (a write's path is not an absolute,
  *    well-formed ZooKeeper path), ZKL_ENOMEM, ZKL_ECLOSED: nothing was sent.
  * *failed (may be NULL) is the index of the refused write for ZKL_EZK and
  * ZKL_ENOAUTH, or of the write an argument error names, else SIZE_MAX.

@@ -33,6 +33,14 @@
  * variables instead ran 0.76 of the rate (docs/design/scale-log.md,
  * 2026-11-27). */
 #define ZKL_MANY_CLIENTS_PER_SLOT 3
+/* The largest request a ZooKeeper server reads (bytes, after the 4-byte
+ * length): its jute.maxbuffer, a Java system property no four-letter word
+ * or client call reports, 0xfffff by default (NIOServerCnxn's readLength;
+ * 3.8.0). A larger one is not applied: the server closes the connection.
+ * A guarded write is checked against it before it is sent
+ * (core/engine/guarded.c); a single create cannot exceed it
+ * (ZKL_NODE_DATA_MAX). */
+#define ZKL_SERVER_REQUEST_MAX 0xfffff
 /* The longest `conf` reply read (bytes): 3.8's is under 1 KiB with a
  * membership list of a few servers. */
 #define ZKL_CONF_REPLY_MAX 8192

@@ -229,6 +229,109 @@ Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
     zookeeper_close(zh);
 }
 
+/* The ephemeral nodes at most two levels under dir: the holds' own. */
+static int own_nodes(zhandle_t *zh, const char *dir, char **out, int max, int depth)
+{
+    struct String_vector kids = {0};
+    int n = 0;
+    if (depth > 2 || zoo_get_children(zh, dir, 0, &kids) != ZOK)
+        return 0;
+    for (int i = 0; i < kids.count && n < max; i++) {
+        char child[700];
+        struct Stat st;
+        snprintf(child, sizeof child, "%s/%s", dir, kids.data[i]);
+        if (zoo_exists(zh, child, 0, &st) != ZOK)
+            continue;
+        if (st.ephemeralOwner != 0)
+            out[n++] = strdup(child);
+        else
+            n += own_nodes(zh, child, out + n, max - n, depth + 1);
+    }
+    deallocate_String_vector(&kids);
+    return n;
+}
+
+/* Issue 57, item 3: a guarded write that deletes, or sets the data of, the
+ * hold's own lock node is refused before anything is sent: each kind, each
+ * of its nodes. On 65709ca the delete was applied and returned OK, and the
+ * next waiter was granted the lock beside a holder that still read it as held. */
+Test(guarded, a_write_on_the_holds_own_node_is_refused, .timeout = 120)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char *path = zkt_path("guarded-own"), rw[600], *nodes[8];
+        void *h = kinds[k].take(c, path);
+        int n = own_nodes(zh, path, nodes, 8, 1);
+        snprintf(rw, sizeof rw, "%s-rw", path);
+        n += own_nodes(zh, rw, nodes + n, 8 - n, 1);
+        cr_assert_gt(n, 0, "%s: no node of its own found", kinds[k].name);
+        for (int j = 0; j < n; j++)
+            for (int t = 0; t < 2; t++) {
+                zkl_write w = {.type = t ? ZKL_WRITE_SET : ZKL_WRITE_DELETE,
+                               .path = nodes[j],
+                               .data = "x",
+                               .len = t ? 1 : 0,
+                               .version = ZKL_ANY_VERSION};
+                size_t failed = 99;
+                struct Stat st;
+                zkl_status rc = kinds[k].write(h, &w, 1, &failed);
+                cr_assert_eq(rc, ZKL_EINVAL, "%s: %s of %s: %s (%s)", kinds[k].name,
+                             t ? "set" : "delete", nodes[j], zkl_strerror(rc), zkl_errmsg());
+                cr_assert_eq(failed, 0);
+                cr_assert(strstr(zkl_errmsg(), "own lock node"), "%s", zkl_errmsg());
+                cr_assert_eq(zoo_exists(zh, nodes[j], 0, &st), ZOK, "%s: the node went",
+                             kinds[k].name);
+                cr_assert_eq(st.version, 0, "%s: its data changed", kinds[k].name);
+            }
+        kinds[k].drop(h, false);
+        for (int j = 0; j < n; j++)
+            free(nodes[j]);
+        free(path);
+    }
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+}
+
+/* Issue 57, item 2: two creates of 1,000,000 bytes each, each under
+ * ZKL_NODE_DATA_MAX, make a transaction the server would not read (its
+ * jute.maxbuffer, 1 MiB by default): refused before it is sent, naming the
+ * size, and the connection and the hold stay. On 65709ca it was sent, the
+ * server closed the connection, and the write read "may or may not have
+ * been applied" (ZKL_ECONNLOSS) with every hold of the client SUSPENDED. */
+Test(guarded, a_transaction_over_the_servers_limit_is_refused_unsent, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("guarded-big"), a[600], b[600];
+    zkl_mutex *m = mutex_take(c, path);
+    char *data = calloc(1, 1000000);
+    zkl_write w[2] = {{.type = ZKL_WRITE_CREATE, .path = a, .data = data, .len = 1000000},
+                      {.type = ZKL_WRITE_CREATE, .path = b, .data = data, .len = 1000000}};
+    size_t failed = 0;
+    zkl_status st;
+    cr_assert(data);
+    snprintf(a, sizeof a, "%s-a", path);
+    snprintf(b, sizeof b, "%s-b", path);
+    st = zkl_mutex_guarded_write(m, w, 2, &failed);
+    cr_assert_eq(st, ZKL_EINVAL, "got %s (%s)", zkl_strerror(st), zkl_errmsg());
+    cr_assert(strstr(zkl_errmsg(), "2000") && strstr(zkl_errmsg(), "nothing was sent"), "%s",
+              zkl_errmsg());
+    cr_assert_eq(failed, SIZE_MAX);
+    cr_assert_eq(zkl_client_state(c), ZKL_STATE_CONNECTED, "the connection was dropped");
+    cr_assert(zkl_mutex_is_held(m), "the hold went");
+    w[1].len = 10000; /* the same with room: applied */
+    ok(zkl_mutex_guarded_write(m, w, 2, &failed), "a transaction under the limit");
+    zoo_delete(zh, a, -1);
+    zoo_delete(zh, b, -1);
+    free(data);
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
 /* Each kind: once its session is expired on the server (before the client
  * need know it), the write is refused with ZKL_ELOST and nothing applies.
  * While the client is still finding out (its connection closed, a new one

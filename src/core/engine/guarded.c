@@ -11,6 +11,7 @@
 #include "core/engine/guarded.h"
 #include "base/path.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "requests/calls.h"
 #include "requests/guarded.h"
@@ -135,6 +136,66 @@ static zkl_status session_of(zkl_client *c, uint64_t epoch, zkl__session **s, co
     return ZKL_OK;
 }
 
+/* Bytes of an ACL vector as jute writes it: the count, then each entry's
+ * perms and id (two strings, each a length and its bytes). */
+static size_t acl_bytes(const struct ACL_vector *acl)
+{
+    size_t b = 4;
+    for (int i = 0; i < acl->count; i++)
+        b += 4 + 4 + strlen(acl->data[i].id.scheme) + 4 + strlen(acl->data[i].id.id);
+    return b;
+}
+
+/*
+ * The bytes of the multi as the server reads them (ZKL_SERVER_REQUEST_MAX):
+ * the request header (xid, type), each op's header (type, done, err: 9)
+ * and request, the closing header. Strings and buffers are a 4-byte length
+ * and their bytes.
+ */
+static size_t request_bytes(const zkl__guard *g, const zkl_write *w, size_t n)
+{
+    const struct ACL_vector *acl = g->c->acl.count ? &g->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    size_t b = 8 + 9;
+    for (int k = 0; k < g->n; k++)
+        b += 9 + 4 + strlen(g->nodes[k]) + 4; /* a check: path, version */
+    for (size_t i = 0; i < n; i++) {
+        size_t data = w[i].len > 0 ? (size_t)w[i].len : 0;
+        b += 9 + 4 + strlen(w[i].path);
+        switch (w[i].type) {
+        case ZKL_WRITE_CREATE: b += 4 + data + acl_bytes(acl) + 4; break; /* data, acl, flags */
+        case ZKL_WRITE_SET: b += 4 + data + 4; break;                     /* data, version */
+        default: b += 4; break;                                           /* version */
+        }
+    }
+    return b;
+}
+
+/*
+ * A write that deletes, or sets the data of, a node the transaction checks
+ * is refused before anything is sent: the check passes (the node is there
+ * when the multi runs), the write then ends the hold, and the lock would be
+ * granted to the next waiter while this holder still reads it as held
+ * (issue 57, item 3). A check of the node, or a create under it, is fine.
+ */
+static zkl_status spares_the_holds(const zkl__guard *g, const zkl_write *w, size_t n,
+                                   size_t *failed, const char *fn)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].type != ZKL_WRITE_DELETE && w[i].type != ZKL_WRITE_SET)
+            continue;
+        for (int k = 0; k < g->n; k++)
+            if (strcmp(w[i].path, g->nodes[k]) == 0) {
+                *failed = i;
+                return zkl__fail(ZKL_EINVAL,
+                                 "%s: write %zu (%s %s) would %s the hold's own lock node, "
+                                 "which ends the hold while it reads as held: nothing was sent",
+                                 fn, i, type_name(w[i].type), w[i].path,
+                                 w[i].type == ZKL_WRITE_DELETE ? "delete" : "change");
+            }
+    }
+    return ZKL_OK;
+}
+
 zkl_status zkl__guard_prepare(const zkl__hold *holds, int nh, const zkl_write *w, size_t n,
                               size_t *failed, const char *fn, zkl__guard *g)
 {
@@ -166,6 +227,13 @@ zkl_status zkl__guard_prepare(const zkl__hold *holds, int nh, const zkl_write *w
         g->nodes[i] = holds[i].node;
     }
     g->n = nh;
+    if ((st = spares_the_holds(g, w, n, failed, fn)) != ZKL_OK)
+        return st;
+    if (request_bytes(g, w, n) > ZKL_SERVER_REQUEST_MAX) /* (issue 57, item 2) */
+        return zkl__fail(ZKL_EINVAL,
+                         "%s: the transaction is %zu bytes, over the %d a ZooKeeper server "
+                         "reads by default (its jute.maxbuffer): nothing was sent",
+                         fn, request_bytes(g, w, n), ZKL_SERVER_REQUEST_MAX);
     return session_of(c, holds[0].epoch, &g->s, fn);
 }
 
