@@ -41,9 +41,12 @@ zkl_status zkl_multilock_acquire(zkl_multilock *ml, int timeout_ms);
 
 /*
  * Release every member in reverse order; returns the first error, after
- * trying all. Only the thread that acquired the set may: from another
- * thread (or for a set an async acquire took) ZKL_ENOTOWNER, and nothing
- * changes.
+ * trying all. Only the thread that acquired the set may: from a thread
+ * that holds none of its mutex and rwlock members (or for a set an async
+ * acquire took) ZKL_ENOTOWNER, and nothing changes. A member the acquiring
+ * thread already released on its own is an error of its own
+ * (ZKL_ENOTOWNER, naming the member), and every other member is released
+ * all the same.
  */
 zkl_status zkl_multilock_release(zkl_multilock *ml);
 

@@ -315,21 +315,38 @@ zkl_status zkl_multilock_release(zkl_multilock *ml)
         return zkl__fail(ZKL_ENOTOWNER, "zkl_multilock_release: not acquired");
     }
     pthread_mutex_unlock(&ml->mu);
-    /* A refused release changes nothing: the set is the acquiring thread's
-     * (its mutex and rwlock members are held per thread), and a set taken
-     * by an async acquire is its handle's (zkl_op_release). */
+    /* The set is the acquiring thread's (its mutex and rwlock members are
+     * held per thread), and a set taken by an async acquire is its
+     * handle's (zkl_op_release). A thread that holds none of the per-thread
+     * members never acquired it: refused, nothing changed. The acquiring
+     * thread releases every member it still holds, in reverse order, even
+     * when it let one go by hand (Curator's testSomeReleasesFail), and the
+     * first failure, such a member's included, is what it returns. */
+    size_t sides = 0, held = 0, missing = 0;
     for (i = 0; i < ml->n; i++)
-        if (ml->v[i].side && !zkl__side_has_entry(ml->v[i].side) &&
-            !zkl__forked(ml->v[i].side->c)) /* (a child's release is ELOST, and frees) */
-            return zkl__fail(ZKL_ENOTOWNER,
-                             "zkl_multilock_release: the calling thread does not hold member "
-                             "%zu of %zu (a set is released by the thread that acquired it, "
-                             "or, if an async acquire took it, by zkl_op_release)",
-                             i + 1, ml->n);
+        if (ml->v[i].side && !zkl__forked(ml->v[i].side->c)) { /* (a child's is ELOST) */
+            sides++;
+            if (zkl__side_has_entry(ml->v[i].side))
+                held++;
+            else if (!missing)
+                missing = i + 1;
+        }
+    if (sides > 0 && held == 0)
+        return zkl__fail(ZKL_ENOTOWNER,
+                         "zkl_multilock_release: the calling thread does not hold member "
+                         "%zu of %zu (a set is released by the thread that acquired it, "
+                         "or, if an async acquire took it, by zkl_op_release)",
+                         missing, ml->n);
     for (i = ml->n; i-- > 0;) {
-        zkl_status st = ml->v[i].release(ml->v[i].lock);
+        bool gone =
+            ml->v[i].side && !zkl__forked(ml->v[i].side->c) && !zkl__side_has_entry(ml->v[i].side);
+        zkl_status st = gone ? zkl__fail(ZKL_ENOTOWNER,
+                                         "member %zu: the calling thread no longer holds it "
+                                         "(released on its own?); the others were released",
+                                         i + 1)
+                             : ml->v[i].release(ml->v[i].lock);
         if (st != ZKL_OK && first == ZKL_OK) {
-            first = zkl__fail_prefix(st, "member %zu: ", i + 1);
+            first = gone ? st : zkl__fail_prefix(st, "member %zu: ", i + 1);
             zkl__err_keep(); /* the first failure's message */
         }
     }

@@ -5,6 +5,7 @@
  * with its session says so on release, naming a member, and is taken again.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,74 @@ Test(multilock, lost_with_its_session, .timeout = 60)
     ok(zkl_semaphore_mutex_destroy(sm), "destroy");
     ok(zkl_client_close(a), "close");
     zookeeper_close(zh);
+    free(p1);
+    free(p2);
+}
+
+/* Issue 57, item 5 (Curator's TestInterProcessMultiMutex.testSomeReleasesFail):
+ * the thread that acquired a set lets one member go by hand, then releases
+ * the set: every member it still holds is released, and the first failure
+ * is returned. On 65709ca the release refused and kept member 2 held. */
+Test(multilock, some_releases_fail, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    char *p1 = zkt_path("mlf1"), *p2 = zkt_path("mlf2");
+    zkl_mutex *m1, *m2, *other;
+    zkl_multilock *ml;
+    ok(zkl_mutex_create(a, p1, &m1), "create");
+    ok(zkl_mutex_create(a, p2, &m2), "create");
+    ok(zkl_mutex_create(b, p2, &other), "create");
+    ok(zkl_multilock_create(&ml), "create set");
+    ok(zkl_multilock_add_mutex(ml, m1), "add");
+    ok(zkl_multilock_add_mutex(ml, m2), "add");
+    ok(zkl_multilock_acquire(ml, 5000), "the set");
+    ok(zkl_mutex_release(m1), "member 1 by hand");
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER, "member 1's release fails");
+    cr_assert(strstr(zkl_errmsg(), "member 1"), "%s", zkl_errmsg());
+    cr_assert_not(zkl_mutex_is_held(m2), "member 2 must be released all the same");
+    ok(zkl_mutex_acquire(other, 5000), "another client takes member 2");
+    ok(zkl_mutex_release(other), "release");
+    cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER, "released once, in full");
+    ok(zkl_multilock_destroy(ml), "destroy set");
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_mutex_destroy(other), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    free(p1);
+    free(p2);
+}
+
+static void *release_elsewhere(void *arg)
+{
+    return (void *)(intptr_t)zkl_multilock_release(arg);
+}
+
+/* A thread that never acquired the set: refused, and nothing changes. */
+Test(multilock, a_foreign_thread_release_changes_nothing, .timeout = 60)
+{
+    zkl_client *a = zkt_client(0);
+    char *p1 = zkt_path("mlx1"), *p2 = zkt_path("mlx2");
+    zkl_mutex *m1, *m2;
+    zkl_multilock *ml;
+    pthread_t t;
+    void *rc;
+    ok(zkl_mutex_create(a, p1, &m1), "create");
+    ok(zkl_mutex_create(a, p2, &m2), "create");
+    ok(zkl_multilock_create(&ml), "create set");
+    ok(zkl_multilock_add_mutex(ml, m1), "add");
+    ok(zkl_multilock_add_mutex(ml, m2), "add");
+    ok(zkl_multilock_acquire(ml, 5000), "the set");
+    cr_assert_eq(pthread_create(&t, NULL, release_elsewhere, ml), 0);
+    pthread_join(t, &rc);
+    cr_assert_eq((zkl_status)(intptr_t)rc, ZKL_ENOTOWNER);
+    cr_assert(zkl_mutex_is_held(m1) && zkl_mutex_is_held(m2), "nothing changed");
+    ok(zkl_multilock_release(ml), "the acquiring thread releases it");
+    cr_assert_not(zkl_mutex_is_held(m1) || zkl_mutex_is_held(m2));
+    ok(zkl_multilock_destroy(ml), "destroy set");
+    ok(zkl_mutex_destroy(m1), "destroy");
+    ok(zkl_mutex_destroy(m2), "destroy");
+    ok(zkl_client_close(a), "close");
     free(p1);
     free(p2);
 }
