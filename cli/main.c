@@ -650,11 +650,25 @@ static int start_watch(run *r)
     return GO_ON;
 }
 
-/* Start COMMAND in its own group, under the watchdog, passing on what came meanwhile. */
-static pid_t spawn_watched(run *r, bool foreground)
+/*
+ * Start COMMAND in its own group, under the watchdog, passing on what came
+ * meanwhile; 0 and *sig if a terminating signal ended the wait first. The
+ * rule (zklock(1), SIGNALS): a signal is never lost, and COMMAND never
+ * starts after one arrived. The signal thread records a signal in the wait
+ * (stop_signal) even when the lock was granted at that moment, and the
+ * phase becomes RUNNING here, under mu, only if none came: any later one
+ * goes to COMMAND (pending_signal until it is spawned).
+ */
+static pid_t spawn_watched(run *r, bool foreground, int *sig)
 {
     pid_t pid;
-    set_phase(RUNNING);
+    pthread_mutex_lock(&mu);
+    *sig = stop_signal;
+    if (!*sig)
+        phase = RUNNING;
+    pthread_mutex_unlock(&mu);
+    if (*sig)
+        return 0;
     if (r->a.verbose)
         fprintf(stderr, "zklock: executing %s\n", r->a.command[0]);
     pid = spawn_command(r->a.command, r->a.path, r->token, r->node);
@@ -677,9 +691,14 @@ static pid_t spawn_watched(run *r, bool foreground)
 static int run_command(run *r, int *fired)
 {
     bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-    pid_t pid = spawn_watched(r, foreground);
+    int sig = 0;
+    pid_t pid = spawn_watched(r, foreground, &sig);
     siginfo_t info;
     int status;
+    if (sig) { /* the wait ended by a signal as the lock came: COMMAND never starts */
+        *fired = zkl_watchdog_finish(&r->wd) == 1;
+        return 128 + sig;
+    }
     if (pid < 0) {
         fprintf(stderr, "zklock: %s: %s\n", r->a.command[0], strerror(-pid));
         *fired = zkl_watchdog_finish(&r->wd) == 1;

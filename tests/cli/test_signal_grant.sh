@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# test_signal_grant.sh ZKLOCK [TRIALS [BUSY]] - SIGTERM swept across the
+# moment a waiting zklock is granted its lock (issue 57, item 4; zklock(1),
+# SIGNALS AND SESSIONS): the signal is never lost, and COMMAND never
+# starts after it arrived. Each trial: a holder keeps the lock for 300 ms,
+# a waiter queues behind it, and the waiter gets SIGTERM at 300 ms + d, d
+# stepping from -30 to +45 ms across the trials (plus the shell's own
+# jitter). Each outcome must be one of:
+#   - COMMAND never started, and zklock exited 143;
+#   - COMMAND started and got the SIGTERM (its trap wrote "term"), and
+#     zklock exited with COMMAND's status (7).
+# A COMMAND that ran to its end without the signal, or a zklock that exited
+# 0, fails the trial. TRIALS defaults to 40; BUSY (default 0) busy loops run
+# beside the trials at nice 10 (the long form, by hand:
+# test_signal_grant.sh ZKLOCK 400 2). Against the test server
+# ($ZKL_TEST_ZK_DIR). Prints "signal_grant: N passed, M failed".
+set -uo pipefail
+ZKLOCK=${1:?usage: test_signal_grant.sh ZKLOCK [TRIALS [BUSY]]}
+trials=${2:-40}
+busy=${3:-0}
+DIR=${ZKL_TEST_ZK_DIR:?run through ctest}
+export ZKLOCK_SERVERS=$(<"$DIR/connect")
+work=$(mktemp -d -t zklock-sig.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+for ((b = 0; b < busy; b++)); do
+    nice -n 10 bash -c 'while :; do :; done' &
+    pids+=($!)
+done
+
+pass=0 fail=0 before=0 during=0
+for ((i = 0; i < trials; i++)); do
+    path=/zklsig/t-$$-$i
+    m=$work/m$i
+    d=$((-30 + (i * 75 / (trials > 1 ? trials - 1 : 1)))) # ms, -30 .. +45
+    "$ZKLOCK" "$path" -c "touch $work/h$i; sleep 0.3" >/dev/null 2>&1 &
+    holder=$!
+    for ((k = 0; k < 200; k++)); do [[ -e $work/h$i ]] && break; sleep 0.01; done
+    t0=$(date +%s%N)
+    "$ZKLOCK" "$path" -c "trap 'echo term >>$m; exit 7' TERM; echo start >>$m; sleep 0.4 & wait; echo done >>$m" \
+        >/dev/null 2>"$work/e$i" &
+    waiter=$!
+    # SIGTERM at 300 ms + d after the holder's COMMAND started
+    at=$((300 + d))
+    now=$((($(date +%s%N) - t0) / 1000000))
+    ((at > now)) && sleep "$(printf '0.%03d' $((at - now)))"
+    kill -TERM "$waiter" 2>/dev/null
+    wait "$waiter"
+    rc=$?
+    wait "$holder" 2>/dev/null
+    if [[ ! -e $m ]]; then
+        if ((rc == 143)); then before=$((before + 1)); pass=$((pass + 1)); else
+            fail=$((fail + 1)); echo "FAIL trial $i (d=$d ms): COMMAND never started, exit $rc: $(head -c 200 "$work/e$i")"; fi
+    elif grep -q term "$m" && ((rc == 7)); then
+        during=$((during + 1)); pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL trial $i (d=$d ms): COMMAND wrote '$(tr '\n' ' ' <"$m")', exit $rc: the signal was lost"
+    fi
+done
+echo "signal_grant: $trials trials, $d ms last step: $before ended before COMMAND, $during passed to COMMAND"
+echo "signal_grant: $pass passed, $fail failed"
+((fail == 0))
