@@ -166,19 +166,27 @@ Test(multilock, lost_with_its_session, .timeout = 60)
  * the thread that acquired a set lets one member go by hand, then releases
  * the set: every member it still holds is released, and the first failure
  * is returned. On 65709ca the release refused and kept member 2 held. */
+/* A set of two mutexes on c at p1 and p2, taken by the calling thread. */
+static zkl_multilock *two_taken(zkl_client *c, const char *p1, const char *p2, zkl_mutex **m1,
+                                zkl_mutex **m2)
+{
+    zkl_multilock *ml;
+    ok(zkl_mutex_create(c, p1, m1), "create");
+    ok(zkl_mutex_create(c, p2, m2), "create");
+    ok(zkl_multilock_create(&ml), "create set");
+    ok(zkl_multilock_add_mutex(ml, *m1), "add");
+    ok(zkl_multilock_add_mutex(ml, *m2), "add");
+    ok(zkl_multilock_acquire(ml, 5000), "the set");
+    return ml;
+}
+
 Test(multilock, some_releases_fail, .timeout = 60)
 {
     zkl_client *a = zkt_client(0), *b = zkt_client(0);
     char *p1 = zkt_path("mlf1"), *p2 = zkt_path("mlf2");
     zkl_mutex *m1, *m2, *other;
-    zkl_multilock *ml;
-    ok(zkl_mutex_create(a, p1, &m1), "create");
-    ok(zkl_mutex_create(a, p2, &m2), "create");
+    zkl_multilock *ml = two_taken(a, p1, p2, &m1, &m2);
     ok(zkl_mutex_create(b, p2, &other), "create");
-    ok(zkl_multilock_create(&ml), "create set");
-    ok(zkl_multilock_add_mutex(ml, m1), "add");
-    ok(zkl_multilock_add_mutex(ml, m2), "add");
-    ok(zkl_multilock_acquire(ml, 5000), "the set");
     ok(zkl_mutex_release(m1), "member 1 by hand");
     cr_assert_eq(zkl_multilock_release(ml), ZKL_ENOTOWNER, "member 1's release fails");
     cr_assert(strstr(zkl_errmsg(), "member 1"), "%s", zkl_errmsg());
@@ -207,15 +215,9 @@ Test(multilock, a_foreign_thread_release_changes_nothing, .timeout = 60)
     zkl_client *a = zkt_client(0);
     char *p1 = zkt_path("mlx1"), *p2 = zkt_path("mlx2");
     zkl_mutex *m1, *m2;
-    zkl_multilock *ml;
+    zkl_multilock *ml = two_taken(a, p1, p2, &m1, &m2);
     pthread_t t;
     void *rc;
-    ok(zkl_mutex_create(a, p1, &m1), "create");
-    ok(zkl_mutex_create(a, p2, &m2), "create");
-    ok(zkl_multilock_create(&ml), "create set");
-    ok(zkl_multilock_add_mutex(ml, m1), "add");
-    ok(zkl_multilock_add_mutex(ml, m2), "add");
-    ok(zkl_multilock_acquire(ml, 5000), "the set");
     cr_assert_eq(pthread_create(&t, NULL, release_elsewhere, ml), 0);
     pthread_join(t, &rc);
     cr_assert_eq((zkl_status)(intptr_t)rc, ZKL_ENOTOWNER);
