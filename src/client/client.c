@@ -441,8 +441,12 @@ zkl_status zkl_client_close(zkl_client *c)
     handles = c->handles;
     writes = c->writes_out;
     pthread_mutex_unlock(&c->mu);
-    if (handles > 0)
-        return zkl__fail(ZKL_EBUSY, "zkl_client_close: %d lock object(s) still exist", handles);
+    if (handles > 0) /* (issue 57, item 7: a destroyed one may wait for a dispatch) */
+        return zkl__fail(ZKL_EBUSY,
+                         "zkl_client_close: %d lock object(s) still exist: destroy each first; "
+                         "a destroyed one is freed once its last callback is delivered (with "
+                         "zkl_client_event_fd, by zkl_client_dispatch: call it, then close)",
+                         handles);
     if (zkl__forked(c)) /* the parent's writes are never answered here */
         return close_forked(c);
     if (writes > 0)

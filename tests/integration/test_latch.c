@@ -394,6 +394,10 @@ Test(latch, destroy_while_waiting, .timeout = 60)
     cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "d is in line");
     ok(zkl_latch_destroy(ld), "destroy while waiting");
     cr_assert_eq(zkl_client_close(d), ZKL_EBUSY, "closed before the cancel's report");
+    /* issue 57, item 7: the refusal says what to do (65709ca: "1 lock object(s) still exist") */
+    cr_assert(strstr(zkl_errmsg(), "call it, then close") &&
+                  strstr(zkl_errmsg(), "zkl_client_dispatch"),
+              "%s", zkl_errmsg());
     while (zkl_client_close(d) == ZKL_EBUSY) {
         zkt_sleep_ms(10);
         ok(zkl_client_dispatch(d, &ran), "dispatch");
