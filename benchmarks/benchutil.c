@@ -281,6 +281,9 @@ int bu_raw_open(bu_raw *r, const char *connect, int session_timeout_ms)
     memset(r, 0, sizeof *r);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
+    /* (the system's libzookeeper_mt logs INFO lines by default; zklock's own
+     * client is a private copy, so zkl_log_set no longer quiets this one) */
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
     r->zh = zookeeper_init(connect, raw_watcher, session_timeout_ms, NULL, r, 0);
     if (!r->zh) {
         fprintf(stderr, "zookeeper_init(%s): %s\n", connect, strerror(errno));
