@@ -351,10 +351,9 @@ bool zkl__on_worker(struct zkl_client *c);
  */
 bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
 /*
- * The same without waiting, for a wait (an acquire): false only when the
- * deadline has passed (a wait of any length is bounded by its deadline,
- * not by retry_max), else the zkl__now_ms() time (at most deadline) the
- * backoff lasts until, which a change of the connection state cuts short.
+ * The same without waiting: false when the retries are spent, else the
+ * zkl__now_ms() time (at most deadline) the backoff lasts until, which a
+ * change of the connection state cuts short.
  */
 bool zkl__backoff_until(struct zkl_client *c, int *attempt, int64_t deadline, int64_t *until);
 
