@@ -161,13 +161,15 @@ typedef struct zkl_client_options {
     /*
      * Connection losses, and requests a busy server throttled (ZooKeeper's
      * ZTHROTTLEDOP: not applied, try later), are retried with an
-     * exponential backoff. The retry options bound how long a call with a
-     * timeout (or a query) keeps retrying before ZKL_ECONNLOSS; they never
-     * stretch a timeout. A wait
-     * with ZKL_WAIT_FOREVER is not bounded by them: it keeps retrying, at
-     * most retry_max_ms apart, as long as its session may live, and if the
-     * session is lost it queues again in the next one; only a cancel or a
-     * close ends it.
+     * exponential backoff, at most retry_max_ms apart. A wait (an acquire,
+     * blocking or async, of any timeout) retries until its own timeout, for
+     * as many tries as that takes: retry_max does not bound it, and if its
+     * session is lost it queues again in the next one; ZKL_WAIT_FOREVER
+     * ends only with a cancel or a close. retry_max bounds the calls that
+     * have no timeout of their own, the queries (zkl_inspect_*,
+     * zkl_leader_get) and a revocation request (zkl_revoke_*): within the
+     * connect timeout, after retry_max retries, they give ZKL_ECONNLOSS.
+     * No option stretches a timeout.
      */
     int retry_base_ms;     /* first backoff after a loss or throttle; default 50 */
     int retry_max_ms;      /* backoff cap; default 1000 */

@@ -54,7 +54,9 @@ zkl_status zkl_mutex_destroy(zkl_mutex *m);
  * ZKL_WAIT_FOREVER: no limit). If the server stops answering, the call
  * returns after max(timeout_ms, 1000) ms rather than hang on the link. Reentrant: if this thread
  * holds it already the count goes up and nothing is sent. On any failure no node of this attempt is
- * left behind (its delete is retried in the background if need be).
+ * left behind: it is deleted before the call returns, or in the background when the client is cut
+ * off from the servers or the delete is not answered within 2 s (the call does not wait for the
+ * link to come back: the node never held, and holds only a place in line until it goes).
  * Errors: ZKL_ETIMEDOUT (its message names a child in the way that is not
  * a lock node, if one is just ahead), ZKL_ELOST (this thread's existing
  * hold was lost), ZKL_ECONNLOSS, ZKL_ECLOSED, ZKL_ENOAUTH, ZKL_EINVAL,

@@ -331,6 +331,8 @@ int zkl__many_clients_threshold(void);
 
 /* True if epoch is the current session's and it is not lost. */
 bool zkl__epoch_alive(struct zkl_client *c, uint64_t epoch);
+/* The client has a connection to a server now. */
+bool zkl__connected(struct zkl_client *c);
 /* "" while connected, else a note for a timeout's message saying it is not. */
 const char *zkl__conn_note(struct zkl_client *c);
 uint64_t zkl__state_gen(struct zkl_client *c);
@@ -351,9 +353,10 @@ bool zkl__on_worker(struct zkl_client *c);
  */
 bool zkl__backoff(struct zkl_client *c, int *attempt, int64_t deadline);
 /*
- * The same without waiting: false when the retries are spent, else the
- * zkl__now_ms() time (at most deadline) the backoff lasts until, which a
- * change of the connection state cuts short.
+ * The same without waiting, for a wait (an acquire): false only when the
+ * deadline has passed (a wait of any length is bounded by its deadline,
+ * not by retry_max), else the zkl__now_ms() time (at most deadline) the
+ * backoff lasts until, which a change of the connection state cuts short.
  */
 bool zkl__backoff_until(struct zkl_client *c, int *attempt, int64_t deadline, int64_t *until);
 

@@ -368,13 +368,18 @@ bool zkl__epoch_alive(zkl_client *c, uint64_t epoch)
     return alive;
 }
 
-const char *zkl__conn_note(zkl_client *c)
+bool zkl__connected(zkl_client *c)
 {
     bool connected;
     pthread_mutex_lock(&c->mu);
     connected = c->connected;
     pthread_mutex_unlock(&c->mu);
-    return connected ? "" : " (not connected to ZooKeeper)";
+    return connected;
+}
+
+const char *zkl__conn_note(zkl_client *c)
+{
+    return zkl__connected(c) ? "" : " (not connected to ZooKeeper)";
 }
 
 uint64_t zkl__state_gen(zkl_client *c)

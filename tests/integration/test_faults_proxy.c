@@ -1237,6 +1237,59 @@ Test(proxy_faults, waiter_cut_off_past_its_deadline_times_out, .timeout = 60)
     free(r.path);
 }
 
+/*
+ * Issue 57, item 6: a finite wait retries a lost connection until its
+ * deadline, however few retries the client's options allow (they bound
+ * calls without a timeout of their own). The waiter is cut off for 3 s,
+ * ten times longer than its 3 retries of at most 100 ms last; the holder
+ * lets go meanwhile, and the waiter is granted once the link is back. On
+ * 65709ca it gave up "after 4 tries" (ZKL_ECONNLOSS) a few hundred ms into
+ * the outage.
+ */
+Test(proxy_faults, a_finite_wait_outlasts_its_retries, .timeout = 90)
+{
+    fp_proxy *fp = proxy();
+    zkl_client_options o;
+    zkl_client *px, *direct = zkt_client(4000);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("pxretries");
+    zkl_mutex *mpx, *mdirect;
+    zkt_waiter w = {0};
+    zkt_log_from_env();
+    zkl_client_options_init(&o);
+    o.session_timeout_ms = 10000;
+    o.connect_timeout_ms = 10000;
+    o.retry_base_ms = 20;
+    o.retry_max_ms = 100;
+    o.retry_max = 3;
+    ok(zkl_client_open(fp_connect_string(fp), &o, &px), "open through the proxy");
+    ok(zkl_mutex_create(px, path, &mpx), "create");
+    ok(zkl_mutex_create(direct, path, &mdirect), "create");
+    ok(zkl_mutex_acquire(mdirect, 5000), "holder acquires");
+    zkt_waiter_start(&w, mpx, 20000, NULL);
+    cr_assert(children_reach(zh, path, 2, 2000), "the waiter never queued");
+    fp_refuse(fp, true);
+    fp_cut(fp);
+    zkt_sleep_ms(3000);
+    cr_assert_not(atomic_load(&w.done), "the wait gave up in the outage: %s (%s)",
+                  zkl_strerror(w.st), w.msg);
+    ok(zkl_mutex_release(mdirect), "the holder lets go");
+    fp_refuse(fp, false);
+    cr_assert(zkt_wait_for(flag_set, &w.done, 15000), "the waiter hangs");
+    cr_assert_eq(w.st, ZKL_OK, "%s (%s)", zkl_strerror(w.st), w.msg);
+    zkt_waiter_release(&w);
+    ok(zkl_client_drain(px, 10000), "drain");
+    ok(zkl_client_drain(direct, 10000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a lock node was left behind");
+    ok(zkl_mutex_destroy(mpx), "destroy");
+    ok(zkl_mutex_destroy(mdirect), "destroy");
+    ok(zkl_client_close(px), "close");
+    ok(zkl_client_close(direct), "close");
+    fp_stop(fp);
+    zookeeper_close(zh);
+    free(path);
+}
+
 /* Cut off and retrying, the waiter hears zkl_client_cancel at once. */
 Test(proxy_faults, waiter_cut_off_hears_cancel, .timeout = 60)
 {

@@ -15,10 +15,14 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "zkt.h"
 
@@ -352,5 +356,89 @@ Test(restart, a_wait_for_ever_rides_out_a_restart_slower_than_its_retries, .time
     ok(zkl_mutex_destroy(mf), "destroy");
     ok(zkl_client_close(h), "close");
     ok(zkl_client_close(w), "close");
+    free(path);
+}
+
+/* The zklock command's exit status once it ends, or -1 while it runs. */
+static int exited(pid_t pid, bool wait_for_it)
+{
+    int status;
+    pid_t r = waitpid(pid, &status, wait_for_it ? 0 : WNOHANG);
+    if (r == 0)
+        return -1;
+    cr_assert_eq(r, pid, "waitpid");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int has_exited(void *pidp)
+{
+    int *st = pidp;
+    if (st[1] < 0)
+        st[1] = exited(st[0], false);
+    return st[1] >= 0;
+}
+
+/*
+ * Issue 57, item 6, as users met it: `zklock -w 60` waits behind a holder,
+ * with a connect string of its one server, and the server crashes (SIGKILL)
+ * and starts again 12 s later: longer than the client's default retries last
+ * (10 tries, about 6.5 s of backoff). The wait rides it out, and once the
+ * holder lets go COMMAND runs. On 65709ca zklock exited 69 in the outage,
+ * "gave up waiting for ... after 11 tries".
+ */
+Test(restart, a_zklock_wait_rides_out_a_crash_of_its_one_server, .timeout = 150,
+     .init = log_to_ring, .fini = restart_server)
+{
+    zkl_client *h = zkt_client_cb(SESSION_MS, on_state, NULL);
+    char *path = zkt_path("crash");
+    char errfile[] = "/tmp/zkl-restart-err-XXXXXX", err[1024] = "";
+    zkl_mutex *mh;
+    zhandle_t *raw = zkt_raw();
+    int clients = 1, child[2] = {0, -1}, fd;
+    posix_spawn_file_actions_t fa;
+    char *argv[] = {
+        getenv("ZKL_CLI"), "--zk", (char *)zkt_servers(), "-w", "60", path, "--", "true", NULL};
+    FILE *f;
+    cr_assert(argv[0], "ZKL_CLI is not set");
+    ok(zkl_mutex_create(h, path, &mh), "create");
+    ok(zkl_mutex_acquire(mh, 5000), "holder");
+    fd = mkstemp(errfile);
+    cr_assert_geq(fd, 0, "mkstemp");
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd, 2);
+    cr_assert_eq(posix_spawn(&child[0], argv[0], &fa, NULL, argv, NULL), 0, "spawn zklock");
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd);
+    cr_assert_eq(zkt_children_settle(raw, path, 2), 2, "zklock never queued");
+    zookeeper_close(raw);
+    atomic_store(&reconnects, 0);
+    zk_server("stop-one 1");
+    zkt_sleep_ms(12000);
+    zk_server("start-one 1");
+    if (!zkt_wait_for(all_reconnected, &clients, RECONNECT_MS)) {
+        ring_print();
+        cr_assert_fail("the holder never reconnected");
+    }
+    f = fopen(errfile, "r");
+    if (f) {
+        err[fread(err, 1, sizeof err - 1, f)] = '\0';
+        fclose(f);
+    }
+    cr_assert(!has_exited(child), "zklock gave up in the outage: exit %d: %s", child[1], err);
+    ok(zkl_mutex_release(mh), "holder releases");
+    if (!zkt_wait_for(has_exited, child, 20000)) {
+        kill(child[0], SIGKILL);
+        exited(child[0], true);
+        cr_assert_fail("zklock was not granted within 20 s of the release");
+    }
+    f = fopen(errfile, "r");
+    if (f) {
+        err[fread(err, 1, sizeof err - 1, f)] = '\0';
+        fclose(f);
+    }
+    unlink(errfile);
+    cr_assert_eq(child[1], 0, "zklock: exit %d: %s", child[1], err);
+    ok(zkl_mutex_destroy(mh), "destroy");
+    ok(zkl_client_close(h), "close");
     free(path);
 }

@@ -268,7 +268,7 @@ zkl__step_result zkl__acq_backoff(zkl__acq *op, zkl__step step, const char *doin
 int64_t zkl__session_id(zkl__session *s);
 /* zkl_client_cancel, or this op's cancel. */
 bool zkl__acq_canceled(zkl__acq *op);
-/* The op ran out of retries: canceled, timed out or connection lost. */
+/* The op stopped retrying: canceled (ZKL_ECANCELED) or past its deadline (ZKL_ETIMEDOUT). */
 zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing);
 void zkl__armed_clear(zkl__armed *x);
 

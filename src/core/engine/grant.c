@@ -168,9 +168,12 @@ zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st)
         return ZKL__STEP_YIELD;
     }
     /* Timeout, error or no memory: our node must go, whatever happens. The
-     * caller's deadline may be spent: the delete gets a moment of its own,
-     * then the worker takes over. */
-    k = ZKL_FAULT(op->c, DELETE_LOST, NULL)
+     * caller's deadline may be spent: the delete gets a moment of its own
+     * (a round trip), then the worker takes over. Cut off from the servers,
+     * the worker takes over at once: the delete could go only once the link
+     * is back, and the caller's timeout is not stretched for it (the node
+     * never held: it is no holder, only a place in line until it goes). */
+    k = ZKL_FAULT(op->c, DELETE_LOST, NULL) || !zkl__connected(op->c)
             ? NULL
             : zkl__req_delete(op->s, op->node, zkl__acq_notify, op, &rc);
     if (!k) {

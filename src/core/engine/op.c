@@ -229,10 +229,6 @@ zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing)
     zkl_client *c = op->c;
     if (zkl__acq_canceled(op))
         return zkl__fail(ZKL_ECANCELED, "%s %s was canceled", doing, op->a.path);
-    if (zkl__now_ms() >= op->a.deadline)
-        return zkl__fail(ZKL_ETIMEDOUT, "timed out %s %s%s", doing, op->a.path, zkl__conn_note(c));
-    return zkl__fail(ZKL_ECONNLOSS,
-                     "gave up %s %s after %d tries (the connection was lost, or the "
-                     "server throttled them)",
-                     doing, op->a.path, op->attempt + 1);
+    /* (a wait's retries end only at its deadline: session/backoff.c) */
+    return zkl__fail(ZKL_ETIMEDOUT, "timed out %s %s%s", doing, op->a.path, zkl__conn_note(c));
 }
