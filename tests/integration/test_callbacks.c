@@ -2,9 +2,12 @@
  * test_callbacks.c - the callback x call matrix of client.h ("Lifecycle and
  * callbacks"): from inside each kind of callback the library runs, each of
  * close, destroy, blocking acquire, drain, dispatch, a guarded write (and
- * an async one), release and cancel either works or refuses at once with
- * its documented status. Run under ASan and valgrind with the other integration tests: no
- * call frees memory in use or waits for itself.
+ * an async one), release and cancel, and of the calls added since (issue
+ * 57's sweep): a latch's start, leave, destroy and await, an async acquire,
+ * an async handle's release, the metrics, an observer's zkl_leader_get and
+ * zkl_log_set, either works or refuses at once with its documented status.
+ * Run under ASan and valgrind with the other integration tests: no call
+ * frees memory in use or waits for itself.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
@@ -15,14 +18,37 @@
 
 #include "zklock/async.h"
 #include "zklock/leader.h"
+#include "zklock/metrics.h"
 #include "zklock/revoke.h"
 #include "zkt.h"
 
-enum { CLOSE, DESTROY, ACQUIRE, DRAIN, DISPATCH, GUARDED, GUARDED_ASYNC, RELEASE, CANCEL, NCALLS };
+enum {
+    CLOSE,
+    DESTROY,
+    ACQUIRE,
+    DRAIN,
+    DISPATCH,
+    GUARDED,
+    GUARDED_ASYNC,
+    RELEASE,
+    CANCEL,
+    LATCH_START,
+    LATCH_AWAIT,
+    LATCH_LEAVE,
+    LATCH_DESTROY,
+    ASYNC_ACQUIRE,
+    OP_RELEASE,
+    METRICS,
+    LEADER_GET,
+    LOG_SET,
+    NCALLS
+};
 static const char *const call_name[NCALLS] = {
-    "close",    "destroy",       "blocking acquire",    "drain",
-    "dispatch", "guarded write", "async guarded write", "release",
-    "cancel"};
+    "close",         "destroy",       "blocking acquire",     "drain",
+    "dispatch",      "guarded write", "async guarded write",  "release",
+    "cancel",        "latch start",   "latch await",          "latch leave",
+    "latch destroy", "async acquire", "async handle release", "metrics",
+    "leader get",    "log set"};
 
 /* The documented outcome of each call, by the callback it is made from. */
 typedef struct kind {
@@ -35,7 +61,7 @@ typedef struct kind {
 #define ON_WORKER                                                                                  \
     {                                                                                              \
         ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK,       \
-            ZKL_OK                                                                                 \
+            ZKL_OK, ZKL_OK, ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK  \
     }
 static const kind worker_completion = {"a completion on the worker", ON_WORKER};
 static const kind client_state = {"the client's on_state", ON_WORKER};
@@ -43,19 +69,25 @@ static const kind lock_state = {"a lock's on_state", ON_WORKER};
 static const kind revocation = {"a revocation callback", ON_WORKER};
 static const kind write_answer = {"an async guarded write's answer on the worker", ON_WORKER};
 static const kind latch_told = {"a leader latch's callback on the worker", ON_WORKER};
-/* On the loop's own thread (zkl_client_dispatch): only close refuses. */
-static const kind dispatched = {
-    "a completion run by zkl_client_dispatch",
-    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
-static const kind write_dispatched = {
-    "an async guarded write's answer run by zkl_client_dispatch",
-    {ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK}};
-/* The log callback may run under zklock's own locks: every call refuses. */
+/* On the loop's own thread (zkl_client_dispatch): only close, and a latch's
+ * await (inside any callback of the client), refuse. */
+#define DISPATCHED                                                                                 \
+    {                                                                                              \
+        ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK,         \
+            ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK                  \
+    }
+static const kind dispatched = {"a completion run by zkl_client_dispatch", DISPATCHED};
+static const kind write_dispatched = {"an async guarded write's answer run by zkl_client_dispatch",
+                                      DISPATCHED};
+/* The log callback may run under zklock's own locks: every call refuses
+ * (zkl_log_set changes nothing, and says so). */
 static const kind logging = {"the log callback",
                              {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
-                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
 
 /* One client c whose callback makes the calls, on objects of c. */
+#define NPATHS 10
 typedef struct fixture {
     zkl_client *c, *h;     /* h holds the path the pending acquire waits on */
     zkl_mutex *idle;       /* destroy */
@@ -75,8 +107,20 @@ typedef struct fixture {
     zkl_status got[NCALLS];
     char msg[NCALLS][256];
     atomic_int started, ran;
-    int fd; /* descriptor delivery, or -1 */
-    char *paths[5];
+    int fd;                /* descriptor delivery, or -1 */
+    zkl_latch *lat_idle;   /* latch start: made, not started */
+    zkl_latch *lat_run;    /* latch await and leave: it leads */
+    zkl_latch *lat_doomed; /* latch destroy: it leads */
+    zkl_mutex *async_m;    /* async acquire (nobody holds it) */
+    zkl_op *op2;           /* that acquire */
+    atomic_int op2_calls;
+    zkl_status op2_st;
+    zkl_mutex *done_m; /* async handle release: a hold of it, reported */
+    zkl_op *done_op;
+    atomic_int done_calls;
+    zkl_log_fn log_fn; /* the hook zkl_log_set sets again (NULL: none) */
+    zkl_log_level log_level;
+    char *paths[NPATHS];
 } fixture;
 
 static void pend_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
@@ -131,7 +175,57 @@ static zkl_status guarded_async(fixture *f)
     return zkl_op_guarded_write_async(f->aop, f->aw, 2, NULL, answer_cb, f);
 }
 
-/* The nine calls, once, from inside whatever callback runs this. */
+static void quiet_latch_cb(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
+{
+    (void)l;
+    (void)ev;
+    (void)token;
+    (void)ud;
+}
+
+static void op2_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    fixture *f = ud;
+    (void)op;
+    (void)msg;
+    f->op2_st = st;
+    atomic_store(&f->op2_calls, 1);
+}
+
+/* The metrics, into a buffer of 256 KiB. */
+static zkl_status metrics(fixture *f)
+{
+    size_t len = 256 * 1024, needed = 0;
+    char *buf = malloc(len);
+    zkl_status st;
+    cr_assert(buf);
+    st = zkl_client_metrics(f->c, buf, len, &needed);
+    if (st == ZKL_OK)
+        cr_assert(strstr(buf, "# EOF\n"), "the metrics end in # EOF");
+    free(buf);
+    return st;
+}
+
+static zkl_status leader_get(fixture *f)
+{
+    zkl_leader ld;
+    zkl_status st = zkl_leader_get(f->c, f->paths[5], &ld);
+    if (st == ZKL_OK) {
+        cr_assert(ld.present, "the latch that leads there is seen");
+        zkl_leader_clear(&ld);
+    }
+    return st;
+}
+
+/* zkl_log_set returns nothing: inside the log callback it changes nothing
+ * and says why in zkl_errmsg. It sets again the hook the test runs with. */
+static zkl_status log_set(fixture *f)
+{
+    zkl_log_set(f->log_fn, f->log_level, f->log_fn ? f : NULL);
+    return strncmp(zkl_errmsg(), "zkl_log_set", 11) == 0 ? ZKL_EBUSY : ZKL_OK;
+}
+
+/* The calls, once, from inside whatever callback runs this. */
 static void run_calls(fixture *f)
 {
     zkl_status st;
@@ -152,6 +246,19 @@ static void run_calls(fixture *f)
     if (st == ZKL_OK)
         f->lease = NULL;
     note(f, CANCEL, zkl_op_cancel(f->pending));
+    note(f, LATCH_START, zkl_latch_start(f->lat_idle, quiet_latch_cb, NULL));
+    note(f, LATCH_AWAIT, zkl_latch_await(f->lat_run, 0));
+    note(f, LEADER_GET, leader_get(f)); /* (before lat_run leaves) */
+    note(f, LATCH_LEAVE, zkl_latch_leave(f->lat_run, ZKL_LATCH_NOTIFY));
+    note(f, LATCH_DESTROY, st = zkl_latch_destroy(f->lat_doomed));
+    if (st == ZKL_OK)
+        f->lat_doomed = NULL;
+    note(f, ASYNC_ACQUIRE, zkl_mutex_acquire_async(f->async_m, 10000, op2_cb, f, &f->op2));
+    note(f, OP_RELEASE, st = zkl_op_release(f->done_op));
+    if (st == ZKL_OK)
+        f->done_op = NULL;
+    note(f, METRICS, metrics(f));
+    note(f, LOG_SET, log_set(f));
     atomic_store(&f->ran, 1);
 }
 
@@ -184,6 +291,51 @@ static int aop_reported(void *p)
     return atomic_load(&f->aop_calls);
 }
 
+static void done_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    fixture *f = ud;
+    (void)op;
+    cr_assert_eq(st, ZKL_OK, "the hold to release: %s (%s)", zkl_strerror(st), msg);
+    atomic_store(&f->done_calls, 1);
+}
+
+static int done_reported(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return atomic_load(&f->done_calls);
+}
+
+static int op2_reported(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return atomic_load(&f->op2_calls);
+}
+
+static int both_lead(void *p)
+{
+    fixture *f = p;
+    if (f->fd >= 0)
+        (void)zkl_client_dispatch(f->c, NULL);
+    return zkl_latch_is_leader(f->lat_run) && zkl_latch_is_leader(f->lat_doomed);
+}
+
+/* Dispatch until nothing was run for a moment. */
+static int dispatched_all(void *p)
+{
+    fixture *f = p;
+    int ran = 0;
+    OK(zkl_client_dispatch(f->c, &ran));
+    if (ran)
+        return 0;
+    zkt_sleep_ms(100);
+    OK(zkl_client_dispatch(f->c, &ran));
+    return ran == 0;
+}
+
 static int write_answered(void *p)
 {
     fixture *f = p;
@@ -202,7 +354,7 @@ static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
     f->h = zkt_client(0);
     if (descriptor)
         OK(zkl_client_event_fd(f->c, &f->fd));
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < NPATHS; i++)
         f->paths[i] = zkt_path("matrix");
     OK(zkl_mutex_create(f->c, f->paths[0], &f->idle));
     OK(zkl_mutex_create(f->c, f->paths[1], &f->free_m));
@@ -216,6 +368,16 @@ static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
     OK(zkl_mutex_create(f->c, f->paths[4], &f->am));
     OK(zkl_mutex_acquire_async(f->am, 10000, aop_cb, f, &f->aop));
     cr_assert(zkt_wait_for(aop_reported, f, 20000), "the async hold never reported");
+    OK(zkl_latch_create(f->c, f->paths[5], "run", &f->lat_run));
+    OK(zkl_latch_create(f->c, f->paths[6], "doomed", &f->lat_doomed));
+    OK(zkl_latch_create(f->c, f->paths[7], "idle", &f->lat_idle));
+    OK(zkl_latch_start(f->lat_run, quiet_latch_cb, NULL));
+    OK(zkl_latch_start(f->lat_doomed, quiet_latch_cb, NULL));
+    cr_assert(zkt_wait_for(both_lead, f, 20000), "the latches never led");
+    OK(zkl_mutex_create(f->c, f->paths[8], &f->async_m));
+    OK(zkl_mutex_create(f->c, f->paths[9], &f->done_m));
+    OK(zkl_mutex_acquire_async(f->done_m, 10000, done_cb, f, &f->done_op));
+    cr_assert(zkt_wait_for(done_reported, f, 20000), "the hold to release never reported");
     zookeeper_close(zh);
 }
 
@@ -235,6 +397,19 @@ static void check_and_teardown(fixture *f, const kind *k)
         cr_assert(zkt_wait_for(write_answered, f, 20000), "the async write never answered");
         cr_assert_eq(f->answer_st, ZKL_OK, "the async write: %s", zkl_strerror(f->answer_st));
     }
+    if (f->got[ASYNC_ACQUIRE] == ZKL_OK) {
+        cr_assert(zkt_wait_for(op2_reported, f, 20000), "the async acquire never reported");
+        cr_assert_eq(f->op2_st, ZKL_OK, "the async acquire: %s", zkl_strerror(f->op2_st));
+        OK(zkl_op_release(f->op2));
+    }
+    if (f->done_op)
+        OK(zkl_op_release(f->done_op));
+    OK(zkl_mutex_destroy(f->done_m));
+    OK(zkl_mutex_destroy(f->async_m));
+    OK(zkl_latch_destroy(f->lat_idle));
+    OK(zkl_latch_destroy(f->lat_run));
+    if (f->lat_doomed)
+        OK(zkl_latch_destroy(f->lat_doomed));
     OK(zkl_op_release(f->aop));
     OK(zkl_mutex_destroy(f->am));
     OK(zkl_op_release(f->pending));
@@ -248,8 +423,10 @@ static void check_and_teardown(fixture *f, const kind *k)
     OK(zkl_mutex_destroy(f->wm));
     OK(zkl_mutex_destroy(f->hm));
     OK(zkl_client_close(f->h));
+    if (f->fd >= 0) /* a destroyed latch's last report may wait in descriptor delivery */
+        cr_assert(zkt_wait_for(dispatched_all, f, 20000), "the reports never came");
     OK(zkl_client_close(f->c)); /* still whole after all of it */
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < NPATHS; i++)
         free(f->paths[i]);
 }
 
@@ -464,6 +641,8 @@ Test(callbacks, log, .timeout = 120)
     char **v;
     size_t n;
     setup(&f, NULL, false);
+    f.log_fn = log_cb;
+    f.log_level = ZKL_LOG_DEBUG;
     zkl_log_set(log_cb, ZKL_LOG_DEBUG, &f);
     OK(zkl_mutex_participants(f.idle, &v, &n)); /* a request: the ZooKeeper client logs it */
     cr_assert(zkt_wait_for(has_run, &f, 30000), "nothing was logged");
