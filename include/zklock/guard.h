@@ -44,6 +44,8 @@
  *    would refuse by closing the connection; the message gives the size),
  *    ZKL_EBADPATH (a write's path is not an absolute,
  *    well-formed ZooKeeper path), ZKL_ENOMEM, ZKL_ECLOSED: nothing was sent.
+ *    The writes are checked first, before the hold: a bad write is
+ *    ZKL_EINVAL or ZKL_EBADPATH whether or not the hold is held.
  * *failed (may be NULL) is the index of the refused write for ZKL_EZK and
  * ZKL_ENOAUTH, or of the write an argument error names, else SIZE_MAX.
  *

@@ -596,7 +596,8 @@ zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t 
         *failed = SIZE_MAX;
     if (!l)
         return zkl__fail(ZKL_EINVAL, "zkl_latch_guarded_write: latch is NULL");
-    if ((st = term_of(l, "zkl_latch_guarded_write", &h, &token)) != ZKL_OK)
+    if ((st = zkl__guard_check_writes(w, n, failed, "zkl_latch_guarded_write")) != ZKL_OK ||
+        (st = term_of(l, "zkl_latch_guarded_write", &h, &token)) != ZKL_OK)
         return st;
     /* a copy of the hold: the term may end meanwhile, and the server then refuses */
     st = zkl__guarded_write(&h, 1, w, n, failed, "zkl_latch_guarded_write");

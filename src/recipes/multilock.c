@@ -379,6 +379,8 @@ zkl_status zkl_multilock_guarded_write(zkl_multilock *ml, zkl_write *w, size_t n
         *failed = SIZE_MAX;
     if (!ml)
         return zkl__fail(ZKL_EINVAL, "%s: NULL set", fn);
+    if ((st = zkl__guard_check_writes(w, n, failed, fn)) != ZKL_OK)
+        return st;
     pthread_mutex_lock(&ml->mu);
     acquired = ml->acquired;
     pthread_mutex_unlock(&ml->mu);

@@ -460,7 +460,7 @@ static int child_of_a_leader(zkl_client *c, zkl_latch *l)
     zkl_write w;
     memset(&w, 0, sizeof w);
     w.type = ZKL_WRITE_CHECK;
-    w.path = "/";
+    w.path = "/zkltest"; /* (a valid write: the refusal is for the hold) */
     w.version = ZKL_ANY_VERSION;
     if (zkl_latch_is_leader(l))
         return 10; /* a second leader */

@@ -384,7 +384,8 @@ zkl_status zkl_op_guarded_write(zkl_op *op, zkl_write *w, size_t n, size_t *fail
         *failed = SIZE_MAX;
     if (!op)
         return zkl__fail(ZKL_EINVAL, "zkl_op_guarded_write: handle is NULL");
-    if ((st = first_hold(op, "zkl_op_guarded_write", &h)) != ZKL_OK)
+    if ((st = zkl__guard_check_writes(w, n, failed, "zkl_op_guarded_write")) != ZKL_OK ||
+        (st = first_hold(op, "zkl_op_guarded_write", &h)) != ZKL_OK)
         return st;
     return zkl__guarded_write(op->holds, op->nholds, w, n, failed, "zkl_op_guarded_write");
 }
@@ -403,7 +404,8 @@ zkl_status zkl_op_guarded_write_async(zkl_op *op, zkl_write *w, size_t n, size_t
     *failed = SIZE_MAX;
     if (!op || !fn)
         return zkl__fail(ZKL_EINVAL, "%s: %s is NULL", name, op ? "fn" : "handle");
-    if ((st = first_hold(op, name, &h)) != ZKL_OK)
+    if ((st = zkl__guard_check_writes(w, n, failed, name)) != ZKL_OK ||
+        (st = first_hold(op, name, &h)) != ZKL_OK)
         return st;
     return zkl__guarded_write_async(op->c, op->holds, op->nholds, w, n, fn, userdata, failed, name);
 }

@@ -68,10 +68,12 @@ static zkl_status check_write(const zkl_write *w, size_t i, const char *fn)
     return ZKL_OK;
 }
 
-static zkl_status check_writes(const zkl_write *w, size_t n, size_t *failed, const char *fn)
+zkl_status zkl__guard_check_writes(const zkl_write *w, size_t n, size_t *failed, const char *fn)
 {
-    size_t i;
+    size_t i, unused;
     zkl_status st;
+    if (!failed)
+        failed = &unused;
     if (!w || n == 0)
         return zkl__fail(ZKL_EINVAL, "%s: no writes", fn);
     if (n > ZKL_GUARDED_MAX)
@@ -204,7 +206,7 @@ zkl_status zkl__guard_prepare(const zkl__hold *holds, int nh, const zkl_write *w
     int i;
     *failed = SIZE_MAX;
     memset(g, 0, sizeof *g);
-    if ((st = check_writes(w, n, failed, fn)) != ZKL_OK)
+    if ((st = zkl__guard_check_writes(w, n, failed, fn)) != ZKL_OK)
         return st;
     if (nh < 1 || nh > ZKL_GUARD_CHECKS_MAX)
         return zkl__fail(ZKL_EINVAL, "%s: %d lock nodes to check (1 to %d)", fn, nh,

@@ -23,6 +23,14 @@
 zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size_t n,
                               size_t *failed, const char *fn);
 
+/*
+ * The writes' own checks (w NULL, n out of 1..ZKL_GUARDED_MAX, a bad write:
+ * *failed, may be NULL, names it), which every guarded write makes first,
+ * before it asks whether its hold is held: bad input is ZKL_EINVAL or
+ * ZKL_EBADPATH whatever the hold's state.
+ */
+zkl_status zkl__guard_check_writes(const zkl_write *w, size_t n, size_t *failed, const char *fn);
+
 /* A guarded write made ready to send: the holds' client, their session (a
  * reference, for zkl__session_put) and the nodes to check (the holds'). */
 typedef struct zkl__guard {

@@ -286,8 +286,10 @@ zkl_status zkl__side_node(zkl__side *sd, char **node)
 zkl_status zkl__side_guarded(zkl__side *sd, zkl_write *w, size_t n, size_t *failed, const char *fn)
 {
     zkl__hold h;
-    zkl_status st = zkl__side_current(sd, &h);
-    if (st != ZKL_OK)
+    zkl_status st;
+    if ((st = zkl__guard_check_writes(w, n, failed, fn)) != ZKL_OK)
+        return st;
+    if ((st = zkl__side_current(sd, &h)) != ZKL_OK)
         return zkl__fail_prefix(st, "%s: ", fn);
     st = zkl__guarded_write(&h, 1, w, n, failed, fn);
     free(h.node);
