@@ -132,7 +132,8 @@ bool zkl_op_is_held(zkl_op *op);
  * The hold's fencing token (its node's creation zxid). ZKL_ENOTOWNER if not
  * granted, ZKL_ELOST if lost. When the create rode in a transaction with a
  * held-back delete, the first call asks the server once (one round trip,
- * blocking); later calls do not. Not from two threads at once on one handle.
+ * blocking); later calls do not. Any thread, two at once included (each
+ * may then ask once).
  */
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token);
 /* Milliseconds left on the hold's lease (ZKL_ENOTOWNER, ZKL_ELOST). */
@@ -157,6 +158,12 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd);
  * guarded writes' answers: zklock/guard.h), on the calling thread; *ran
  * (may be NULL) says how many. Call it when the event descriptor is readable (it
  * also clears its readiness). ZKL_EINVAL before zkl_client_event_fd.
+ * One thread dispatches a client's completions, one at a time (a latch's
+ * callbacks alternate, leader.h): while one is in zkl_client_dispatch,
+ * another thread's call gives ZKL_EBUSY at once and runs nothing; a call
+ * from inside a completion it runs gives ZKL_OK and runs nothing (*ran
+ * 0): the outer call runs those it took, and the descriptor stays
+ * readable for any queued since.
  */
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran);
 

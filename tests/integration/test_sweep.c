@@ -14,6 +14,7 @@
  * (the suite runs this under ASan and valgrind).
  */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -416,5 +417,366 @@ Test(sweep, limits_of_the_metrics, .timeout = 60)
     world_make(&w);
     metrics_fit(w.c);
     metrics_fit(NULL);
+    world_end(&w);
+}
+
+/* ---- two threads in one call on one object at once ---- */
+
+#define ROUNDS 20
+
+/* Two threads run fn(arg, i) at once (a barrier between them), for ROUNDS rounds each. */
+typedef struct pair {
+    void (*fn)(void *arg, int who);
+    void *arg;
+    int who;
+    pthread_barrier_t *b;
+} pair;
+
+static void *pair_main(void *p)
+{
+    pair *x = p;
+    pthread_barrier_wait(x->b);
+    x->fn(x->arg, x->who);
+    return NULL;
+}
+
+static void at_once(void (*fn)(void *, int), void *arg)
+{
+    pthread_barrier_t b;
+    pthread_t t[2];
+    pair x[2];
+    int i;
+    pthread_barrier_init(&b, NULL, 2);
+    for (i = 0; i < 2; i++) {
+        x[i] = (pair){fn, arg, i, &b};
+        pthread_create(&t[i], NULL, pair_main, &x[i]);
+    }
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&b);
+}
+
+/* Dispatch: async holds on one client whose callbacks note any overlap. */
+typedef struct dispatching {
+    zkl_client *c;
+    atomic_int inside, overlaps, ran, busy, done;
+    int want, fd;
+} dispatching;
+
+static void slow_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    dispatching *d = ud;
+    int n;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    if (atomic_fetch_add(&d->inside, 1) != 0)
+        atomic_fetch_add(&d->overlaps, 1);
+    zkt_sleep_ms(2);
+    n = -1;
+    cr_assert_eq(zkl_client_dispatch(d->c, &n), ZKL_OK, "%s", zkl_errmsg());
+    cr_assert_eq(n, 0, "a dispatch inside a completion ran %d", n);
+    atomic_fetch_sub(&d->inside, 1);
+    atomic_fetch_add(&d->ran, 1);
+    cr_assert_eq(zkl_op_release(op), ZKL_OK);
+}
+
+static void dispatch_loop(void *arg, int who)
+{
+    dispatching *d = arg;
+    int64_t t0 = zkt_now_ms();
+    zkl_status st;
+    (void)who;
+    while (atomic_load(&d->ran) < d->want && zkt_now_ms() - t0 < 30000) {
+        struct pollfd p = {d->fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0) /* both threads wake when it is readable */
+            continue;
+        st = zkl_client_dispatch(d->c, NULL);
+        if (st == ZKL_EBUSY) {
+            cr_assert(strstr(zkl_errmsg(), "another thread"), "%s", zkl_errmsg());
+            atomic_fetch_add(&d->busy, 1);
+        } else
+            cr_assert_eq(st, ZKL_OK, "%s", zkl_errmsg());
+    }
+}
+
+/*
+ * Two threads in zkl_client_dispatch on one client (issue 56, item 6): on
+ * 65709ca both ran completions at once (20 to 27 of 40 latch callbacks
+ * overlapped). One thread dispatches at a time; the other is told
+ * ZKL_EBUSY, and every completion runs once; a dispatch from inside a
+ * completion runs nothing.
+ */
+Test(sweep, two_threads_dispatch_one_client, .timeout = 90)
+{
+    dispatching d = {0};
+    zkl_mutex *m[40];
+    char *paths[40];
+    zkl_op *op;
+    int i;
+    d.c = zkt_client(0);
+    d.want = 40;
+    OK(zkl_client_event_fd(d.c, &d.fd));
+    for (i = 0; i < d.want; i++) {
+        paths[i] = zkt_path("sweep-dispatch");
+        OK(zkl_mutex_create(d.c, paths[i], &m[i]));
+        OK(zkl_mutex_acquire_async(m[i], 10000, slow_cb, &d, &op));
+    }
+    at_once(dispatch_loop, &d);
+    cr_assert_eq(atomic_load(&d.ran), d.want, "%d of %d completions ran", atomic_load(&d.ran),
+                 d.want);
+    cr_assert_eq(atomic_load(&d.overlaps), 0, "%d completions ran beside another",
+                 atomic_load(&d.overlaps));
+    for (i = 0; i < d.want; i++) {
+        OK(zkl_mutex_destroy(m[i]));
+        free(paths[i]);
+    }
+    OK(zkl_client_drain(d.c, 10000));
+    OK(zkl_client_close(d.c));
+}
+
+/* A latch's calls from two threads: start (one takes part), await, guarded writes, leave. */
+typedef struct latching {
+    world *w;
+    zkl_latch *l;
+    atomic_int started, busy;
+    zkl_status got[2][4];
+} latching;
+
+static void latch_pair(void *arg, int who)
+{
+    latching *x = arg;
+    zkl_status st = zkl_latch_start(x->l, NULL, NULL);
+    if (st == ZKL_OK)
+        atomic_fetch_add(&x->started, 1);
+    else if (st == ZKL_EBUSY)
+        atomic_fetch_add(&x->busy, 1);
+    x->got[who][0] = st;
+    x->got[who][1] = zkl_latch_await(x->l, 10000);
+    x->got[who][2] = zkl_latch_guarded_write(x->l, x->w->w, 1, NULL);
+    x->got[who][3] = zkl_latch_leave(x->l, ZKL_LATCH_NOTIFY);
+}
+
+Test(sweep, two_threads_on_one_latch, .timeout = 120)
+{
+    world w;
+    latching x = {0};
+    int r, who;
+    zhandle_t *zh = zkt_raw();
+    world_make(&w);
+    x.w = &w;
+    for (r = 0; r < ROUNDS; r++) {
+        OK(zkl_latch_create(w.c, w.paths[6], "pair", &x.l));
+        atomic_store(&x.started, 0);
+        atomic_store(&x.busy, 0);
+        at_once(latch_pair, &x);
+        cr_assert_eq(atomic_load(&x.started), 1, "round %d: %d starts took part", r,
+                     atomic_load(&x.started));
+        cr_assert_eq(atomic_load(&x.busy), 1, "round %d: the other start was not EBUSY", r);
+        for (who = 0; who < 2; who++) {
+            /* the await of a thread that comes after the other's leave is canceled */
+            cr_expect(x.got[who][1] == ZKL_OK || x.got[who][1] == ZKL_ECANCELED,
+                      "round %d: await: %s", r, zkl_strerror(x.got[who][1]));
+            cr_expect(x.got[who][2] == ZKL_OK || x.got[who][2] == ZKL_ENOTOWNER,
+                      "round %d: guarded write: %s", r, zkl_strerror(x.got[who][2]));
+            cr_expect(x.got[who][1] != ZKL_OK || x.got[who][2] != ZKL_ENOTOWNER ||
+                          x.got[!who][3] == ZKL_OK,
+                      "round %d: led, then could not write with no leave between", r);
+            cr_expect_eq(x.got[who][3], ZKL_OK, "round %d: leave: %s", r,
+                         zkl_strerror(x.got[who][3]));
+        }
+        OK(zkl_latch_destroy(x.l));
+        cr_assert_eq(zkt_children_settle(zh, w.paths[6], 0), 0, "round %d: a node was left", r);
+    }
+    zookeeper_close(zh);
+    world_end(&w);
+}
+
+/* An async handle from two threads: its readers and guarded writes at once. */
+static void op_pair(void *arg, int who)
+{
+    world *w = arg;
+    int i;
+    int64_t v, token0 = 0;
+    char *node;
+    (void)who;
+    for (i = 0; i < ROUNDS; i++) {
+        cr_assert(zkl_op_is_held(w->op));
+        OK(zkl_op_fencing_token(w->op, &v));
+        cr_assert(token0 == 0 || v == token0, "the token changed");
+        token0 = v;
+        OK(zkl_op_lease_remaining(w->op, &v));
+        OK(zkl_op_node(w->op, &node));
+        free(node);
+        OK(zkl_op_guarded_write(w->op, w->w, 1, NULL));
+    }
+}
+
+Test(sweep, two_threads_on_one_async_hold, .timeout = 90)
+{
+    world w;
+    world_make(&w);
+    at_once(op_pair, &w);
+    world_end(&w);
+}
+
+/* A wait canceled from two threads at once: the callback reports once, ZKL_ECANCELED. */
+typedef struct canceling {
+    zkl_op *op;
+    zkl_status got[2];
+    atomic_int calls;
+    zkl_status st;
+} canceling;
+
+static void canceled_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    canceling *x = ud;
+    (void)op;
+    (void)msg;
+    x->st = st;
+    atomic_fetch_add(&x->calls, 1);
+}
+
+static void cancel_pair(void *arg, int who)
+{
+    canceling *x = arg;
+    x->got[who] = zkl_op_cancel(x->op);
+}
+
+static int cancel_reported(void *p)
+{
+    return atomic_load(&((canceling *)p)->calls) > 0;
+}
+
+Test(sweep, two_threads_cancel_one_wait, .timeout = 90)
+{
+    world w;
+    zkl_client *c2;
+    zkl_mutex *m2;
+    canceling x;
+    int r;
+    world_make(&w);
+    c2 = zkt_client(0);
+    OK(zkl_mutex_create(c2, w.paths[4], &m2)); /* w.am's path, held by w.op */
+    for (r = 0; r < ROUNDS; r++) {
+        memset(&x, 0, sizeof x);
+        OK(zkl_mutex_acquire_async(m2, ZKL_WAIT_FOREVER, canceled_cb, &x, &x.op));
+        at_once(cancel_pair, &x);
+        cr_assert(x.got[0] == ZKL_OK || x.got[1] == ZKL_OK, "round %d: no cancel won", r);
+        cr_assert(zkt_wait_for(cancel_reported, &x, 20000), "round %d: never reported", r);
+        zkt_sleep_ms(20);
+        cr_assert_eq(atomic_load(&x.calls), 1, "round %d: reported %d times", r,
+                     atomic_load(&x.calls));
+        cr_assert_eq(x.st, ZKL_ECANCELED, "round %d: %s", r, zkl_strerror(x.st));
+        OK(zkl_op_release(x.op));
+    }
+    OK(zkl_mutex_destroy(m2));
+    OK(zkl_client_drain(c2, 10000));
+    OK(zkl_client_close(c2));
+    world_end(&w);
+}
+
+/* Async acquires of one mutex from two threads: granted in turn, never two at once. */
+typedef struct turns {
+    zkl_mutex *m;
+    atomic_int holding, overlaps, granted;
+} turns;
+
+static void turn_cb(zkl_op *op, zkl_status st, const char *msg, void *ud)
+{
+    turns *x = ud;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    if (atomic_fetch_add(&x->holding, 1) != 0)
+        atomic_fetch_add(&x->overlaps, 1);
+    atomic_fetch_sub(&x->holding, 1);
+    atomic_fetch_add(&x->granted, 1);
+    cr_assert_eq(zkl_op_release(op), ZKL_OK);
+}
+
+static void acquire_pair(void *arg, int who)
+{
+    turns *x = arg;
+    zkl_op *op;
+    int i;
+    (void)who;
+    for (i = 0; i < ROUNDS; i++)
+        OK(zkl_mutex_acquire_async(x->m, 30000, turn_cb, x, &op));
+}
+
+static int all_granted(void *p)
+{
+    return atomic_load(&((turns *)p)->granted) == 2 * ROUNDS;
+}
+
+Test(sweep, two_threads_acquire_one_async_mutex, .timeout = 90)
+{
+    zkl_client *c = zkt_client(0);
+    char *path = zkt_path("sweep-turns");
+    turns x = {0};
+    OK(zkl_mutex_create(c, path, &x.m));
+    at_once(acquire_pair, &x);
+    cr_assert(zkt_wait_for(all_granted, &x, 60000), "%d of %d granted", atomic_load(&x.granted),
+              2 * ROUNDS);
+    cr_assert_eq(atomic_load(&x.overlaps), 0, "two handles held at once");
+    OK(zkl_mutex_destroy(x.m));
+    OK(zkl_client_drain(c, 10000));
+    OK(zkl_client_close(c));
+    free(path);
+}
+
+/* The metrics from two threads while objects come and go. */
+static void metrics_pair(void *arg, int who)
+{
+    world *w = arg;
+    size_t len = 256 * 1024, needed;
+    char *buf = malloc(len);
+    zkl_mutex *m;
+    int i;
+    cr_assert(buf);
+    for (i = 0; i < ROUNDS; i++) {
+        if (who == 0) {
+            OK(zkl_client_metrics(w->c, buf, len, &needed));
+            OK(zkl_process_metrics(buf, len, &needed));
+            cr_assert(strstr(buf, "# EOF\n"));
+        } else {
+            OK(zkl_mutex_create(w->c, w->paths[7], &m));
+            OK(zkl_mutex_acquire(m, 10000));
+            OK(zkl_mutex_release(m));
+            OK(zkl_mutex_destroy(m));
+        }
+    }
+    free(buf);
+}
+
+Test(sweep, two_threads_metrics_while_objects_come_and_go, .timeout = 90)
+{
+    world w;
+    world_make(&w);
+    at_once(metrics_pair, &w);
+    world_end(&w);
+}
+
+/* The observer from two threads while the leader changes. */
+static void observe_pair(void *arg, int who)
+{
+    world *w = arg;
+    zkl_leader ld;
+    int i;
+    for (i = 0; i < ROUNDS; i++) {
+        if (who == 0) {
+            OK(zkl_leader_get(w->c, w->paths[5], &ld));
+            zkl_leader_clear(&ld);
+        } else {
+            OK(zkl_latch_destroy(w->latch));
+            OK(zkl_latch_create(w->c, w->paths[5], "again", &w->latch));
+            OK(zkl_latch_start(w->latch, NULL, NULL));
+        }
+    }
+}
+
+Test(sweep, two_threads_observe_while_the_leader_changes, .timeout = 90)
+{
+    world w;
+    world_make(&w);
+    at_once(observe_pair, &w);
+    OK(zkl_latch_await(w.latch, 10000));
     world_end(&w);
 }

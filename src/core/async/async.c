@@ -361,16 +361,25 @@ static zkl_status first_hold(zkl_op *op, const char *fn, zkl__hold **h)
 zkl_status zkl_op_fencing_token(zkl_op *op, int64_t *token)
 {
     ZKL__REFUSE_IN_LOG();
-    zkl__hold *h = NULL;
+    zkl__hold *h = NULL, ask;
     zkl_status st;
+    int64_t z;
     zkl__clear_err();
     if (!op || !token)
         return zkl__fail(ZKL_EINVAL, "zkl_op_fencing_token: NULL argument");
     if ((st = first_hold(op, "zkl_op_fencing_token", &h)) != ZKL_OK || !h)
         return st;
-    if (h->czxid == 0 && (st = zkl__hold_token(h->c, h, &h->czxid)) != ZKL_OK)
-        return st; /* the create rode in a multi: asked once, remembered */
-    *token = h->czxid;
+    /* The create rode in a multi: asked, then remembered. Two threads at
+     * once may each ask; each stores the same zxid (atomically: the handle
+     * is any thread's). */
+    if ((z = __atomic_load_n(&h->czxid, __ATOMIC_ACQUIRE)) == 0) {
+        ask = *h;
+        ask.czxid = 0;
+        if ((st = zkl__hold_token(h->c, &ask, &z)) != ZKL_OK)
+            return st;
+        __atomic_store_n(&h->czxid, z, __ATOMIC_RELEASE);
+    }
+    *token = z;
     return ZKL_OK;
 }
 
@@ -466,9 +475,10 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
 {
     ZKL__REFUSE_IN_LOG();
+    struct zkl__engine *e;
     zkl__report *list, *r;
     uint64_t n;
-    int count = 0, efd;
+    int count = 0, efd, busy = 0;
     zkl__clear_err();
     if (ran)
         *ran = 0;
@@ -477,11 +487,27 @@ zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
     if (zkl__forked(c)) /* reading the descriptor would take the parent's wake-up */
         return zkl__closed_fail(c, "zkl_client_dispatch");
     pthread_mutex_lock(&c->mu);
-    efd = c->engine ? c->engine->efd : -1;
+    e = c->engine;
+    efd = e ? e->efd : -1;
+    if (efd >= 0 && e->dispatching)
+        busy = pthread_equal(e->dispatcher, pthread_self()) ? 1 : 2;
+    else if (efd >= 0) {
+        e->dispatching = true;
+        e->dispatcher = pthread_self();
+    }
     pthread_mutex_unlock(&c->mu);
     if (efd < 0)
         return zkl__fail(ZKL_EINVAL, "zkl_client_dispatch: no event descriptor (call "
                                      "zkl_client_event_fd first)");
+    /* One thread runs the reports, one at a time: a latch's callbacks
+     * alternate, and a destroy from inside one waits for no other thread.
+     * From inside a report it runs nothing (the outer call runs the rest,
+     * and the descriptor is not read, so it stays readable for them). */
+    if (busy == 1)
+        return ZKL_OK;
+    if (busy == 2)
+        return zkl__fail(ZKL_EBUSY, "zkl_client_dispatch: another thread is dispatching this "
+                                    "client's reports; one thread (the loop's) dispatches");
     /* The descriptor is read before the queue is taken, never after: a
      * report queued between the two is taken now, and one queued after the
      * take writes the descriptor after this read, so it stays readable
@@ -496,6 +522,9 @@ zkl_status zkl_client_dispatch(zkl_client *c, int *ran)
         r->deliver(r); /* may free r */
         count++;
     }
+    pthread_mutex_lock(&c->mu);
+    e->dispatching = false;
+    pthread_mutex_unlock(&c->mu);
     if (ran)
         *ran = count;
     return ZKL_OK;

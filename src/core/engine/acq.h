@@ -49,6 +49,9 @@ struct zkl__engine {
      * zkl_client_dispatch (core/async/async.c) */
     int efd; /* -1: callbacks on the worker */
     zkl__report *reports, *reports_end;
+    /* the one thread in zkl_client_dispatch, while dispatching is set (c->mu) */
+    bool dispatching;
+    pthread_t dispatcher;
     /* worker delivery: reports posted from another thread (a guarded
      * write's answer, on the completion thread) wait here for the engine
      * phase */
