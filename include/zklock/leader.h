@@ -23,6 +23,15 @@
  *    was cut off ends its term as soon as it is connected again, never
  *    later. (Its node intact, no node can sort before it: sequence
  *    numbers only rise, and a container parent goes only when empty.)
+ *  - a participant is made leader only with its node proven there: by a
+ *    listing, or, when the node ahead goes, by the watch it keeps on its
+ *    own node from the moment it is next (set in one batch with the watch
+ *    on the node ahead; the session's events come in the order of the
+ *    changes). A waiter whose node an operator deleted joins again behind
+ *    the others rather than lead beside the next (Curator's LeaderLatch
+ *    lists and checks its node's owner, CURATOR-696). Deleting the
+ *    leader's own node still makes two leaders, for as long as the delete
+ *    takes to reach it: nobody deletes the nodes, is the assumption;
  *  - when leadership ends unasked, the callback is told
  *    ZKL_LEADER_LEASE_ENDED (the lease ran out: the server may not have
  *    expired the session yet, but another participant may lead as soon as

@@ -13,10 +13,12 @@
  * be released by the caller (which then returns ZKL_ELOST).
  *
  * The nodes under a lock path belong to the lock. One deleted by someone else
- * breaks exclusion if it was the holder's or that of the waiter next in line
- * (that waiter takes the lock when the node ahead of it goes, without listing
- * again); any other waiter finds its node gone, logs a warning and queues
- * again (README: "How it behaves when things break").
+ * breaks exclusion if it was the holder's: the holder does not notice, and
+ * the next in line is granted beside it. A waiter whose node is deleted is
+ * never granted on it: the waiter next in line watches its own node (with
+ * the node ahead, in one batch), every other finds it gone at its next
+ * listing; it logs a warning and queues again with a new node (README: "How
+ * it behaves when things break").
  */
 #ifndef ZKLOCK_MUTEX_H
 #define ZKLOCK_MUTEX_H

@@ -600,6 +600,72 @@ Test(latch, leader_node_deleted_by_an_operator, .timeout = 60)
 }
 
 /*
+ * Issue 56, item 1: a waiter whose own node is gone is not made leader. A
+ * leads, B waits next, C after B, each in a session of its own. An operator
+ * deletes B's node; C lists again and now watches A. When A leaves, only C
+ * leads: B's node is watched from the moment it is next in line, so B hears
+ * of its delete before A's, and joins again behind C. On e5a0a8b (as on
+ * 65709ca) B was handed the leadership without a listing, GAINED beside C.
+ */
+Test(latch, a_waiter_whose_node_was_deleted_is_not_made_leader, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-waiter-deleted"), *node;
+    zkl_client *a = zkt_client(0), *b = zkt_client(0), *c = zkt_client(0);
+    zkl_latch *la, *lb, *lc, *all[3];
+    seen sa, sb, sc;
+    int64_t t0;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    memset(&sc, 0, sizeof sc);
+    pthread_mutex_init(&sa.mu, NULL);
+    pthread_mutex_init(&sb.mu, NULL);
+    pthread_mutex_init(&sc.mu, NULL);
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, on_leader, &sa), "start");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_create(b, path, "b", &lb), "create");
+    ok(zkl_latch_start(lb, on_leader, &sb), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b is in line");
+    ok(zkl_latch_create(c, path, "c", &lc), "create");
+    ok(zkl_latch_start(lc, on_leader, &sc), "start");
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "c is in line");
+    zkt_sleep_ms(300); /* every wait has armed its watches */
+    node = zkt_child_in_line(zh, path, 1);
+    cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete of b's node");
+    zkt_sleep_ms(500); /* c lists again and watches a; b joins again behind c */
+    ok(zkl_latch_leave(la, ZKL_LATCH_SILENT), "a leaves");
+    ok(zkl_latch_await(lc, 10000), "c leads");
+    all[0] = la;
+    all[1] = lb;
+    all[2] = lc;
+    t0 = zkt_now_ms();
+    while (zkt_now_ms() - t0 < 1500) {
+        cr_assert_eq(the_leader(all, 3), 2, "c is not the one leader");
+        zkt_sleep_ms(5);
+    }
+    cr_assert_eq(events(&sb), 0, "b, whose node was deleted, was told %s",
+                 zkl_leader_event_name(sb.ev[0]));
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "b joined again behind c");
+    ok(zkl_latch_leave(lc, ZKL_LATCH_SILENT), "c leaves");
+    ok(zkl_latch_await(lb, 10000), "b leads after c");
+    check_alternation(&sb, "b");
+    check_alternation(&sc, "c");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_latch_destroy(lc), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&sa.mu);
+    pthread_mutex_destroy(&sb.mu);
+    pthread_mutex_destroy(&sc.mu);
+    free(node);
+    free(path);
+}
+
+/*
  * After a reconnect, the leader's belief rests on an answer of the server
  * given after it (CURATOR-498's lesson): its node deleted while it was cut
  * off (an operator's delete, outside the protocol: the next participant

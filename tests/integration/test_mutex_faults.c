@@ -240,8 +240,8 @@ static void count_gone(zkl_log_level level, const char *msg, void *ud)
  * A waiter's node deleted by someone else (here: an operator's raw delete)
  * while it waits behind two others. It must neither hold the lock early nor
  * wait forever: it finds its node gone at its next listing, says so in the
- * log, and queues again with a new node. (Deleting a holder's node, or that
- * of the waiter next in line, breaks the lock, as with Curator: mutex.h.)
+ * log, and queues again with a new node. (Deleting a holder's node breaks
+ * the lock, as with Curator: mutex.h; the next waiter's is the test below.)
  */
 Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
 {
@@ -301,6 +301,66 @@ Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
         ok(zkl_client_close(c[i]), "close");
     }
     zookeeper_close(zh);
+    free(path);
+}
+
+/*
+ * Issue 56, item 1, for the mutex: the node of the waiter next in line is
+ * deleted (an operator, a clean-up script). The waiter behind it lists and
+ * watches the holder; when the holder lets go, it is granted, and the
+ * waiter whose node went is not: it heard of its delete first (its node is
+ * watched from the moment it is next) and queued again behind. On e5a0a8b
+ * (as on 65709ca) both were granted: two holders.
+ */
+Test(faults, next_waiter_whose_node_is_deleted_is_not_granted, .timeout = 60)
+{
+    zkl_client *c[3] = {zkt_client(0), zkt_client(0), zkt_client(0)};
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("nextdeleted"), *victim;
+    zkl_mutex *m[3];
+    struct waiter w1 = {0}, w2 = {0};
+    pthread_t t1, t2;
+    int i;
+    for (i = 0; i < 3; i++) { /* as across processes: nothing learned in-process */
+        ok(zkl_client_set_process_hints(c[i], 0), "hints off");
+        ok(zkl_mutex_create(c[i], path, &m[i]), "create");
+    }
+    ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
+    w1.m = m[1];
+    pthread_create(&t1, NULL, wait_for_lock, &w1);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter never queued");
+    zkt_requests_settle(c[1]);
+    w2.m = m[2];
+    pthread_create(&t2, NULL, wait_for_lock, &w2);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the second waiter never queued");
+    zkt_requests_settle(c[2]);
+    victim = zkt_child_in_line(zh, path, 1); /* w1's, next in line */
+    cr_assert_eq(zoo_delete(zh, victim, -1), ZOK, "the operator's delete");
+    zkt_requests_settle(c[2]); /* w2 listed again, and watches the holder */
+    ok(zkl_mutex_release(m[0]), "holder releases");
+    cr_assert(zkt_wait_for(flag_set, &w2.got, 10000), "the waiter behind never got the lock");
+    ok(w2.st, "the waiter behind");
+    zkt_sleep_ms(500);
+    cr_assert_not(atomic_load(&w1.got), "the waiter whose node was deleted holds beside it: %s",
+                  zkl_strerror(w1.st));
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter queued again");
+    atomic_store(&w2.release_now, 1);
+    pthread_join(t2, NULL);
+    ok(w2.release_st, "release");
+    cr_assert(zkt_wait_for(flag_set, &w1.got, 10000), "the requeued waiter never got the lock");
+    ok(w1.st, "the requeued waiter");
+    atomic_store(&w1.release_now, 1);
+    pthread_join(t1, NULL);
+    ok(w1.release_st, "release");
+    for (i = 0; i < 3; i++)
+        ok(zkl_client_drain(c[i], 5000), "drain");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    for (i = 0; i < 3; i++) {
+        ok(zkl_mutex_destroy(m[i]), "destroy");
+        ok(zkl_client_close(c[i]), "close");
+    }
+    zookeeper_close(zh);
+    free(victim);
     free(path);
 }
 

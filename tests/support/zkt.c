@@ -148,6 +148,34 @@ int zkt_children(zhandle_t *zh, const char *path)
     return n;
 }
 
+static long seq_of(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 10 ? strtol(name + n - 10, NULL, 10) : -1;
+}
+
+char *zkt_child_in_line(zhandle_t *zh, const char *path, int i)
+{
+    struct String_vector kids = {0};
+    const char *pick[64];
+    char *out;
+    int rc = zoo_get_children(zh, path, 0, &kids), n, j, k;
+    cr_assert_eq(rc, ZOK, "get_children %s: %s", path, zerror(rc));
+    n = kids.count < 64 ? kids.count : 64;
+    for (j = 0; j < n; j++) { /* insertion sort by sequence */
+        const char *x = kids.data[j];
+        for (k = j; k > 0 && seq_of(pick[k - 1]) > seq_of(x); k--)
+            pick[k] = pick[k - 1];
+        pick[k] = x;
+    }
+    cr_assert_lt(i, n, "%s has %d nodes in line, none %d-th", path, n, i);
+    out = malloc(strlen(path) + strlen(pick[i]) + 2);
+    cr_assert(out);
+    sprintf(out, "%s/%s", path, pick[i]);
+    deallocate_String_vector(&kids);
+    return out;
+}
+
 void zkt_refused_at_once(zkl_client *c, zhandle_t *zh, const char *path, zkl_status want,
                          const char *why)
 {

@@ -50,6 +50,9 @@ int zkt_children(zhandle_t *zh, const char *path);
  * as it is, and the assertion fails.
  */
 int zkt_children_settle(zhandle_t *zh, const char *path, int want);
+/* The full path of the lock node i-th in line under path (0: the head), by
+ * the sequence at its name's end (malloc'd); fails the test if there is none. */
+char *zkt_child_in_line(zhandle_t *zh, const char *path, int i);
 /*
  * Wait until c has sent no request for 300 ms (it has listed and armed its
  * watches: a fixed sleep is too short under valgrind) and return its request

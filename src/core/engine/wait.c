@@ -51,10 +51,15 @@ static bool self_intact(const zkl__acq *op)
  * holder. Either the listing the verdict came from showed it
  * (ZKL__V_HANDOFF), or this process saw that node at the head of the line
  * (inproc.h): nothing was ahead of it then, nothing can be put ahead since,
- * and nothing is between it and us; our own node must then be watched and
- * still there (self_intact), which no listing has shown since we joined.
- * With our node watched, its going (an operator's delete) stops either
- * hand-off.
+ * and nothing is between it and us. Either way our own node must be watched
+ * and still there (self_intact): no listing has shown it since that one,
+ * and an operator may have deleted it meanwhile, letting the waiter behind
+ * us list, watch the node ahead of ours and be granted beside us at its
+ * going (issue 56, item 1; Curator's LeaderLatch checks its node before it
+ * leads, CURATOR-696). Its watch is sent with prim's, in one batch
+ * (arm_nodes), so the proof costs no round trip on the hand-off's path: the
+ * session's events come in the order of the changes, so an unfired watch on
+ * our node, set before prim's deletion, says our node outlived it.
  *
  * Sound only if that deletion cannot have been our own session's end: the
  * server deletes all of a dying session's ephemerals in one transaction and
@@ -75,7 +80,7 @@ static bool handed_over(const zkl__acq *op, const char *name)
     if (!zkl__watch_fired(prim->w, op->gen, &deleted) || !deleted)
         return false;
     intact = self_intact(op);
-    if (op->self.w && !intact)
+    if (!intact)
         return false;
     return (op->v.flags & ZKL__V_HANDOFF) ||
            (head_holds(op) && intact && zkl__hint(op, ZKL__HINT_SEEN) &&
@@ -411,7 +416,7 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
         arm_one(op, &op->ahead, aname, 1);
     else
         arm_none(op, &op->ahead, 1);
-    if ((aname && made_by_another(op, aname)) ||
+    if ((v->flags & ZKL__V_HANDOFF) || (aname && made_by_another(op, aname)) ||
         (mine && (op->self.w || !self_by_bell(op, l->v[v->watch]))))
         arm_one(op, &op->self, op->name, 2);
     else
