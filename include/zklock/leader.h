@@ -149,7 +149,12 @@ zkl_status zkl_latch_token(zkl_latch *l, int64_t *token);
 /* The full path of this latch's node while it leads (malloc'd): ZKL_ENOTOWNER if it does not. */
 zkl_status zkl_latch_node(zkl_latch *l, char **node);
 
-/* A guarded write (zklock/guard.h) of the current term: ZKL_ENOTOWNER if it does not lead. */
+/*
+ * A guarded write (zklock/guard.h) of the current term: ZKL_ENOTOWNER if it
+ * does not lead. ZKL_ELOST (the term's node is gone, as the server or the
+ * client knows) ends the term before the call returns: the latch no longer
+ * leads, the callback is told ZKL_LEADER_LOST, and it joins again.
+ */
 zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t *failed);
 
 /* How zkl_latch_leave ends a leadership (Curator's CloseMode). */

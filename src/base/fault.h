@@ -44,6 +44,8 @@ struct zkl_client;
                             what it deferred (no lock) */                                          \
     X(DELIVER_STALL_MS)  /* st: c's poller, with replies in hand, sleeps before it delivers        \
                             them (its round_mu held) */                                            \
+    X(GONE_STALL_MS)     /* a node watch told of its node's delete sleeps this long before its     \
+                            callback, on the worker (no lock) */                                   \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
     X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \

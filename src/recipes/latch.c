@@ -316,19 +316,26 @@ static void unwatch(zkl_latch *l, term_watch *tw)
         latch_free(l);
 }
 
+/* The term is lost, as why says (l->mu held, LEADING): it ends, told LOST,
+ * and the latch joins again. Returns the term's watch, for unwatch. */
+static term_watch *lost_locked(zkl_latch *l, const char *why)
+{
+    term_watch *tw;
+    zkl__log(ZKL_LOG_WARN, "latch %s: %s: leadership lost", l->obj.path, why);
+    tw = end_locked(l, ZKL_LEADER_LOST, true);
+    if (!(l->flags & F_DESTROYED))
+        (void)join_locked(l, "zkl_latch_start");
+    return tw;
+}
+
 /* The term's node was deleted (an operator's delete): leadership is lost (on the worker). */
 static void on_gone(void *ctx)
 {
     term_watch *mine = ctx, *tw = NULL;
     zkl_latch *l = mine->l;
     pthread_mutex_lock(&l->mu);
-    if (l->state == LEADING && l->tw == mine) {
-        zkl__log(ZKL_LOG_WARN, "latch %s: the leader's node was deleted: leadership lost",
-                 l->obj.path);
-        tw = end_locked(l, ZKL_LEADER_LOST, true);
-        if (!(l->flags & F_DESTROYED))
-            (void)join_locked(l, "zkl_latch_start");
-    }
+    if (l->state == LEADING && l->tw == mine)
+        tw = lost_locked(l, "the leader's node was deleted");
     pthread_mutex_unlock(&l->mu);
     unwatch(l, tw); /* from inside its own callback: no wait */
 }
@@ -585,6 +592,20 @@ zkl_status zkl_latch_node(zkl_latch *l, char **node)
     return st;
 }
 
+/* End term token, if it still runs, as lost (a guarded write was refused for it). */
+static void end_term(zkl_latch *l, int64_t token)
+{
+    term_watch *tw = NULL;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", zkl_errmsg()); /* the write's, kept for its caller */
+    pthread_mutex_lock(&l->mu);
+    if (l->state == LEADING && l->token == token)
+        tw = lost_locked(l, "a guarded write found the term's node gone");
+    pthread_mutex_unlock(&l->mu);
+    unwatch(l, tw);
+    (void)zkl__fail(ZKL_ELOST, "%s", msg);
+}
+
 zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t *failed)
 {
     ZKL__REFUSE_IN_LOG();
@@ -602,6 +623,9 @@ zkl_status zkl_latch_guarded_write(zkl_latch *l, zkl_write *w, size_t n, size_t 
     /* a copy of the hold: the term may end meanwhile, and the server then refuses */
     st = zkl__guarded_write(&h, 1, w, n, failed, "zkl_latch_guarded_write");
     free(h.node);
+    if (st == ZKL_ELOST) /* the server (or the client) says the term's node is gone: it ends now,
+                            not when the node's watch answers (issue 56, item 2) */
+        end_term(l, token);
     return st;
 }
 

@@ -11,6 +11,7 @@
 #include <utlist.h>
 #include <zookeeper/zookeeper.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tsan.h"
@@ -191,11 +192,15 @@ void zkl__revwatch_stop(zkl__revwatch *r)
 static void fire_locked(zkl_client *c, zkl__revwatch *r)
 {
     zkl__revoke_cb cb = r->fire ? r->cb : r->gone_cb;
+    bool gone = !r->fire;
+    int stall;
     r->fire = r->gone = false;
     r->fired = true;
     r->refs++; /* ours while the callback runs */
     r->running = true;
     pthread_mutex_unlock(&c->mu);
+    if (gone && (stall = ZKL_FAULT(c, GONE_STALL_MS, NULL)) > 0)
+        zkl__sleep_ms(stall);
     cb(r->ctx);
     pthread_mutex_lock(&c->mu);
     r->running = false;

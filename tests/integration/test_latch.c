@@ -666,6 +666,58 @@ Test(latch, a_waiter_whose_node_was_deleted_is_not_made_leader, .timeout = 60)
 }
 
 /*
+ * Issue 56, item 2: a guarded write that the server refuses because the
+ * term's node is gone (an operator's delete) ends the term then and there:
+ * right after its ZKL_ELOST the latch no longer leads and hands out no
+ * token, whether or not the node's watch has answered yet; it is told LOST
+ * once, and joins again. On e5a0a8b is_leader still read true, until the
+ * watch answered.
+ */
+Test(latch, a_guarded_write_refused_for_the_term_ends_it, .timeout = 90)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-write-lost"), *node;
+    zkl_client *a = zkt_client(0);
+    zkl_latch *la;
+    zkl_write w;
+    seen s;
+    int r, lost = 0, i;
+    int64_t token;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    memset(&w, 0, sizeof w);
+    w.type = ZKL_WRITE_CHECK;
+    w.path = path;
+    w.version = ZKL_ANY_VERSION;
+    /* the node's watch answers 300 ms late: the write's refusal comes first */
+    zkt_fault_set(a, ZKL__FAULT_GONE_STALL_MS, 300);
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, on_leader, &s), "start");
+    for (r = 0; r < 10; r++) {
+        ok(zkl_latch_await(la, 10000), "a leads");
+        ok(zkl_latch_node(la, &node), "node");
+        cr_assert_eq(zoo_delete(zh, node, -1), ZOK, "the operator's delete");
+        free(node);
+        cr_assert_eq(zkl_latch_guarded_write(la, &w, 1, NULL), ZKL_ELOST, "%s", zkl_errmsg());
+        cr_assert_not(zkl_latch_is_leader(la), "round %d: it leads on after ELOST", r);
+        cr_assert_eq(zkl_latch_token(la, &token), ZKL_ENOTOWNER, "round %d: a token after ELOST",
+                     r);
+    }
+    ok(zkl_latch_await(la, 10000), "a leads again");
+    pthread_mutex_lock(&s.mu);
+    for (i = 0; i < s.n; i++)
+        lost += s.ev[i] == ZKL_LEADER_LOST;
+    pthread_mutex_unlock(&s.mu);
+    cr_assert_eq(lost, 10, "told LOST %d times for 10 terms", lost);
+    check_alternation(&s, "a");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_client_close(a), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+/*
  * After a reconnect, the leader's belief rests on an answer of the server
  * given after it (CURATOR-498's lesson): its node deleted while it was cut
  * off (an operator's delete, outside the protocol: the next participant
