@@ -47,7 +47,7 @@
 enum latch_state { IDLE, JOINING, LEADING };
 
 enum {
-    F_LEAVING = 1u << 0,   /* a leave (or destroy) canceled the waiting handle */
+    F_LEAVING = 1u << 0,   /* a leave canceled the waiting handle, kept (no memory for left) */
     F_DESTROYED = 1u << 1, /* zkl_latch_destroy was called: no more user callbacks */
     F_ANNOUNCED = 1u << 2, /* GAINED was told, its end not yet */
     F_FREED = 1u << 3,     /* maybe_free has taken it */
@@ -79,6 +79,10 @@ struct zkl_latch {
     zkl_status why;
     char *why_msg;
     int reports; /* end reports posted, not yet delivered */
+    /* handles a leave canceled while they waited, whose reports are still to
+     * come (on_op releases them): the latch may start again meanwhile */
+    zkl_op **left;
+    size_t nleft, capleft;
 };
 
 /* A term's watch on its node (services/revoke.h): an operator may delete it. */
@@ -104,6 +108,7 @@ static void latch_free(zkl_latch *l)
     pthread_cond_destroy(&l->cv);
     free(l->id);
     free(l->why_msg);
+    free(l->left);
     zkl__lockobj_free(&l->obj);
 }
 
@@ -115,8 +120,8 @@ static void latch_free(zkl_latch *l)
 static bool to_free_locked(zkl_latch *l)
 {
     bool go = (l->flags & F_DESTROYED) && !(l->flags & F_FREED) && l->calling == 0 &&
-              l->busy == 0 && !l->op && l->reports == 0 && l->state == IDLE && !l->tw &&
-              l->unwatching == 0;
+              l->busy == 0 && !l->op && l->nleft == 0 && l->reports == 0 && l->state == IDLE &&
+              !l->tw && l->unwatching == 0;
     if (go)
         l->flags |= F_FREED;
     return go;
@@ -185,17 +190,32 @@ static zkl_status join_locked(zkl_latch *l, const char *what)
     return join_at_locked(l, what, 0);
 }
 
+/* Whether op is a handle left while it waited (l->mu held); it is forgotten. */
+static bool was_left_locked(zkl_latch *l, zkl_op *op)
+{
+    size_t i;
+    for (i = 0; i < l->nleft; i++)
+        if (l->left[i] == op) {
+            l->left[i] = l->left[--l->nleft];
+            pthread_cond_broadcast(&l->cv); /* a destroy may wait for it */
+            return true;
+        }
+    return false;
+}
+
 /* The handle's report, on the delivery. */
 static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
 {
     zkl_latch *l = ud;
     int64_t token = 0;
-    bool leaving;
+    bool leaving, left;
     pthread_mutex_lock(&l->mu);
     l->busy++;
     l->delivering = op;
-    l->op = NULL;
-    leaving = (l->flags & (F_LEAVING | F_DESTROYED)) || l->state != JOINING;
+    left = was_left_locked(l, op); /* the latch may have started again since */
+    if (!left)
+        l->op = NULL;
+    leaving = left || (l->flags & (F_LEAVING | F_DESTROYED)) || l->state != JOINING;
     if (st == ZKL_OK && !leaving && (st = zkl_op_fencing_token(op, &token)) == ZKL_OK) {
         l->state = LEADING;
         l->op = op;
@@ -215,7 +235,9 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         return;
     }
     (void)zkl_op_release(op); /* from inside: freed on return */
-    if (leaving || st == ZKL_ECANCELED) {
+    if (left) {
+        /* nothing of the latch's state is this handle's any more */
+    } else if (leaving || st == ZKL_ECANCELED) {
         l->flags &= ~F_LEAVING;
         l->state = IDLE;
         pthread_cond_broadcast(&l->cv);
@@ -634,10 +656,22 @@ static term_watch *leave_locked(zkl_latch *l, bool notify)
 {
     if (l->state == LEADING)
         return end_locked(l, ZKL_LEADER_LEFT, notify);
-    if (l->state == JOINING) {
-        l->flags |= F_LEAVING; /* its report ends it: canceled, or granted too late */
-        if (l->op)
-            (void)zkl_op_cancel(l->op);
+    if (l->state == JOINING && l->op) {
+        (void)zkl_op_cancel(l->op); /* its report ends it: canceled, or granted too late */
+        if (l->nleft == l->capleft) {
+            size_t cap = l->capleft ? 2 * l->capleft : 2;
+            zkl_op **v = realloc(l->left, cap * sizeof *v);
+            if (!v) { /* kept until its report: a start meanwhile is refused (EBUSY) */
+                l->flags |= F_LEAVING;
+                return NULL;
+            }
+            l->left = v;
+            l->capleft = cap;
+        }
+        l->left[l->nleft++] = l->op; /* its report comes later: the latch is free now */
+        l->op = NULL;
+        l->state = IDLE;
+        pthread_cond_broadcast(&l->cv);
     }
     return NULL;
 }
@@ -670,7 +704,8 @@ static void settle_locked(zkl_latch *l)
     int64_t end = zkl__now_ms() + ZKL_LATCH_SETTLE_MS;
     if (zkl__on_worker(c) || zkl__in_callback(c) || zkl__forked(c) || zkl__reports_by_dispatch(c))
         return;
-    while ((l->op || l->busy > 1 || l->reports || l->state != IDLE) && zkl__now_ms() < end)
+    while ((l->op || l->nleft || l->busy > 1 || l->reports || l->state != IDLE) &&
+           zkl__now_ms() < end)
         zkl__cond_wait_until(&l->cv, &l->mu, end);
 }
 
@@ -685,7 +720,9 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
     if (zkl__forked(l->obj.c)) { /* its handle and term are the parent's: they go */
         if (l->op)
             (void)zkl_op_release(l->op); /* ZKL_ELOST: nothing sent, the handle freed */
-        free(l->tw);                     /* (its watch goes with the client's close) */
+        while (l->nleft > 0)
+            (void)zkl_op_release(l->left[--l->nleft]);
+        free(l->tw); /* (its watch goes with the client's close) */
         latch_free(l);
         return ZKL_OK;
     }

@@ -718,6 +718,41 @@ Test(latch, a_guarded_write_refused_for_the_term_ends_it, .timeout = 90)
 }
 
 /*
+ * Issue 56, item 7: leader.h says a latch that left may start again, and it
+ * may at once: a waiting latch left and started again, 20 times in a row,
+ * takes part each time (on e5a0a8b: ZKL_EBUSY "already takes part" for 5 to
+ * 174 ms, until the canceled wait's report came). Each left wait's node
+ * goes; the last start's waits on, and leads once the leader leaves.
+ */
+Test(latch, a_latch_that_left_starts_again_at_once, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-restart");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0);
+    zkl_latch *la, *lb;
+    seen s;
+    int i;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    free(a_leads_b_waits(zh, path, a, b, &s, &la, &lb));
+    for (i = 0; i < 20; i++) {
+        ok(zkl_latch_leave(lb, ZKL_LATCH_SILENT), "leave");
+        ok(zkl_latch_start(lb, NULL, NULL), "start again at once");
+    }
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the left waits' nodes stay");
+    ok(zkl_latch_leave(la, ZKL_LATCH_SILENT), "a leaves");
+    ok(zkl_latch_await(lb, 10000), "b leads");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_client_close(b), "close at once: every left wait has reported");
+    ok(zkl_client_close(a), "close");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+/*
  * After a reconnect, the leader's belief rests on an answer of the server
  * given after it (CURATOR-498's lesson): its node deleted while it was cut
  * off (an operator's delete, outside the protocol: the next participant
