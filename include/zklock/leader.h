@@ -106,7 +106,9 @@ zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata);
 
 /*
  * Wait until this latch leads, up to timeout_ms (ZKL_WAIT_FOREVER: no
- * limit): ZKL_OK (it leads now), ZKL_ETIMEDOUT, ZKL_ECANCELED (it left, or
+ * limit): ZKL_OK (it leads now), ZKL_ETIMEDOUT (its message names a child
+ * ahead in line that is not a participant's, if one blocks the election),
+ * ZKL_ECANCELED (it left, or
  * never started), or the failure that made it stop taking part on its own
  * (joining again after a lost leadership or a failed wait could not start:
  * ZKL_ENOMEM, ZKL_ECLOSED), with its message. ZKL_EDEADLOCK from the client's worker or inside any
@@ -166,7 +168,8 @@ enum {
 /*
  * Leave the election (Curator's close): a wait is canceled, a leadership
  * ends (its node deleted, as a release deletes it); mode says whether the
- * callback hears of it. The latch may start again. ZKL_OK also if it took
+ * callback hears of it. The latch may start again, at once (a canceled
+ * wait's report, still on its way, is set aside). ZKL_OK also if it took
  * no part; ZKL_EINVAL for a NULL latch or an unknown mode.
  */
 zkl_status zkl_latch_leave(zkl_latch *l, int mode);

@@ -542,8 +542,18 @@ zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms)
             break;
         }
         if (zkl__now_ms() >= deadline) {
-            st = zkl__fail(ZKL_ETIMEDOUT, "zkl_latch_await: %s: not leader within %d ms",
-                           l->obj.path, timeout_ms);
+            char b[256] = "";
+            if (l->op)
+                zkl__op_blocker(l->op, b, sizeof b);
+            if (b[0])
+                st = zkl__fail(ZKL_ETIMEDOUT,
+                               "zkl_latch_await: %s: not leader within %d ms: the node ahead in "
+                               "line, '%s', is not a participant's (no session owns it); a "
+                               "child that sorts ahead blocks the election until it is deleted",
+                               l->obj.path, timeout_ms, b);
+            else
+                st = zkl__fail(ZKL_ETIMEDOUT, "zkl_latch_await: %s: not leader within %d ms",
+                               l->obj.path, timeout_ms);
             break;
         }
         /* a lease that ran out turns leads_locked false with no signal: look again */

@@ -753,6 +753,34 @@ Test(latch, a_latch_that_left_starts_again_at_once, .timeout = 60)
 }
 
 /*
+ * Issue 56, item 7: a foreign child that sorts first ("0", made by hand)
+ * blocks the election, as it blocks Curator's; the await's timeout names it
+ * (the mutex's has since turn 3). Once it is deleted, the latch leads.
+ */
+Test(latch, a_foreign_child_ahead_is_named_by_the_timeout, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-foreign"), child[512];
+    zkl_client *a = zkt_client(0);
+    zkl_latch *la;
+    snprintf(child, sizeof child, "%s/0", path);
+    cr_assert_eq(zkt_make_path(zh, path, ZOO_PERSISTENT), ZOK, "the election's path");
+    cr_assert_eq(zoo_create(zh, child, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK, "the child");
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, NULL, NULL), "start");
+    cr_assert_eq(zkl_latch_await(la, 1500), ZKL_ETIMEDOUT, "%s", zkl_errmsg());
+    cr_assert(strstr(zkl_errmsg(), "'0'") && strstr(zkl_errmsg(), "is not a participant's"),
+              "the message does not name the child: %s", zkl_errmsg());
+    cr_assert_eq(zoo_delete(zh, child, -1), ZOK, "the child deleted");
+    ok(zkl_latch_await(la, 10000), "a leads");
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_client_close(a), "close");
+    zoo_delete(zh, path, -1);
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
  * After a reconnect, the leader's belief rests on an answer of the server
  * given after it (CURATOR-498's lesson): its node deleted while it was cut
  * off (an operator's delete, outside the protocol: the next participant

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -470,6 +471,13 @@ zkl_status zkl_client_event_fd(zkl_client *c, int *fd)
     if (*fd < 0)
         return zkl__fail(ZKL_ESYS, "zkl_client_event_fd: eventfd: %s", strerror(errno));
     return ZKL_OK;
+}
+
+void zkl__op_blocker(zkl_op *op, char *buf, size_t len)
+{
+    pthread_mutex_lock(&op->c->mu);
+    snprintf(buf, len, "%s", op->acq && op->acq->blocker ? op->acq->blocker : "");
+    pthread_mutex_unlock(&op->c->mu);
 }
 
 zkl_status zkl_client_dispatch(zkl_client *c, int *ran)

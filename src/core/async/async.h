@@ -73,6 +73,9 @@ zkl_status zkl__async_start(zkl_client *c, const zkl__plan *plan, const char *wh
 bool zkl__op_keep(zkl_op *op, zkl__hold *h);
 /* Let go of every hold of op, its inner one too; ZKL_ELOST if one of op->holds was lost. */
 zkl_status zkl__op_let_go(zkl_op *op);
+/* The name of a child ahead of op's wait that is not a lock node, copied
+ * into buf (len > 0), or "" if none is known. */
+void zkl__op_blocker(zkl_op *op, char *buf, size_t len);
 
 /* The mutex's and the read/write lock's sides (one hold, per side). */
 zkl_status zkl__async_side_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, void *ud,

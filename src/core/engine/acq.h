@@ -140,6 +140,10 @@ struct zkl__acq {
     char *node; /* full path of our node */
     const char *name;
     int64_t czxid;
+    /* a child ahead that is not a lock node (no session owns it), which
+     * blocks the line until deleted; for a wait's message (c->mu; written
+     * only by the steps' thread) */
+    char *blocker;
     zkl__names kids; /* a listing to look at (ZKL__AF_HAVE_KIDS) */
     /* what this process knows of the line (inproc.h; NULL: a driver that
      * does not grant the head, or the client's in-process hints are off) */

@@ -208,6 +208,7 @@ void zkl__acq_free(zkl__acq *op)
     pthread_mutex_unlock(&c->mu);
     free(op->hold.node);
     free(op->msg);
+    free(op->blocker);
     free(op);
 }
 

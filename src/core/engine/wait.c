@@ -274,6 +274,22 @@ static zkl__step_result step_armed_children(zkl__acq *op)
     return ZKL__STEP_AGAIN;
 }
 
+/* Note what blocks the line, if a child ahead is not a lock node (c->mu taken). */
+static void note_blocker(zkl__acq *op)
+{
+    const char *b = op->prim.w && op->prim.persistent ? op->prim.name : NULL;
+    char *copy;
+    if (!b && !op->blocker)
+        return;
+    if (b && op->blocker && strcmp(b, op->blocker) == 0)
+        return;
+    copy = b ? strdup(b) : NULL; /* (none: no note) */
+    pthread_mutex_lock(&op->c->mu);
+    free(op->blocker);
+    op->blocker = copy;
+    pthread_mutex_unlock(&op->c->mu);
+}
+
 /* The data watches are set (or not): the watched node's rc decides, or our own node's absence. */
 static zkl__step_result step_armed(zkl__acq *op)
 {
@@ -301,6 +317,7 @@ static zkl__step_result step_armed(zkl__acq *op)
             rc = r; /* our node gone: the listing says so (judge) */
     }
     zkl__acq_untrack(op);
+    note_blocker(op);
     if (rc == ZOK && op->prim.w) {
         op->step = step_sleeping;
         return ZKL__STEP_AGAIN;
