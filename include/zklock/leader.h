@@ -201,8 +201,14 @@ typedef struct zkl_leader {
  * (lock- nodes with the id as data). The first node is the leader as the
  * participants judge it; a Curator LeaderLatch that dropped leadership on
  * SUSPENDED (its default) keeps its node, so it is observed as leader
- * while not acting as one, until its session ends or it rejoins.
- * zkl_leader_clear frees what *out holds.
+ * while not acting as one, until its session ends or it rejoins. Where
+ * latch- nodes are, the election is theirs: other recipes' nodes under the
+ * path (a mutex held there) are neither leader nor members. Each node is
+ * judged as its own recipe sorts the line. A listing whose head went before
+ * it was read (a hand-off) is taken again, so that participants with no
+ * leader are not reported mid hand-off (a child in the way that is not a
+ * participant's still gives no leader). zkl_leader_clear frees what *out
+ * holds.
  */
 zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out);
 void zkl_leader_clear(zkl_leader *leader);

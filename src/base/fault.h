@@ -48,7 +48,8 @@ struct zkl_client;
                             callback, on the worker (no lock) */                                   \
     /* points */                                                                                   \
     X(LISTING_WANTED) /* answer 1 if the test runs something after the next listing */             \
-    X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread */           \
+    X(AFTER_LISTING)  /* free: a wait's listing was answered, on the acquiring thread; or an       \
+                         inspection's (zkl_inspect, zkl_leader_get), on the caller's */            \
     X(AFTER_SETTLE)   /* free: an async handle's outcome is settled, on the worker */              \
     X(CHROOT_PART)    /* free: io: char *, an ancestor of the chroot made or found, on the         \
                          stepping thread, before the next is sent */                               \

@@ -108,6 +108,15 @@
  * p99: 1.21 of the p50 at 1024 sessions, 1.35 without it (2026-11-27). */
 #define ZKL_JOIN_AWAIT_MS 500
 
+/* ---- the observer (recipes/inspect.c) ---- */
+
+/* Listings zkl_leader_get takes when one shows participants but no leader:
+ * its head was deleted between the listing and the read of it (a hand-off;
+ * 2 of 600 samples in a busy election came so), or a child not a
+ * participant's is in the way (then every listing says so, and the answer is
+ * no leader after these). */
+#define ZKL_OBSERVE_RELISTS 5
+
 /* ---- metrics ---- */
 
 /* Series of gone lock objects kept per client (core/objects/series.h). */

@@ -13,7 +13,9 @@
 #include "core/engine/internals.h"
 #include "base/path.h"
 #include "base/seq.h"
+#include "base/fault.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "base/util.h"
 #include "requests/calls.h"
 #include "requests/retry.h"
@@ -115,28 +117,71 @@ static bool in_the_way(const lock_bound *b, char *const *sorted, size_t i)
     return i + 1 < b->last || strcmp(zkl__sort_key(sorted[i], all_markers), b->next) < 0;
 }
 
+/* The listing as driver d sorts it (its own markers: a latch's view puts
+ * other recipes' nodes where its own sort does), made once per driver. */
+typedef struct by_driver {
+    const zkl__driver *d;
+    char **sorted;
+} by_driver;
+
+static char **sorted_for(by_driver *cache, const zkl__driver *d, const zkl__names *kids)
+{
+    int i;
+    for (i = 0; i < 4 && cache[i].d; i++)
+        if (cache[i].d == d)
+            return cache[i].sorted;
+    if (i == 4 || !(cache[i].sorted = malloc((kids->n ? kids->n : 1) * sizeof(char *))))
+        return NULL;
+    memcpy(cache[i].sorted, kids->v, kids->n * sizeof(char *));
+    if (zkl__sort_names(cache[i].sorted, kids->n, d->sort_markers) != ZKL_OK) {
+        free(cache[i].sorted);
+        cache[i].sorted = NULL;
+        return NULL;
+    }
+    cache[i].d = d;
+    return cache[i].sorted;
+}
+
+/* The verdict of kids' name as its own driver reaches it (ZSYSTEMERROR: no memory). */
+static int verdict_of(by_driver *cache, const zkl__driver *d, const zkl__names *kids,
+                      const char *name, zkl__verdict *vd)
+{
+    char **sorted = sorted_for(cache, d, kids);
+    size_t j;
+    zkl__line l;
+    if (!sorted)
+        return ZSYSTEMERROR;
+    for (j = 0; j < kids->n && sorted[j] != name; j++)
+        ;
+    zkl__line_at(sorted, kids->n, j, d->counts, NULL, &l);
+    *vd = d->decide(d, &l, NULL);
+    return ZOK;
+}
+
 static int queue(zkl__session *s, const char *path, zkl__names *kids, zkl_participant **v,
                  size_t *n, size_t *cap)
 {
     size_t i;
     int rc = ZOK;
     lock_bound b;
+    by_driver cache[4] = {{0}};
     if (zkl__sort_names(kids->v, kids->n, all_markers) != ZKL_OK)
         return ZSYSTEMERROR;
     bound_of(kids->v, kids->n, &b);
     for (i = 0; i < kids->n && rc == ZOK; i++) {
         const char *name = kids->v[i];
         const zkl__driver *d = zkl__driver_of(name);
-        zkl__line l;
-        zkl__verdict vd;
-        zkl__line_at(kids->v, kids->n, i, d->counts, NULL, &l);
-        vd = d->decide(d, &l, NULL);
+        zkl__verdict vd = {0};
+        if ((rc = verdict_of(cache, d, kids, name, &vd)) != ZOK)
+            break;
         char kind = d == &zkl__read_driver    ? 'R'
                     : d == &zkl__write_driver ? 'W'
                     : d == &zkl__latch_driver ? 'L'
                                               : 'M';
         rc = add(s, path, name, kind, vd.holds, in_the_way(&b, kids->v, i), v, n, cap);
     }
+    for (i = 0; i < 4; i++)
+        free(cache[i].sorted);
     return rc;
 }
 
@@ -162,6 +207,7 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
         return st;
     prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
     rc = list(c, s, path, &kids);
+    (void)ZKL_FAULT(c, AFTER_LISTING, NULL);
     if (rc == ZOK && kids.n > 0) {
         semaphore = true;
         for (i = 0; i < kids.n; i++)
@@ -215,25 +261,26 @@ void zkl_participants_free(zkl_participant *v, size_t n)
     free(v);
 }
 
-zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out)
+/*
+ * The leader in one listing's participants (out zeroed): a latch's election
+ * is of its latch- nodes, whatever else is under the path (a mutex held
+ * there is not its leader); with none, a selector's (lock- nodes). false if
+ * participants exist but none leads in the listing: a head deleted between
+ * the listing and its read (a hand-off), or a child not a participant's in
+ * the way.
+ */
+static bool leader_of(zkl_participant *v, size_t n, zkl_leader *out)
 {
-    ZKL__REFUSE_IN_LOG();
-    zkl_participant *v = NULL;
-    size_t n = 0, i;
-    zkl_status st;
-    zkl__clear_err();
-    if (!out)
-        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (!c || !path)
-        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
-    if ((st = zkl_inspect(c, path, &v, &n)) != ZKL_OK)
-        return st;
-    for (i = 0; i < n; i++) /* participants: latch or lock nodes (a selector's) */
-        if (v[i].kind == 'L' || v[i].kind == 'M')
+    size_t i;
+    char kind = 'M';
+    for (i = 0; i < n; i++)
+        if (v[i].kind == 'L')
+            kind = 'L';
+    for (i = 0; i < n; i++)
+        if (v[i].kind == kind)
             out->members++;
     for (i = 0; i < n && !out->present; i++)
-        if ((v[i].kind == 'L' || v[i].kind == 'M') && v[i].holds) {
+        if (v[i].kind == kind && v[i].holds) {
             out->present = true;
             out->id = v[i].data;
             out->id_len = v[i].data_len;
@@ -241,7 +288,30 @@ zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out)
             out->node = v[i].node;
             v[i].data = v[i].node = NULL; /* taken over */
         }
-    zkl_participants_free(v, n);
+    return out->present || out->members == 0;
+}
+
+zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_participant *v = NULL;
+    size_t n = 0;
+    zkl_status st;
+    int tries = 0;
+    bool settled;
+    zkl__clear_err();
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!c || !path)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_get: NULL argument");
+    do { /* a listing taken mid hand-off is taken again */
+        zkl_leader_clear(out);
+        if ((st = zkl_inspect(c, path, &v, &n)) != ZKL_OK)
+            return st;
+        settled = leader_of(v, n, out);
+        zkl_participants_free(v, n);
+    } while (!settled && ++tries < ZKL_OBSERVE_RELISTS);
     return ZKL_OK;
 }
 

@@ -780,6 +780,83 @@ Test(latch, a_foreign_child_ahead_is_named_by_the_timeout, .timeout = 60)
     free(path);
 }
 
+typedef struct leaver {
+    zkl_latch *l;
+    zkl_client *c;
+} leaver;
+
+static void leave_now(zkl_client *c, void *arg)
+{
+    leaver *x = arg;
+    (void)c;
+    ok(zkl_latch_leave(x->l, ZKL_LATCH_SILENT), "the leader leaves, mid listing");
+    ok(zkl_client_drain(x->c, 5000), "its node is gone");
+}
+
+/*
+ * Issue 56, item 4: the observer's answer during a hand-off. The leader
+ * leaves between the observer's listing and its read of the head: the
+ * answer is the next leader, not "no leader" with participants there (on
+ * e5a0a8b: present false, 2 members).
+ */
+Test(latch, the_observer_sees_a_leader_through_a_hand_off, .timeout = 60)
+{
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("latch-observe-handoff");
+    zkl_client *a = zkt_client(0), *b = zkt_client(0), *o = zkt_client(0);
+    zkl_latch *la, *lb;
+    zkl_leader ld;
+    seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    leaver x;
+    free(a_leads_b_waits(zh, path, a, b, &s, &la, &lb));
+    x.l = la;
+    x.c = a;
+    zkt_fault_after_list(o, leave_now, &x);
+    ok(zkl_leader_get(o, path, &ld), "observe");
+    cr_assert(ld.present, "no leader seen, with %zu participants", ld.members);
+    cr_assert_str_eq(ld.id, "b", "the leader seen: %s", ld.id);
+    zkl_leader_clear(&ld);
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_latch_destroy(lb), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(b), "close");
+    ok(zkl_client_close(o), "close");
+    zookeeper_close(zh);
+    pthread_mutex_destroy(&s.mu);
+    free(path);
+}
+
+/*
+ * Issue 56, item 4: a mutex held on a latch's path is not the election's
+ * leader: the observer names the latch's (on e5a0a8b: the mutex holder).
+ */
+Test(latch, the_observer_names_the_latch_not_a_mutex_beside_it, .timeout = 60)
+{
+    char *path = zkt_path("latch-observe-mutex");
+    zkl_client *a = zkt_client(0), *m = zkt_client(0);
+    zkl_latch *la;
+    zkl_mutex *mx;
+    zkl_leader ld;
+    ok(zkl_mutex_create(m, path, &mx), "create");
+    ok(zkl_mutex_acquire(mx, 10000), "the mutex is held first");
+    ok(zkl_latch_create(a, path, "a", &la), "create");
+    ok(zkl_latch_start(la, NULL, NULL), "start");
+    ok(zkl_latch_await(la, 10000), "a leads (its election is of latch- nodes)");
+    ok(zkl_leader_get(m, path, &ld), "observe");
+    cr_assert(ld.present && strcmp(ld.id, "a") == 0, "the leader seen: %s",
+              ld.present ? ld.id : "(none)");
+    cr_assert_eq(ld.members, 1, "participants: %zu", ld.members);
+    zkl_leader_clear(&ld);
+    ok(zkl_latch_destroy(la), "destroy");
+    ok(zkl_mutex_release(mx), "release");
+    ok(zkl_mutex_destroy(mx), "destroy");
+    ok(zkl_client_close(a), "close");
+    ok(zkl_client_close(m), "close");
+    free(path);
+}
+
 /*
  * After a reconnect, the leader's belief rests on an answer of the server
  * given after it (CURATOR-498's lesson): its node deleted while it was cut
