@@ -23,7 +23,9 @@
  * reads the lease and writes to the pipe; nothing is called with `mu` held
  * that could wait for another of these threads.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -49,8 +51,9 @@ enum phase { CONNECTING, WAITING, RUNNING, DONE };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static enum phase phase = CONNECTING;
 static pid_t child;
-static int pending_signal; /* arrived while COMMAND was being started */
-static int stop_signal;    /* ended the wait */
+static zkl_watchdog *watchdog; /* while COMMAND may run */
+static int pending_signal;     /* arrived while COMMAND was being started */
+static int stop_signal;        /* ended the wait */
 static zkl_client *client;
 static zkl_latch *latch; /* --elect: the signal thread leaves it to end the wait */
 static atomic_int session_lost;
@@ -95,7 +98,12 @@ static void set_phase(enum phase p)
     pthread_mutex_unlock(&mu);
 }
 
-/* Runs on the client's worker thread. */
+/*
+ * Runs on the client's worker thread. The rule for an unasked end (zklock(1),
+ * "When the lock is lost"): COMMAND's group is sent SIGTERM now, and the
+ * watchdog sends SIGKILL the margin (kill_after) later, whatever lease ends
+ * come after: renewals go on for a new wait or session, not for this hold.
+ */
 static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
 {
     (void)lock;
@@ -106,6 +114,8 @@ static void on_hold_state(void *lock, zkl_conn_state st, void *ud)
     pthread_mutex_lock(&mu);
     if (phase == RUNNING && child > 0)
         kill(-child, SIGTERM); /* its process group */
+    if (phase == RUNNING && watchdog)
+        (void)zkl_watchdog_stop_now(watchdog); /* SIGKILL after the margin */
     pthread_mutex_unlock(&mu);
 }
 
@@ -118,12 +128,16 @@ static const char *held_thing(const zkl_cli_args *a)
 /* --elect: leadership ended unasked (on the client's delivery: its worker). */
 static void on_leadership(zkl_latch *l, zkl_leader_event ev, int64_t token, void *ud)
 {
-    (void)l;
     (void)token;
+    if (ev != ZKL_LEADER_LOST && ev != ZKL_LEADER_LEASE_ENDED)
+        return;
+    /* the latch has joined again: it leaves, so that it leads no more while
+     * COMMAND, which runs once, is being stopped */
+    (void)zkl_latch_leave(l, ZKL_LATCH_SILENT);
     if (ev == ZKL_LEADER_LOST) { /* its session, or its node (an operator's delete) */
         atomic_store(&term_lost, 1);
         on_hold_state(NULL, ZKL_STATE_LOST, ud);
-    } else if (ev == ZKL_LEADER_LEASE_ENDED)
+    } else
         on_hold_state(NULL, ZKL_STATE_LEASE_EXPIRED, ud);
 }
 
@@ -619,6 +633,15 @@ static int take_lock(run *r)
     return st == ZKL_ETIMEDOUT ? r->a.conflict_code : ZKL_CLI_EXIT_UNAVAILABLE;
 }
 
+/* The watchdog exits (1: it had stopped COMMAND); no one tells it anything after. */
+static int end_watchdog(run *r)
+{
+    pthread_mutex_lock(&mu);
+    watchdog = NULL;
+    pthread_mutex_unlock(&mu);
+    return zkl_watchdog_finish(&r->wd);
+}
+
 /* COMMAND starts only with time left on the lease, under the watchdog and its feeder. */
 static int start_watch(run *r)
 {
@@ -639,10 +662,13 @@ static int start_watch(run *r)
         teardown(r, true);
         return ZKL_CLI_EXIT_UNAVAILABLE;
     }
+    pthread_mutex_lock(&mu);
+    watchdog = &r->wd;
+    pthread_mutex_unlock(&mu);
     r->feeding = pthread_create(&r->feeder_thread, NULL, feed, &r->fd) == 0;
     if (!r->feeding) { /* unfed, the watchdog would stop COMMAND at the first lease end */
         set_phase(DONE);
-        zkl_watchdog_finish(&r->wd);
+        end_watchdog(r);
         fprintf(stderr, "zklock: cannot start the lease feeder thread\n");
         teardown(r, true);
         return ZKL_CLI_EXIT_UNAVAILABLE;
@@ -681,13 +707,69 @@ static pid_t spawn_watched(run *r, bool foreground, int *sig)
     }
     if (pid > 0 && pending_signal)
         kill(pid, pending_signal);
-    if (pid > 0 && (atomic_load(&session_lost) || atomic_load(&lease_expired)))
+    if (pid > 0 && (atomic_load(&session_lost) || atomic_load(&lease_expired))) {
         kill(-pid, SIGTERM);
+        (void)zkl_watchdog_stop_now(&r->wd);
+    }
     pthread_mutex_unlock(&mu);
     return pid;
 }
 
-/* Run COMMAND to its end: its exit status; *fired if the watchdog stopped it. */
+/* How many processes of group pgid there are besides its leader (from /proc). */
+static int group_others(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], buf[512], *rp;
+        long pid = strtol(e->d_name, &rp, 10), grp = 0;
+        char state = '?';
+        FILE *f;
+        size_t got;
+        if (*rp || pid <= 0 || pid == pgid)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        if (!(f = fopen(path, "r")))
+            continue;
+        got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        /* pid (comm) state ppid pgrp: comm may hold anything, up to the last ')';
+         * a zombie (Z, X) runs nothing: it waits only for its reaper */
+        if ((rp = strrchr(buf, ')')) != NULL && sscanf(rp + 1, " %c %*d %ld", &state, &grp) == 2 &&
+            grp == pgid && state != 'Z' && state != 'X')
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/*
+ * COMMAND has ended (not yet reaped, so its group id stays its own): what
+ * it left running in its group (a shell's `daemon &`) would go on with the
+ * lock released, so it is stopped first: SIGTERM, then SIGKILL after the
+ * margin. A process that left the group (setsid) is out of reach
+ * (zklock(1), "Processes COMMAND leaves behind").
+ */
+static void stop_left_behind(pid_t pgid, int kill_after_ms)
+{
+    int64_t end = now_ms() + kill_after_ms;
+    if (group_others(pgid) == 0)
+        return;
+    kill(-pgid, SIGTERM);
+    while (group_others(pgid) > 0 && now_ms() < end)
+        poll(NULL, 0, 20);
+    if (group_others(pgid) > 0)
+        kill(-pgid, SIGKILL);
+    while (group_others(pgid) > 0 && now_ms() < end + 1000) /* gone, as far as a kill goes */
+        poll(NULL, 0, 20);
+}
+
+/* Run COMMAND to its end: its exit status; *fired: zkl_watchdog_finish's (1, 2: it stopped
+ * COMMAND). */
 static int run_command(run *r, int *fired)
 {
     bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
@@ -696,19 +778,20 @@ static int run_command(run *r, int *fired)
     siginfo_t info;
     int status;
     if (sig) { /* the wait ended by a signal as the lock came: COMMAND never starts */
-        *fired = zkl_watchdog_finish(&r->wd) == 1;
+        *fired = end_watchdog(r);
         return 128 + sig;
     }
     if (pid < 0) {
         fprintf(stderr, "zklock: %s: %s\n", r->a.command[0], strerror(-pid));
-        *fired = zkl_watchdog_finish(&r->wd) == 1;
+        *fired = end_watchdog(r);
         return -pid == ENOENT ? 127 : 126;
     }
     /* ended, not yet reaped: its group id cannot be reused before the
      * watchdog has let go of it */
     while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
         ;
-    *fired = zkl_watchdog_finish(&r->wd) == 1;
+    stop_left_behind(pid, r->kill_after);
+    *fired = end_watchdog(r);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (foreground)
@@ -725,22 +808,22 @@ static int finish(run *r, int code, int fired)
         pthread_join(r->feeder_thread, NULL);
     }
     teardown(r, true);
-    if (fired || atomic_load(&lease_expired)) {
-        fprintf(stderr,
-                "zklock: %s: the lease of %s ran out while COMMAND ran; %s no longer "
-                "protected it (COMMAND was sent SIGTERM, and SIGKILL if it ran %d ms more)\n",
-                r->a.path, held_thing(&r->a), held_thing(&r->a), r->kill_after);
-        return ZKL_CLI_EXIT_LOST;
-    }
-    if (atomic_load(&session_lost)) {
+    if (fired != 1 && !atomic_load(&lease_expired) && atomic_load(&session_lost)) {
         fprintf(stderr,
                 "zklock: %s: %s while COMMAND ran; %s no longer protected it (COMMAND was sent "
-                "SIGTERM)\n",
+                "SIGTERM, and SIGKILL if it ran %d ms more)\n",
                 r->a.path,
                 atomic_load(&term_lost)
                     ? "leadership was lost (the session is gone, or the node was deleted)"
                     : "the ZooKeeper session was lost",
-                held_thing(&r->a));
+                held_thing(&r->a), r->kill_after);
+        return ZKL_CLI_EXIT_LOST;
+    }
+    if (fired > 0 || atomic_load(&lease_expired)) { /* the lease ran out first */
+        fprintf(stderr,
+                "zklock: %s: the lease of %s ran out while COMMAND ran; %s no longer "
+                "protected it (COMMAND was sent SIGTERM, and SIGKILL if it ran %d ms more)\n",
+                r->a.path, held_thing(&r->a), held_thing(&r->a), r->kill_after);
         return ZKL_CLI_EXIT_LOST;
     }
     return code;

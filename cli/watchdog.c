@@ -16,7 +16,7 @@
 #include "watchdog.h"
 
 /* One message on the pipe. */
-enum { MSG_LEASE = 1, MSG_TARGET = 2, MSG_DONE = 3 };
+enum { MSG_LEASE = 1, MSG_TARGET = 2, MSG_DONE = 3, MSG_STOP = 4 };
 typedef struct msg {
     int32_t type;
     int32_t pad;
@@ -64,6 +64,8 @@ static int take_messages(int *fd, int ms, int64_t *lease_end, pid_t *pgid)
         *pgid = (pid_t)m.value;
     else if (m.type == MSG_DONE)
         return MSG_DONE;
+    else if (m.type == MSG_STOP)
+        return MSG_STOP;
     return 0;
 }
 
@@ -77,12 +79,19 @@ static void watchdog_main(int fd, int64_t lease_end, int grace_ms, int kill_afte
 {
     pid_t pgid = 0;
     int64_t kill_at;
-    for (;;) { /* until the lease end less the grace */
+    int fired = ZKL_WATCHDOG_FIRED;
+    for (;;) { /* until the lease end less the grace, or a stop asked for */
         int64_t left = lease_end - grace_ms - boot_ms();
+        int got;
         if (left <= 0)
             break;
-        if (take_messages(&fd, left > 1000 ? 1000 : (int)left, &lease_end, &pgid) == MSG_DONE)
+        got = take_messages(&fd, left > 1000 ? 1000 : (int)left, &lease_end, &pgid);
+        if (got == MSG_DONE)
             _exit(0);
+        if (got == MSG_STOP) {
+            fired = ZKL_WATCHDOG_ASKED;
+            break;
+        }
     }
     stop_group(pgid, SIGTERM);
     kill_at = boot_ms() + kill_after_ms;
@@ -92,16 +101,16 @@ static void watchdog_main(int fd, int64_t lease_end, int grace_ms, int kill_afte
         if (left <= 0)
             break;
         if (take_messages(&fd, (int)left, &lease_end, &pgid) == MSG_DONE)
-            _exit(ZKL_WATCHDOG_FIRED);
+            _exit(fired);
         if (!had && pgid) /* COMMAND started after the lease ended */
             stop_group(pgid, SIGTERM);
     }
     stop_group(pgid, SIGKILL);
     while (fd >= 0 && !pgid) /* not started yet: stop it when it is */
         if (take_messages(&fd, 1000, &lease_end, &pgid) == MSG_DONE)
-            _exit(ZKL_WATCHDOG_FIRED);
+            _exit(fired);
     stop_group(pgid, SIGKILL);
-    _exit(ZKL_WATCHDOG_FIRED);
+    _exit(fired);
 }
 
 int zkl_watchdog_start(zkl_watchdog *w, int64_t lease_end, int grace_ms, int kill_after_ms)
@@ -157,6 +166,11 @@ int zkl_watchdog_renew(zkl_watchdog *w, int64_t lease_end)
     return send_msg(w, MSG_LEASE, lease_end);
 }
 
+int zkl_watchdog_stop_now(zkl_watchdog *w)
+{
+    return send_msg(w, MSG_STOP, 0);
+}
+
 int zkl_watchdog_finish(zkl_watchdog *w)
 {
     int rc = send_msg(w, MSG_DONE, 0), status;
@@ -169,5 +183,9 @@ int zkl_watchdog_finish(zkl_watchdog *w)
         if (errno != EINTR)
             return -errno;
     w->pid = -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == ZKL_WATCHDOG_FIRED ? 1 : 0;
+    if (!WIFEXITED(status))
+        return 0;
+    return WEXITSTATUS(status) == ZKL_WATCHDOG_FIRED   ? 1
+           : WEXITSTATUS(status) == ZKL_WATCHDOG_ASKED ? 2
+                                                       : 0;
 }

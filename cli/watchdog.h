@@ -17,8 +17,10 @@ typedef struct zkl_watchdog {
     int fd;    /* our end of the pipe, -1 once closed */
 } zkl_watchdog;
 
-/* Exit status of a watchdog that stopped COMMAND. */
+/* Exit status of a watchdog that stopped COMMAND at the lease end, and of
+ * one that stopped it when asked (zkl_watchdog_stop_now). */
 #define ZKL_WATCHDOG_FIRED 3
+#define ZKL_WATCHDOG_ASKED 4
 
 /*
  * Fork the watchdog with the first lease end (CLOCK_BOOTTIME ms, as
@@ -36,9 +38,17 @@ int zkl_watchdog_target(zkl_watchdog *w, pid_t pgid);
 int zkl_watchdog_renew(zkl_watchdog *w, int64_t lease_end);
 
 /*
+ * The lock (or leadership) ended unasked: stop COMMAND's group now, as at a
+ * lease end (SIGTERM, SIGKILL kill_after later), whatever lease ends come
+ * after. Async-signal-safe (one write). 0 or -errno.
+ */
+int zkl_watchdog_stop_now(zkl_watchdog *w);
+
+/*
  * COMMAND has ended (call before reaping it, so that its process group id
  * cannot be reused meanwhile): the watchdog exits. Returns 1 if it had
- * stopped COMMAND, 0 if not, -errno if it could not be told.
+ * stopped COMMAND at the lease end, 2 if when asked, 0 if not, -errno if it
+ * could not be told.
  */
 int zkl_watchdog_finish(zkl_watchdog *w);
 

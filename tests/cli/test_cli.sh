@@ -32,6 +32,8 @@ wait_file() { local i; for ((i = 0; i < 400; i++)); do [[ -e $1 ]] && return 0; 
 holding() { echo "touch $1; i=0; while [ ! -e $2 ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done"; }
 # number of nodes under a lock path (as --list sees them)
 nodes() { "$ZKLOCK" --list "$1" | wc -l; }
+# process $1 has ended (a zombie waiting for its reaper counts: it runs nothing)
+gone() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null); [[ -z $st || $st == Z* ]]; }
 
 # --- 1. mutual exclusion of several processes, increasing tokens ---
 p=$(uniq_path excl) log=$work/excl.log
@@ -343,6 +345,46 @@ if [[ -n ${ZKL_MKNODE:-} ]]; then
   check "--elect, node deleted: stderr says leadership was lost" grep -q "leadership was lost" "$work/edel.err"
 fi
 "$ZKLOCK" --elect -w 15 "$p" -- true; check "--elect: the election goes on after" test $? = 0
+
+# Issue 56, item 3: an unasked end, when COMMAND ignores SIGTERM. The leader's
+# node is deleted (an operator); its COMMAND traps TERM and runs on. zklock
+# sends SIGKILL the margin later (--kill-after 500), leaves the election (no
+# rejoin while COMMAND is stopped), and exits 75. A second --elect, waiting
+# behind it, leads meanwhile: the two COMMANDs overlap at most the margin
+# (on e5a0a8b the first ran 5 s and more, until the test killed it).
+if [[ -n ${ZKL_MKNODE:-} ]]; then
+  p=$(uniq_path elect-stubborn)
+  rm -f "$work/es1" "$work/es2"
+  "$ZKLOCK" --elect --id one --kill-after 500 "$p" -- sh -c "trap '' TERM; touch $work/es1; while :; do sleep 0.05; done" 2>/dev/null & zp=$!
+  wait_file "$work/es1"
+  "$ZKLOCK" --elect --id two -w 30 "$p" -- sh -c "date +%s%3N >$work/es2" & zp2=$!
+  for ((i = 0; i < 100; i++)); do [[ $(nodes "$p") == 2 ]] && break; sleep 0.05; done
+  node=$("$ZKLOCK" --leader --json "$p" | jq -r .leader.node)
+  t0=$(ms)
+  "$ZKL_MKNODE" "$ZKLOCK_SERVERS" --delete "$node"
+  for ((i = 0; i < 200; i++)); do kill -0 $zp 2>/dev/null || break; sleep 0.05; done
+  t1=$(ms)
+  kill -9 $zp 2>/dev/null
+  wait $zp; rc=$?
+  wait $zp2
+  check "--elect, node deleted, TERM ignored: zklock exits 75 (rc=$rc)" test $rc = 75
+  check "--elect, node deleted, TERM ignored: COMMAND killed within the margin and a second ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 3000
+  check "--elect, node deleted: the next participant led" test -s "$work/es2"
+  check "--elect, node deleted: no node left" test "$(nodes "$p")" = 0
+fi
+
+# Processes COMMAND leaves behind in its group are stopped before the lock
+# (or leadership) goes: a shell's 'sleep &' does not outlive zklock, so a
+# second holder never runs beside it (on e5a0a8b it ran on after zklock
+# exited 0).
+p=$(uniq_path left-behind)
+"$ZKLOCK" "$p" -- sh -c "sleep 30 & echo \$! >$work/bgpid"; rc=$?
+bg=$(cat "$work/bgpid")
+check "left behind: zklock exits with COMMAND's status (rc=$rc)" test $rc = 0
+check "left behind: the background process is gone before zklock returns" gone "$bg"
+"$ZKLOCK" --elect -w 10 "$p-e" -- sh -c "sleep 30 & echo \$! >$work/bgpid"
+bg=$(cat "$work/bgpid")
+check "left behind (--elect): the background process is gone" gone "$bg"
 
 echo "cli: $pass passed, $fail failed"
 ((fail == 0))
