@@ -26,6 +26,10 @@ typedef void (*zkl_revoke_fn)(void *lock, void *userdata);
 /*
  * Ask the holder of lock node node_path (a full path, e.g. from
  * zkl_mutex_participants) to release. ZKL_OK also if the node is already gone.
+ * ZKL_EINVAL for a leader latch's node ("latch-" in its name): latches are
+ * not revocable, and writing a latch node's data would use up the one-shot
+ * watch of a Curator LeaderLatch waiting behind it (it would never see the
+ * node go). ZKL_EBADPATH for a path that is not absolute.
  */
 zkl_status zkl_revoke(zkl_client *c, const char *node_path);
 

@@ -15,6 +15,13 @@
 #define ZKL_PROTECTED_PREFIX_LEN 40
 #define ZKL_SEQ_DIGITS 10
 
+/* The node names after the protected prefix, as Curator spells them. */
+#define ZKL_MUTEX_MARKER "lock-"
+#define ZKL_READ_MARKER "__READ__"
+#define ZKL_WRITE_MARKER "__WRIT__"
+#define ZKL_LEASE_MARKER "lease-"
+#define ZKL_LATCH_MARKER "latch-" /* Curator's LeaderLatch */
+
 /*
  * Curator's sort key (standardFixForSorting): for each marker in turn, the
  * text after its last occurrence; a name without the marker is kept whole.

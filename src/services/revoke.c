@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/tsan.h"
+#include "base/seq.h"
 #include "base/tuning.h"
 #include "base/util.h"
 #include "requests/calls.h"
@@ -292,6 +293,13 @@ zkl_status zkl_revoke(zkl_client *c, const char *node)
         return zkl__fail(ZKL_EINVAL, "zkl_revoke: NULL argument");
     if (node[0] != '/')
         return zkl__fail(ZKL_EBADPATH, "zkl_revoke: node path must be absolute: '%.200s'", node);
+    if (strstr(strrchr(node, '/'), ZKL_LATCH_MARKER)) /* issue 56, item 5 */
+        return zkl__fail(ZKL_EINVAL,
+                         "zkl_revoke: '%.200s' is a leader latch's node: latches are not "
+                         "revocable, and a write of its data would use up the one-shot watch of "
+                         "a Curator LeaderLatch waiting behind it, which would then never see it "
+                         "go (leave the election instead: zkl_latch_leave)",
+                         node);
     st =
         zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, set_marker, (void *)node, &rc);
     if (st != ZKL_OK)

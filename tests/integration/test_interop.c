@@ -4,6 +4,7 @@
  * of both libraries log enter/exit into one file and the checker replays it.
  */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -363,6 +364,50 @@ Test(interop, observers_agree_with_curator, .timeout = 180)
     ok(zkl_latch_await(l, 20000), "the C latch leads after Curator's");
     ok(zkl_latch_destroy(l), "destroy");
     ok(zkl_client_close(c), "close");
+    free(path);
+}
+
+/*
+ * Issue 56, item 5: a Curator LeaderLatch waits behind a C leader on one
+ * getData watch, which any data change of the leader's node uses up (its
+ * watcher acts on NodeDeleted only). zkl_revoke refuses a latch's node, so
+ * no request of zklock's blinds it: when the C latch leaves, Curator's
+ * leads (on e5a0a8b the revoke wrote the marker, and Curator's latch never
+ * led: the test's 20 s passed).
+ */
+Test(interop, a_revoke_does_not_blind_a_curator_follower, .timeout = 180)
+{
+    char *path = zkt_path("ilatch-blind"), line[512], *node;
+    zkl_client *c = zkt_client(10000);
+    zkl_latch *l;
+    zhandle_t *zh;
+    struct pollfd pf;
+    int out;
+    pid_t p;
+    ok(zkl_latch_create(c, path, "c-leader", &l), "create");
+    ok(zkl_latch_start(l, NULL, NULL), "start");
+    ok(zkl_latch_await(l, 10000), "the C latch leads");
+    ok(zkl_latch_node(l, &node), "node");
+    {
+        const char *args[] = {"latch-hold", path, "j-follower", "1", NULL};
+        p = peer(&out, args);
+    }
+    zh = zkt_raw();
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "Curator's latch never joined");
+    zookeeper_close(zh);
+    cr_assert_eq(zkl_revoke(c, node), ZKL_EINVAL, "a revoke of a latch node: %s", zkl_errmsg());
+    cr_assert(strstr(zkl_errmsg(), "LeaderLatch"), "%s", zkl_errmsg());
+    ok(zkl_latch_leave(l, ZKL_LATCH_SILENT), "the C latch leaves");
+    pf.fd = out;
+    pf.events = POLLIN;
+    cr_assert_eq(poll(&pf, 1, 20000), 1, "Curator's latch never led once the C latch left");
+    peer_line(out, line, sizeof line);
+    cr_assert(strncmp(line, "LEADING ", 8) == 0, "the Curator latch: %s", line);
+    cr_assert_eq(peer_wait(p), 0, "curator peer failed");
+    close(out);
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(c), "close");
+    free(node);
     free(path);
 }
 

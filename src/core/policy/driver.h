@@ -21,12 +21,7 @@
 
 #include "base/seq.h"
 
-/* The node names after the protected prefix, as Curator spells them. */
-#define ZKL_MUTEX_MARKER "lock-"
-#define ZKL_READ_MARKER "__READ__"
-#define ZKL_WRITE_MARKER "__WRIT__"
-#define ZKL_LEASE_MARKER "lease-"
-#define ZKL_LATCH_MARKER "latch-" /* Curator's LeaderLatch */
+/* (the node names after the protected prefix, ZKL_*_MARKER: base/seq.h) */
 
 /* The core's own reading of a verdict (zkl__decide), never set by a driver. */
 enum {
