@@ -46,6 +46,21 @@
  * so after the parent's sequence counter wraps at 2^31 the order breaks
  * (in Curator's latches too); the token (a zxid) does not wrap.
  *
+ * What is guaranteed, and on what it rests: at most one participant of
+ * zklock reads zkl_latch_is_leader true at any moment of this machine's
+ * clock (CLOCK_BOOTTIME; across machines, of each one's), and a guarded
+ * write lands only while its term's node exists in ZooKeeper's history.
+ * The first rests on three assumptions: clock rates that differ by less
+ * than 0.1% between client and server (the lease's margin covers that
+ * much: docs/lease.md); the ensemble lag (ensemble_lag_ms, read from the
+ * server or given, 0 for a standalone server) at least as long as a
+ * follower may take to report a session's touches to the leader
+ * (syncLimit x tickTime + tickTime / 2); and nobody deleting the election's
+ * nodes by hand (a leader's node deleted lets the next lead before the old
+ * one hears of it; a waiter's node deleted no longer matters). A Curator
+ * LeaderLatch beside zklock's is judged by its own rules (it drops
+ * leadership on SUSPENDED, and keeps no lease).
+ *
  * Threads and callbacks: the callback is delivered as async acquires'
  * completions are (zklock/async.h: on the client's worker, or by
  * zkl_client_dispatch after zkl_client_event_fd), with no lock held, and
