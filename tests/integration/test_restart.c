@@ -395,6 +395,7 @@ Test(restart, a_zklock_wait_rides_out_a_crash_of_its_one_server, .timeout = 150,
     zkl_mutex *mh;
     zhandle_t *raw = zkt_raw();
     int clients = 1, child[2] = {0, -1}, fd;
+    zkl_status st;
     posix_spawn_file_actions_t fa;
     char *argv[] = {
         getenv("ZKL_CLI"), "--zk", (char *)zkt_servers(), "-w", "60", path, "--", "true", NULL};
@@ -425,7 +426,11 @@ Test(restart, a_zklock_wait_rides_out_a_crash_of_its_one_server, .timeout = 150,
         fclose(f);
     }
     cr_assert(!has_exited(child), "zklock gave up in the outage: exit %d: %s", child[1], err);
-    ok(zkl_mutex_release(mh), "holder releases");
+    /* (a restart slower than the holder's lease, as under ASan on a busy
+     * machine, ends its hold: the release then says so, and lets go all the same) */
+    st = zkl_mutex_release(mh);
+    cr_assert(st == ZKL_OK || st == ZKL_ELOST, "holder releases: %s (%s)", zkl_strerror(st),
+              zkl_errmsg());
     if (!zkt_wait_for(has_exited, child, 20000)) {
         kill(child[0], SIGKILL);
         exited(child[0], true);
