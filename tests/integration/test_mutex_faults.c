@@ -236,6 +236,21 @@ static void count_gone(zkl_log_level level, const char *msg, void *ud)
         atomic_fetch_add(&gone_warnings, 1);
 }
 
+/* m[0] (of c[0]) holds; w1 (m[1]) and then w2 (m[2]) wait behind it, their watches set. */
+static void line_of_three(zkl_client **c, zkl_mutex **m, zhandle_t *zh, const char *path,
+                          struct waiter *w1, pthread_t *t1, struct waiter *w2, pthread_t *t2)
+{
+    ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
+    w1->m = m[1];
+    pthread_create(t1, NULL, wait_for_lock, w1);
+    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter never queued");
+    zkt_requests_settle(c[1]);
+    w2->m = m[2];
+    pthread_create(t2, NULL, wait_for_lock, w2);
+    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the second waiter never queued");
+    zkt_requests_settle(c[2]);
+}
+
 /*
  * A waiter's node deleted by someone else (here: an operator's raw delete)
  * while it waits behind two others. It must neither hold the lock early nor
@@ -255,15 +270,7 @@ Test(faults, waiter_whose_node_is_deleted_queues_again, .timeout = 60)
     int i;
     for (i = 0; i < 3; i++)
         ok(zkl_mutex_create(c[i], path, &m[i]), "create");
-    ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
-    w1.m = m[1];
-    pthread_create(&t1, NULL, wait_for_lock, &w1);
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter never queued");
-    zkt_requests_settle(c[1]);
-    w2.m = m[2];
-    pthread_create(&t2, NULL, wait_for_lock, &w2);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the second waiter never queued");
-    zkt_requests_settle(c[2]);
+    line_of_three(c, m, zh, path, &w1, &t1, &w2, &t2);
     ok(zkl_mutex_participants(m[0], &v, &n), "participants");
     cr_assert_eq(n, 3);
     snprintf(victim, sizeof victim, "%s", v[2]); /* the last in line: w2's */
@@ -325,15 +332,7 @@ Test(faults, next_waiter_whose_node_is_deleted_is_not_granted, .timeout = 60)
         ok(zkl_client_set_process_hints(c[i], 0), "hints off");
         ok(zkl_mutex_create(c[i], path, &m[i]), "create");
     }
-    ok(zkl_mutex_acquire(m[0], 5000), "holder acquires");
-    w1.m = m[1];
-    pthread_create(&t1, NULL, wait_for_lock, &w1);
-    cr_assert_eq(zkt_children_settle(zh, path, 2), 2, "the first waiter never queued");
-    zkt_requests_settle(c[1]);
-    w2.m = m[2];
-    pthread_create(&t2, NULL, wait_for_lock, &w2);
-    cr_assert_eq(zkt_children_settle(zh, path, 3), 3, "the second waiter never queued");
-    zkt_requests_settle(c[2]);
+    line_of_three(c, m, zh, path, &w1, &t1, &w2, &t2);
     victim = zkt_child_in_line(zh, path, 1); /* w1's, next in line */
     cr_assert_eq(zoo_delete(zh, victim, -1), ZOK, "the operator's delete");
     zkt_requests_settle(c[2]); /* w2 listed again, and watches the holder */
