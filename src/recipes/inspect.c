@@ -126,20 +126,22 @@ typedef struct by_driver {
 
 static char **sorted_for(by_driver *cache, const zkl__driver *d, const zkl__names *kids)
 {
+    char **sorted;
     int i;
     for (i = 0; i < 4 && cache[i].d; i++)
         if (cache[i].d == d)
             return cache[i].sorted;
-    if (i == 4 || !(cache[i].sorted = malloc((kids->n ? kids->n : 1) * sizeof(char *))))
+    if (i == 4 || !(sorted = malloc((kids->n ? kids->n : 1) * sizeof *sorted)))
         return NULL;
-    memcpy(cache[i].sorted, kids->v, kids->n * sizeof(char *));
-    if (zkl__sort_names(cache[i].sorted, kids->n, d->sort_markers) != ZKL_OK) {
-        free(cache[i].sorted);
-        cache[i].sorted = NULL;
+    if (kids->n)
+        memcpy(sorted, kids->v, kids->n * sizeof *sorted);
+    if (zkl__sort_names(sorted, kids->n, d->sort_markers) != ZKL_OK) {
+        free(sorted);
         return NULL;
     }
     cache[i].d = d;
-    return cache[i].sorted;
+    cache[i].sorted = sorted;
+    return sorted;
 }
 
 /* The verdict of kids' name as its own driver reaches it (ZSYSTEMERROR: no memory). */

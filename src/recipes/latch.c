@@ -81,7 +81,9 @@ struct zkl_latch {
     int reports; /* end reports posted, not yet delivered */
     /* handles a leave canceled while they waited, whose reports are still to
      * come (on_op releases them): the latch may start again meanwhile */
-    zkl_op **left;
+    struct left_op {
+        zkl_op *op;
+    } * left;
     size_t nleft, capleft;
 };
 
@@ -195,7 +197,7 @@ static bool was_left_locked(zkl_latch *l, zkl_op *op)
 {
     size_t i;
     for (i = 0; i < l->nleft; i++)
-        if (l->left[i] == op) {
+        if (l->left[i].op == op) {
             l->left[i] = l->left[--l->nleft];
             pthread_cond_broadcast(&l->cv); /* a destroy may wait for it */
             return true;
@@ -670,7 +672,7 @@ static term_watch *leave_locked(zkl_latch *l, bool notify)
         (void)zkl_op_cancel(l->op); /* its report ends it: canceled, or granted too late */
         if (l->nleft == l->capleft) {
             size_t cap = l->capleft ? 2 * l->capleft : 2;
-            zkl_op **v = realloc(l->left, cap * sizeof *v);
+            struct left_op *v = realloc(l->left, cap * sizeof *v);
             if (!v) { /* kept until its report: a start meanwhile is refused (EBUSY) */
                 l->flags |= F_LEAVING;
                 return NULL;
@@ -678,7 +680,7 @@ static term_watch *leave_locked(zkl_latch *l, bool notify)
             l->left = v;
             l->capleft = cap;
         }
-        l->left[l->nleft++] = l->op; /* its report comes later: the latch is free now */
+        l->left[l->nleft++].op = l->op; /* its report comes later: the latch is free now */
         l->op = NULL;
         l->state = IDLE;
         pthread_cond_broadcast(&l->cv);
@@ -731,7 +733,7 @@ zkl_status zkl_latch_destroy(zkl_latch *l)
         if (l->op)
             (void)zkl_op_release(l->op); /* ZKL_ELOST: nothing sent, the handle freed */
         while (l->nleft > 0)
-            (void)zkl_op_release(l->left[--l->nleft]);
+            (void)zkl_op_release(l->left[--l->nleft].op);
         free(l->tw); /* (its watch goes with the client's close) */
         latch_free(l);
         return ZKL_OK;
