@@ -10,7 +10,8 @@
  * granted, the fencing tokens, and that no node is left. Every rule, qdisc and stopped process is
  * undone on every way out, and every round is bounded in time.
  *
- *   partition [--rounds N] [--holders lib,cli,curator,elect,elect-cli,latch-curator]
+ *   partition [--rounds N] [--holders lib,cli,curator,elect,elect-cli,latch-curator,
+ *                                     elect-to-curator]
  *             [--faults cut,oneway,delay,
  *             pause-holder,pause-server,ens-follower-cut,ens-leader-cut,ens-pause-follower]
  *             [--session-timeout MS] [--peer CURATOR_PEER] [--zklock ZKLOCK] [--json FILE]
@@ -32,7 +33,11 @@
  * Election holders (issue 40) run the same rounds, the ensemble's too: an
  * elected leader (a zklock latch through the C API, "elect", or zklock
  * --elect, "elect-cli", or a Curator LeaderLatch, "latch-curator") against
- * a latch waiting in this process, judged as the lock's holders are.
+ * a latch waiting in this process, judged as the lock's holders are. And
+ * the reverse of latch-curator (issue 56, item 6): "elect-to-curator", a
+ * zklock latch leading with a Curator LeaderLatch (run as root, out of the
+ * fault's reach) waiting behind it; its figures are reported, its grant
+ * taken when it prints LEADING (up to a pipe's latency late).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,13 +160,20 @@ typedef struct holder {
 /* The holders that lead an election (a latch waits for them). */
 static bool electing(const char *kind)
 {
-    return !strcmp(kind, "elect") || !strcmp(kind, "elect-cli") || !strcmp(kind, "latch-curator");
+    return !strcmp(kind, "elect") || !strcmp(kind, "elect-cli") || !strcmp(kind, "latch-curator") ||
+           !strcmp(kind, "elect-to-curator");
+}
+
+/* A zklock latch leads, and a Curator LeaderLatch waits for it (issue 56, item 6). */
+static bool curator_waits(const char *kind)
+{
+    return !strcmp(kind, "elect-to-curator");
 }
 
 /* The holders whose figures are only reported (Curator's). */
 static bool reported_only(const char *kind)
 {
-    return !strcmp(kind, "curator") || !strcmp(kind, "latch-curator");
+    return !strcmp(kind, "curator") || !strcmp(kind, "latch-curator") || curator_waits(kind);
 }
 
 /* The holders run by the zklock command (their COMMAND writes its SIGTERM time). */
@@ -257,7 +269,8 @@ static int holder_start(holder *h, const char *kind, const char *path, const cha
                   strcmp(kind, "counter") ? "naive" : "guard", (char *)NULL);
             _exit(127);
         }
-        if (!strcmp(kind, "lib") || !strcmp(kind, "elect")) { /* a fresh process */
+        if (!strcmp(kind, "lib") || !strcmp(kind, "elect") || curator_waits(kind)) {
+            /* a fresh process */
             char st[32], lag[32];
             snprintf(st, sizeof st, "%d", session_ms);
             snprintf(lag, sizeof lag, "%d", lag_ms);
@@ -399,7 +412,9 @@ static int64_t expiry_of(int64_t sid, int64_t since)
 
 typedef struct waiter {
     zkl_mutex *m;
-    zkl_latch *l; /* an election round's: the waiter is a latch */
+    zkl_latch *l;      /* an election round's: the waiter is a latch */
+    const char *jpath; /* or a Curator LeaderLatch on this path (curator_waits) */
+    zhandle_t *jzh;    /* (its node's token is read through this handle) */
     zkl_status st;
     int64_t token;
     zhandle_t *zh; /* counter rounds: its increments once granted (else NULL) */
@@ -409,9 +424,54 @@ typedef struct waiter {
     atomic_int done, release;
 } waiter;
 
+static int holder_line(holder *h, char *buf, size_t len, int timeout_ms);
+
+/* A Curator LeaderLatch waits (as root: no fault rule matches it), says when it leads. */
+static void curator_waiter(waiter *w)
+{
+    holder j = {0};
+    char line[512];
+    int p[2];
+    struct Stat st;
+    w->st = ZKL_ETIMEDOUT;
+    if (pipe(p))
+        goto done;
+    if ((j.pid = fork()) == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        execlp(peer, "curator-peer", "--zk", servers, "latch-hold", w->jpath, "j-waiter", "60",
+               (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    j.out = p[0];
+    if (j.pid > 0 && holder_line(&j, line, sizeof line, 60000) == 0 &&
+        strncmp(line, "LEADING ", 8) == 0) {
+        atomic_store(&w->granted_at, wall_ms()); /* (a pipe's latency after its leadership began) */
+        if (zoo_exists(w->jzh, line + 8, 0, &st) == ZOK)
+            w->token = st.czxid;
+        w->st = ZKL_OK;
+    }
+    atomic_store(&w->done, 1);
+    while (w->st == ZKL_OK && !atomic_load(&w->release))
+        sleep_ms(5);
+    if (j.pid > 0) {
+        kill(j.pid, SIGTERM); /* the JVM closes its session: its node goes */
+        waitpid(j.pid, NULL, 0);
+    }
+    close(j.out);
+done:
+    atomic_store(&w->done, 1);
+}
+
 static void *waiter_main(void *arg)
 {
     waiter *w = arg;
+    if (w->jpath) {
+        curator_waiter(w);
+        return NULL;
+    }
     if (w->l) { /* leads once the holder's term is over */
         w->st = zkl_latch_start(w->l, NULL, NULL);
         w->st = w->st ? w->st : zkl_latch_await(w->l, 30000);
@@ -582,8 +642,11 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
 
     memset(&w, 0, sizeof w);
     snprintf(path, sizeof path, "/zklpart/%d-%s-%s-%d", (int)getpid(), kind, fault, n);
-    if (electing(kind) ? zkl_latch_create(c, path, "waiter", &w.l)
-                       : zkl_mutex_create(c, path, &w.m))
+    if (curator_waits(kind)) {
+        w.jpath = path;
+        w.jzh = zh;
+    } else if (electing(kind) ? zkl_latch_create(c, path, "waiter", &w.l)
+                              : zkl_mutex_create(c, path, &w.m))
         return fprintf(stderr, "partition: %s\n", zkl_errmsg()), 0;
     if (!strcmp(fault, "delay") && !(fp = fp_start(servers))) {
         fprintf(stderr, "partition: could not start the proxy\n");
@@ -606,11 +669,16 @@ static int round_run(zkl_client *c, zhandle_t *zh, const char *kind, const char 
         why = "the holder never held";
         goto out;
     }
-    if (!curator)
+    if (!curator || curator_waits(kind))
         htoken = atoll(line + 5);
+    if (curator_waits(kind)) /* the leader's session, before the waiter's node is there */
+        hsid = other_owner(zh, path, 0, &count);
     pthread_create(&t, NULL, waiter_main, &w);
-    for (i = 0; i < 200 && count < 2; i++) {
-        hsid = other_owner(zh, path, zkl_client_session_id(c), &count);
+    for (i = 0; i < (curator_waits(kind) ? 800 : 200) && count < 2; i++) {
+        if (curator_waits(kind)) /* (a JVM to start) */
+            other_owner(zh, path, 0, &count);
+        else
+            hsid = other_owner(zh, path, zkl_client_session_id(c), &count);
         sleep_ms(25);
     }
     sleep_ms(300 + rand() % (session_ms / 3)); /* anywhere in the renewal cycle */
