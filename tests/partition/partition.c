@@ -16,6 +16,9 @@
  *             pause-holder,pause-server,ens-follower-cut,ens-leader-cut,ens-pause-follower]
  *             [--session-timeout MS] [--peer CURATOR_PEER] [--zklock ZKLOCK] [--json FILE]
  *
+ * ZKL_PARTITION_LOG=1 in the environment prints the waiter's client's log
+ * (INFO and up) on standard error.
+ *
  * The server is the suite's ($ZKL_TEST_ZK_DIR: connect, server1/pid,
  * server1/zookeeper.log). The ens- faults use the 3-server ensemble of
  * $ZKL_TEST_ZK3_DIR (tickTime 500 ms, syncLimit 2, through $ZKL_ZK_SERVER):
@@ -1075,6 +1078,8 @@ int main(int argc, char **argv)
     zhandle_t *zh;
     const char *dir = getenv("ZKL_TEST_ZK_DIR"), *dir3 = getenv("ZKL_TEST_ZK3_DIR"),
                *zks = getenv("ZKL_ZK_SERVER");
+    if (getenv("ZKL_PARTITION_LOG")) /* the waiter's client's log, on stderr (INFO and up) */
+        zkl_log_set(zkl_log_stderr, ZKL_LOG_INFO, NULL);
     if (argc == 7 && !strcmp(argv[1], "--counter-holder")) { /* CONNECT T PATH LAG guard|naive */
         snprintf(servers, sizeof servers, "%s", argv[2]);
         pc_holder_main(argv[2], atoi(argv[3]), atoi(argv[5]), argv[4], !strcmp(argv[6], "guard"));
