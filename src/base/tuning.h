@@ -27,8 +27,8 @@
  * this many clients in the process, without a private futex hash... */
 #define ZKL_MANY_CLIENTS 128
 /* ... or from this many a chain of the process's private hash (Linux 6.16+):
- * three threads sleep per blocked waiter (it, its worker, and its poller;
- * on libzookeeper_mt, its completion thread). Measured level at 64
+ * three threads sleep per blocked waiter (it, its worker, and its poller).
+ * Measured level at 64
  * sessions; about 8% more CPU at 16; at 1024 sessions on 4 lines, condition
  * variables instead ran 0.76 of the rate (docs/design/scale-log.md,
  * 2026-11-27). */
@@ -73,7 +73,7 @@
 /* Slots of a session's shared-listing table (requests/shared.c), by path hash. */
 #define ZKL_LIST_SLOTS 16
 /* A listing's block from this size (bytes) is mapped on its own, not taken
- * from malloc: completion threads' arenas pinned freed blocks' pages, and a
+ * from malloc: the delivering threads' arenas pinned freed blocks' pages, and a
  * line of 1000 waits over 64 sessions kept about 1.5 KB of RSS a wait more. */
 #define ZKL_NAMES_MAP_MIN (16 * 1024)
 /* Held-back deletes one create's multi may carry. */

@@ -20,8 +20,9 @@
  * The lower layers call up only through the hooks of session/client.h, which
  * zkl_client_open points at the services.
  *
- * Threads: the caller's threads (acquire, release, queries), the ZooKeeper
- * client's I/O and completion threads, and this worker. Completions and
+ * Threads: the caller's threads (acquire, release, queries), the client's
+ * poller (ZooKeeper's I/O and its deliveries: session/transport.c), and
+ * this worker. Completions and
  * watchers only record under c->mu and signal (c->cv for waiters, a kick for
  * the worker); they never make a call or run user code. The worker runs user
  * state callbacks, revocation callbacks, renewals and background deletes.

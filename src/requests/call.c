@@ -1,6 +1,6 @@
 /*
  * call.c - the call object (call.h): its life, the completions that fill it
- * on the ZooKeeper completion thread (copy the reply and signal or notify,
+ * on a ZooKeeper delivery (copy the reply and signal or notify,
  * nothing more), and the senders both kinds of requester share.
  */
 #include <stdatomic.h>
@@ -46,7 +46,7 @@ call *zkl__call_new(zkl__session *s)
 
 /*
  * Marked after zkl__call_new handed the call over, so handed over again: the
- * completion thread reads the mark (ThreadSanitizer cannot see through the
+ * delivery reads the mark (ThreadSanitizer cannot see through the
  * ZooKeeper client).
  */
 void zkl__call_proves(call *k)
@@ -148,7 +148,7 @@ void zkl__on_create(int rc, const char *value, const struct Stat *stat, const vo
  *
  * A block of ZKL_NAMES_MAP_MIN (base/tuning.h) or more is mapped on its
  * own instead of taken from malloc: such blocks come and go with every
- * listing of a long line, on the completion threads, whose malloc arenas
+ * listing of a long line, on the delivering threads, whose malloc arenas
  * also hold the small objects of each wait; a freed block's pages stayed
  * pinned by those.
  */

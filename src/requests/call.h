@@ -1,6 +1,6 @@
 /*
  * call.h - one ZooKeeper request in flight, private to the requests layer:
- * the record its completion fills (on the ZooKeeper completion thread) and
+ * the record its completion fills (on a ZooKeeper delivery) and
  * either a thread waits on (calls.c, blocking) or a notification tells the
  * engine about (pending.c, non-blocking). A call lives on the heap with two
  * references, the requester's and the completion's, so that a requester may
@@ -36,7 +36,7 @@ typedef struct zkl__call {
     uint64_t epoch;
     int64_t sent; /* zkl__boot_ms() */
     bool proves;
-    /* pending.c: told when the call is done (completion thread, no lock
+    /* pending.c: told when the call is done (a ZooKeeper delivery, no lock
      * held); cleared by the requester before it lets go of the call */
     void (*notify)(void *arg);
     void *arg;

@@ -28,8 +28,8 @@ int zkl__zk_delete(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
 /*
- * Requests whose reply goes to the caller's completion, run on the ZooKeeper
- * completion thread (record and signal only there). Counted as requests;
+ * Requests whose reply goes to the caller's completion, run by a ZooKeeper
+ * delivery (record and signal only there). Counted as requests;
  * no before-send hook and no lease proof. Return the send rc: on failure
  * the completion never runs.
  */

@@ -1,7 +1,7 @@
 /*
  * pending.h - ZooKeeper requests that do not block: each is sent at once and
- * tells its requester when it is answered, through a function run on the
- * ZooKeeper completion thread (with no lock held: it may take c->mu, record
+ * tells its requester when it is answered, through a function run in a
+ * ZooKeeper delivery (with no lock held: it may take c->mu, record
  * and signal, nothing more). The requester then reads the results from the
  * request and drops it. The engine of the core (core/engine/engine.c) is built on
  * these; the blocking calls of calls.h are a wait on the same requests.

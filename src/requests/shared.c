@@ -31,7 +31,7 @@
  * Its memory stays bounded however many paths wait at once (10000 pending
  * waits on as many paths keep what they cost before: no table grows with
  * them), and the paths that have many waiters find their group. The next listing is sent by
- * the completion of the one before, on the ZooKeeper completion thread: the
+ * the completion of the one before, on a ZooKeeper delivery: the
  * one ZooKeeper call that thread makes, and an asynchronous one. Followers
  * are told with no lock held (zkl__call_done takes c->mu). The session
  * closes the table (its hook lists_closing) before it closes its handle;

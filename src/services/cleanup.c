@@ -188,7 +188,7 @@ static void flying_done_locked(async_delete *d)
         pthread_cond_broadcast(&d->c->cv);
 }
 
-/* On the completion thread: record the outcome; no ZooKeeper call here. */
+/* In a ZooKeeper delivery: record the outcome; no ZooKeeper call here. */
 static void on_async_delete(int rc, const void *data)
 {
     async_delete *d = (async_delete *)data;

@@ -12,8 +12,8 @@
  * and ends the session, so that its nodes go when the server hears of it.
  * docs/lease.md has the argument, the ensemble's part and the assumptions.
  *
- * Threading: every field is under c->mu. Proofs are recorded on the
- * ZooKeeper completion thread (record and signal only); renewals are sent
+ * Threading: every field is under c->mu. Proofs are recorded by a
+ * ZooKeeper delivery, in passing (record and signal only); renewals are sent
  * and lapses acted on by the worker.
  */
 #ifndef ZKL_SERVICES_LEASE_H

@@ -7,8 +7,8 @@
  * client only points at it, and the session layer reaches it through the
  * hooks, which zkl_client_open sets (the calls outward of hiredis's adapters).
  *
- * Threading: c->mu guards every field below and the services' state. The
- * ZooKeeper completion thread only takes c->mu briefly to record an event and
+ * Threading: c->mu guards every field below and the services' state. A
+ * ZooKeeper delivery (session/transport.c) only takes c->mu briefly to record an event and
  * broadcast c->cv; it runs no user code, and makes no ZooKeeper call but
  * one: the asynchronous send of a session's next shared listing
  * (requests/shared.c). User
@@ -320,7 +320,7 @@ void zkl__worker_alarm_back_locked(struct zkl_client *c);
  * eventfds, out of the futex hash (base/wakefd.h, core/engine/engine.c); with few,
  * a condition variable is cheaper. "Many" is where the hash's chains grow
  * long: each client keeps about two threads blocked on futexes (a blocking
- * waiter and libzookeeper_mt's completion thread), so from
+ * waiter and the client's poller), so from
  * ZKL_MANY_CLIENTS_PER_SLOT clients a chain of the process's private hash
  * (Linux 6.16+, read once a worker starts), or ZKL_MANY_CLIENTS without one.
  */

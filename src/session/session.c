@@ -23,7 +23,7 @@
 #include "session/client.h"
 #include "session/transport.h"
 
-/* A loaded completion thread (a test's fault): the watcher records a loss this much later. */
+/* A loaded poller (a test's fault): the watcher records a loss this much later. */
 static void event_delay_fault(zkl_client *c, int state)
 {
     int ms = ZKL_FAULT(c, EVENT_DELAY_MS, NULL);
@@ -206,7 +206,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     return s;
 }
 
-/* Close a session nobody uses any more. Never on the completion thread. */
+/* Close a session nobody uses any more. Never in a ZooKeeper delivery. */
 static void session_destroy(zkl__session *s)
 {
     zkl_client *c = s->c;

@@ -10,6 +10,12 @@
  * own eventfd, calls zookeeper_process under zmu, and then runs what the
  * callbacks deferred, holding nothing, in the order they ran.
  *
+ * A ZooKeeper delivery (the word the other floors use): a completion or
+ * watcher of the copy, run once zookeeper_process (or a failed send) has
+ * returned, holding nothing of ours, on the poller or on the thread whose
+ * send failed; it records and signals (the one call one makes, the next
+ * shared listing's, is asynchronous: requests/shared.c).
+ *
  * Deferred deliveries: a thread-local list while the thread is inside the
  * library (zk_depth > 0). The poller runs its own; another thread's (a send
  * that found the connection lost, a close answering what was in flight) go

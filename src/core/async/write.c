@@ -86,7 +86,7 @@ static void deliver(zkl__report *r)
     job_end(j);
 }
 
-/* On the ZooKeeper completion thread, no lock held. */
+/* On a ZooKeeper delivery, no lock held. */
 static void answered(void *arg)
 {
     write_job *j = arg;

@@ -53,7 +53,7 @@ struct zkl__engine {
     bool dispatching;
     pthread_t dispatcher;
     /* worker delivery: reports posted from another thread (a guarded
-     * write's answer, on the completion thread) wait here for the engine
+     * write's answer, in a ZooKeeper delivery) wait here for the engine
      * phase */
     zkl__report *posted, *posted_end;
 };
@@ -229,7 +229,7 @@ void zkl__acq_unawait(zkl__acq *op);
 void zkl__acq_ready_locked(zkl__acq *op);
 /* For a watch token: it fired (c->mu held); arg is the op. */
 void zkl__acq_ready_locked_fn(void *op);
-/* For zkl__req: a reply came (completion thread, no lock held). */
+/* For zkl__req: a reply came (a ZooKeeper delivery, no lock held). */
 void zkl__acq_notify(void *op);
 /*
  * The bell of op's node seq (inproc.h: zkl__inproc_bell): false if not set.

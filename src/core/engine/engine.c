@@ -12,7 +12,7 @@
  * phase. Nothing else touches the fields a step uses.
  *
  * The rest only marks an operation ready, under c->mu: a reply (the request's
- * notice, on the ZooKeeper completion thread), a watch event (its token's
+ * notice, on a ZooKeeper delivery), a watch event (its token's
  * notice, same thread), a change of the connection state, a cancel or the
  * close (the changed_locked hook readies every live operation), a timer
  * (the blocking owner's timed wait, or the worker's heap of async timers),
