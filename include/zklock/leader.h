@@ -228,6 +228,63 @@ typedef struct zkl_leader {
 zkl_status zkl_leader_get(zkl_client *c, const char *path, zkl_leader *out);
 void zkl_leader_clear(zkl_leader *leader);
 
+typedef struct zkl_observer zkl_observer;
+
+/*
+ * Told of the election's leader: st ZKL_OK with leader the one now
+ * (present false: none, a vacancy), valid during the call only; or the
+ * observer stopped on its own (st the reason, msg its message: ZKL_ECANCELED
+ * after zkl_client_cancel, or a server's refusal), the last call, after
+ * which it must still be destroyed. msg is "" for ZKL_OK.
+ */
+typedef void (*zkl_observe_fn)(zkl_observer *o, zkl_status st, const char *msg,
+                               const zkl_leader *leader, void *userdata);
+
+/*
+ * Observe the election at path as it changes (Curator's listeners, etcd's
+ * Observe): fn is told the leader as zkl_leader_get judges it (the same
+ * elections: zklock's and Curator's latches, selectors, a mutex's holder),
+ * first what is there now, then each new leader (a new node heads the
+ * line: id, token and node) and each vacancy, until zkl_observer_destroy.
+ * Two leaders in a row are never the same node; a term that begins and
+ * ends between two looks is not told.
+ *
+ * Cost: each change costs the observer one listing and one watch, on the
+ * head of the line only (no herd: joins and leaves behind the head wake no
+ * observer); an empty election is watched by its child list, or, with its
+ * parent gone (a container parent goes when empty), by an exists watch on
+ * the path. While the client is cut off, nothing is told (the last told
+ * stands); when it is back, the observer looks again and tells any change;
+ * a session that ends takes the watch with it, and the observer looks
+ * again in the next.
+ *
+ * Threads and callbacks: fn runs as async completions do (zklock/async.h:
+ * on the client's worker, or by zkl_client_dispatch after
+ * zkl_client_event_fd), one call at a time, in the order seen, with no
+ * lock held. It may call zkl_observer_destroy on its own observer (freed
+ * when the callback returns) and anything that works on the worker, but
+ * not zkl_leader_get or other blocking calls there (ZKL_EDEADLOCK) nor
+ * zkl_client_close (ZKL_EBUSY). The observer counts as a lock object:
+ * zkl_client_close refuses while it lives. In a fork()ed child it tells
+ * nothing; destroy frees it.
+ *
+ * ZKL_EINVAL (a NULL argument), ZKL_EBADPATH, ZKL_ENOMEM, ZKL_ECLOSED (the
+ * client of a parent process).
+ */
+zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn, void *userdata,
+                              zkl_observer **out);
+
+/*
+ * Stop observing and free the observer: no callback runs after it returns
+ * (one running on another thread is waited out); from inside its own
+ * callback, it is freed when the callback returns. Where the delivery may
+ * wait for it (not on the worker, in a callback, or with descriptor
+ * delivery), it waits for the observer's steps to end, so that the client
+ * can close at once; elsewhere the observer goes when they end (with
+ * descriptor delivery, at a dispatch). ZKL_EINVAL for NULL.
+ */
+zkl_status zkl_observer_destroy(zkl_observer *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -129,6 +129,10 @@
  * answered within a round trip, or the connection's loss. Past it, the last
  * report frees the latch (recipes/latch.c). */
 #define ZKL_LATCH_SETTLE_MS 10000
+/* The same for zkl_observer_destroy (ms): its steps end within a round trip
+ * of the cancel, or at the connection's loss (recipes/observe.c). Not
+ * measured: the latch's bound, for the same reason. */
+#define ZKL_OBSERVER_SETTLE_MS 10000
 /* The longest back-off zkl_latch_yield takes (ms): an hour, past which a
  * leader that means to stay out should leave instead. */
 #define ZKL_LATCH_BACKOFF_MAX_MS 3600000

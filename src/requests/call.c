@@ -218,24 +218,28 @@ void zkl__on_strings(int rc, const struct String_vector *sv, const void *data)
     zkl__call_done(k, rc);
 }
 
+/* A getData's reply kept in k: its rc, ZSYSTEMERROR if the copy failed for memory. */
+static int keep_data(call *k, int rc, const char *value, int len, const struct Stat *stat)
+{
+    if (rc != ZOK)
+        return rc;
+    if (stat)
+        k->stat = *stat;
+    if (len > 0 && value) {
+        k->data = malloc((size_t)len);
+        if (!k->data)
+            return ZSYSTEMERROR;
+        memcpy(k->data, value, (size_t)len);
+        k->datalen = len;
+    }
+    return ZOK;
+}
+
 void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
 {
     ZKL_RECEIVED(data);
     call *k = (call *)data;
-    if (rc == ZOK) {
-        if (stat)
-            k->stat = *stat;
-        if (len > 0 && value) {
-            k->data = malloc((size_t)len);
-            if (k->data) {
-                memcpy(k->data, value, (size_t)len);
-                k->datalen = len;
-            } else {
-                rc = ZSYSTEMERROR;
-            }
-        }
-    }
-    zkl__call_done(k, rc);
+    zkl__call_done(k, keep_data(k, rc, value, len, stat));
 }
 
 /* getData for its watch alone: the data is not wanted, so nothing can fail
@@ -250,6 +254,27 @@ void zkl__on_data_watch(int rc, const char *value, int len, const struct Stat *s
     k->reply_rc = rc;
     if (rc == ZOK && stat)
         k->stat = *stat; /* whose node it is: its ephemeralOwner */
+    zkl__call_done(k, rc);
+}
+
+/* getData for its watch and its data: the watch is set whatever the copy does. */
+void zkl__on_data_watch_keep(int rc, const char *value, int len, const struct Stat *stat,
+                             const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    k->reply_rc = rc;
+    zkl__call_done(k, keep_data(k, rc, value, len, stat));
+}
+
+/* exists with a watch: ZNONODE sets it too (a create fires it). */
+void zkl__on_stat_watch(int rc, const struct Stat *stat, const void *data)
+{
+    ZKL_RECEIVED(data);
+    call *k = (call *)data;
+    k->reply_rc = rc == ZNONODE ? ZOK : rc;
+    if (rc == ZOK && stat)
+        k->stat = *stat;
     zkl__call_done(k, rc);
 }
 

@@ -72,6 +72,9 @@ void zkl__on_strings(int rc, const struct String_vector *sv, const void *data);
 void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data);
 void zkl__on_data_watch(int rc, const char *value, int len, const struct Stat *stat,
                         const void *data);
+void zkl__on_data_watch_keep(int rc, const char *value, int len, const struct Stat *stat,
+                             const void *data);
+void zkl__on_stat_watch(int rc, const struct Stat *stat, const void *data);
 void zkl__on_string(int rc, const char *value, const void *data);
 
 /*

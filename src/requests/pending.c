@@ -76,8 +76,9 @@ zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zk
     return sent(k, r, rc);
 }
 
-zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
-                        int *rc)
+/* getData with watch w, its reply to done (the data dropped or kept). */
+static zkl__req *wget(zkl__session *s, const char *path, zkl__watch *w, data_completion_t done,
+                      zkl__req_fn fn, void *arg, int *rc)
 {
     call *k = req_new(s, fn, arg);
     int r;
@@ -87,7 +88,36 @@ zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__r
         return NULL;
     }
     zkl__count_request(s->c, ZKL__REQ_GET);
-    r = ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, zkl__on_data_watch, k));
+    r = ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, done, k));
+    if (r != ZOK)
+        zkl__watch_settle(w, NULL, r);
+    return sent(k, r, rc);
+}
+
+zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
+                        int *rc)
+{
+    return wget(s, path, w, zkl__on_data_watch, fn, arg, rc);
+}
+
+zkl__req *zkl__req_wget_data(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
+                             void *arg, int *rc)
+{
+    return wget(s, path, w, zkl__on_data_watch_keep, fn, arg, rc);
+}
+
+zkl__req *zkl__req_wexists(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
+                           void *arg, int *rc)
+{
+    call *k = req_new(s, fn, arg);
+    int r;
+    if (!k) {
+        zkl__watch_settle(w, NULL, ZSYSTEMERROR);
+        *rc = ZSYSTEMERROR;
+        return NULL;
+    }
+    zkl__count_request(s->c, ZKL__REQ_EXISTS);
+    r = ZKL_ZK(s, zoo_awexists(s->zh, path, zkl__watch_fn, w, zkl__on_stat_watch, k));
     if (r != ZOK)
         zkl__watch_settle(w, NULL, r);
     return sent(k, r, rc);
@@ -150,6 +180,14 @@ void zkl__req_take_kids(zkl__req *k, zkl__names *out)
 struct Stat zkl__req_stat(const zkl__req *k)
 {
     return k->stat;
+}
+
+void zkl__req_take_data(zkl__req *k, char **data, int *len)
+{
+    *data = k->data;
+    *len = k->datalen;
+    k->data = NULL;
+    k->datalen = 0;
 }
 
 void zkl__req_settle(const zkl__req *k, zkl__watch *w, int rc)

@@ -47,7 +47,14 @@ void zkl__lists_free(zkl__session *s);
 /* getData with data watch w, for the watch and the node's Stat only. */
 zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
                         int *rc);
+/* getData with data watch w, keeping the data too (zkl__req_take_data): a
+ * copy that fails for memory answers ZSYSTEMERROR with the watch set. */
+zkl__req *zkl__req_wget_data(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
+                             void *arg, int *rc);
 zkl__req *zkl__req_exists(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc);
+/* exists with watch w: set on a node that is not there too (its create fires it). */
+zkl__req *zkl__req_wexists(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
+                           void *arg, int *rc);
 zkl__req *zkl__req_delete(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc);
 /* sync: through the leader; its answer renews the lease. */
 zkl__req *zkl__req_sync(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc);
@@ -60,6 +67,8 @@ void zkl__req_take_created(zkl__req *k, char **created, struct Stat *stat);
 void zkl__req_take_kids(zkl__req *k, zkl__names *out);
 /* The node's Stat (exists, getData). */
 struct Stat zkl__req_stat(const zkl__req *k);
+/* A getData's data (malloc'd, the caller's; NULL when empty) and its length. */
+void zkl__req_take_data(zkl__req *k, char **data, int *len);
 /*
  * A watch request ended with rc (ZOPERATIONTIMEOUT: not answered in time):
  * gives back the ZooKeeper side's reference to w if the watch was never set.

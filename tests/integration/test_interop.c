@@ -367,6 +367,83 @@ Test(interop, observers_agree_with_curator, .timeout = 180)
     free(path);
 }
 
+/* Told to an observer (zkl_leader_observe): the last leader, and how many tellings. */
+typedef struct obs_told {
+    pthread_mutex_t mu;
+    int n;
+    bool present;
+    char id[64], node[512];
+} obs_told;
+
+static void obs_fn(zkl_observer *o, zkl_status st, const char *msg, const zkl_leader *ld, void *ud)
+{
+    obs_told *t = ud;
+    (void)o;
+    (void)msg;
+    pthread_mutex_lock(&t->mu);
+    t->present = st == ZKL_OK && ld->present;
+    snprintf(t->id, sizeof t->id, "%s", t->present ? ld->id : "");
+    snprintf(t->node, sizeof t->node, "%s", t->present ? ld->node : "");
+    t->n++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+typedef struct obs_want {
+    obs_told *t;
+    const char *id; /* "": a vacancy */
+} obs_want;
+
+static int obs_sees(void *p)
+{
+    obs_want *w = p;
+    int yes;
+    pthread_mutex_lock(&w->t->mu);
+    yes = w->t->n > 0 && strcmp(w->t->id, w->id) == 0;
+    pthread_mutex_unlock(&w->t->mu);
+    return yes;
+}
+
+/*
+ * Issue 56, item 8: the observer tells a Curator LeaderLatch's leadership
+ * (its node and id), and the C latch that leads after it.
+ */
+Test(interop, the_observer_tells_a_curator_leader, .timeout = 180)
+{
+    char *path = zkt_path("ilatch-observe"), line[512];
+    zkl_client *c = zkt_client(10000), *co = zkt_client(10000);
+    zkl_latch *l;
+    zkl_observer *o;
+    obs_told t;
+    obs_want j = {&t, "j-leader"}, cl = {&t, "c-after"};
+    int out;
+    pid_t p;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    ok(zkl_leader_observe(co, path, obs_fn, &t, &o), "observe");
+    {
+        const char *args[] = {"latch-hold", path, "j-leader", "30", NULL};
+        p = peer(&out, args);
+    }
+    peer_line(out, line, sizeof line);
+    cr_assert(strncmp(line, "LEADING ", 8) == 0, "the Curator latch: %s", line);
+    cr_assert(zkt_wait_for(obs_sees, &j, 10000), "Curator's leader was not told");
+    pthread_mutex_lock(&t.mu);
+    cr_assert_str_eq(t.node, line + 8, "told %s, Curator leads with %s", t.node, line + 8);
+    pthread_mutex_unlock(&t.mu);
+    ok(zkl_latch_create(c, path, "c-after", &l), "create");
+    ok(zkl_latch_start(l, NULL, NULL), "the C latch joins behind it");
+    kill(p, SIGTERM); /* the JVM closes its session: its node goes */
+    peer_wait(p);
+    close(out);
+    cr_assert(zkt_wait_for(obs_sees, &cl, 20000), "the C leader after Curator's was not told");
+    ok(zkl_observer_destroy(o), "destroy");
+    ok(zkl_latch_destroy(l), "destroy");
+    ok(zkl_client_close(co), "close");
+    ok(zkl_client_close(c), "close");
+    pthread_mutex_destroy(&t.mu);
+    free(path);
+}
+
 /*
  * Issue 56, item 5: a Curator LeaderLatch waits behind a C leader on one
  * getData watch, which any data change of the leader's node uses up (its

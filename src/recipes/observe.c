@@ -1,0 +1,552 @@
+/*
+ * observe.c - zkl_leader_observe (zklock/leader.h): an election's leader,
+ * pushed. Each change is seen with one listing and one watch, on the head
+ * of the line only: observers add no herd when a participant joins or
+ * leaves behind the head.
+ *
+ * DESIGN
+ *
+ * The observer's steps are an async operation of the engine
+ * (core/engine/acq.h) that takes no place in line: it lists the path, sorts
+ * it as the participants do (latch- nodes, else lock- nodes), reads the
+ * head with a data watch (its id and token), tells what it saw if that
+ * differs from what it told last, and sleeps until the watch fires or the
+ * connection changes. An empty election is watched by its child list (or,
+ * with no parent, by an exists watch on the path): the one case where an
+ * observer hears of a join. A session that ends drops the watches; the
+ * steps start again in the next session and tell what they then see.
+ *
+ * Threads: the steps run on the client's worker; what they see is posted
+ * as a report (core/engine/report.h) and the callback runs in the client's
+ * delivery mode (the worker, or zkl_client_dispatch), in the order posted,
+ * with no lock held. State under o->mu (taken before c->mu): the flags,
+ * the running engine operation, the callbacks running (calling, caller),
+ * the reports on their way, and the destroys running (busy). The steps'
+ * own fields (told, told_node) are the worker's alone. The observer is
+ * freed by whichever of destroy, the operation's end, the last report and
+ * the last callback comes last (to_free_locked decides it once).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/path.h"
+#include "base/seq.h"
+#include "base/status.h"
+#include "base/tuning.h"
+#include "base/util.h"
+#include "core/engine/acq.h"
+#include "core/engine/report.h"
+#include "core/objects/lockobj.h"
+#include "requests/pending.h"
+#include "requests/rc.h"
+#include "session/client.h"
+#include "zklock/leader.h"
+
+enum {
+    F_DESTROYED = 1u << 0, /* zkl_observer_destroy was called: no more callbacks */
+    F_FREED = 1u << 1,     /* to_free_locked has taken it */
+};
+
+struct zkl_observer {
+    zkl__lockobj obj; /* first: the lock-object base (the client counts it) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* callbacks ending, the operation ending (destroy) */
+    unsigned flags;
+    zkl__acq *op; /* the steps, until they end */
+    zkl_observe_fn fn;
+    void *ud;
+    int calling; /* callbacks running */
+    pthread_t caller;
+    int reports; /* posted, not yet delivered */
+    int busy;    /* destroys running */
+    /* the steps' own (the worker's): what was told last, and what is seen */
+    bool told;       /* something was told */
+    char *told_node; /* the leader told (NULL: none) */
+    size_t members;  /* participants in the last listing */
+    bool by_kids;    /* an empty election is watched by its child list (else: exists) */
+};
+
+/* A change on its way to the callback. */
+typedef struct ob_report {
+    zkl__report rep; /* first */
+    zkl_observer *o;
+    zkl_status st; /* ZKL_OK: leader holds what was seen; else the observer stopped */
+    char *msg;
+    zkl_leader leader;
+} ob_report;
+
+static bool owns_nothing(void *self, uint64_t epoch)
+{
+    (void)self;
+    (void)epoch;
+    return false; /* an observer holds no node */
+}
+
+static void observer_free(zkl_observer *o)
+{
+    zkl__lockobj_detach(&o->obj);
+    pthread_mutex_destroy(&o->mu);
+    pthread_cond_destroy(&o->cv);
+    free(o->told_node);
+    zkl__lockobj_free(&o->obj);
+}
+
+/* Whether o is to be freed now (o->mu held): decided once, by the last to let go. */
+static bool to_free_locked(zkl_observer *o)
+{
+    bool go = (o->flags & F_DESTROYED) && !(o->flags & F_FREED) && o->calling == 0 &&
+              o->busy == 0 && !o->op && o->reports == 0;
+    if (go)
+        o->flags |= F_FREED;
+    return go;
+}
+
+/* ---- delivery ---- */
+
+static void report_free(ob_report *r)
+{
+    zkl_leader_clear(&r->leader);
+    free(r->msg);
+    free(r);
+}
+
+static void deliver(zkl__report *rep)
+{
+    ob_report *r = (ob_report *)rep;
+    zkl_observer *o = r->o;
+    zkl__cb_frame frame;
+    bool go, tell;
+    pthread_mutex_lock(&o->mu);
+    tell = !(o->flags & F_DESTROYED) && o->fn;
+    if (tell) {
+        o->calling++;
+        o->caller = pthread_self();
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (tell) {
+        zkl__cb_enter(&frame, o->obj.c); /* zkl_client_close refuses from inside */
+        o->fn(o, r->st,
+              r->st == ZKL_OK ? ""
+              : r->msg        ? r->msg
+                              : "out of memory",
+              &r->leader, o->ud);
+        zkl__cb_leave(&frame);
+    }
+    pthread_mutex_lock(&o->mu);
+    if (tell)
+        o->calling--;
+    o->reports--;
+    pthread_cond_broadcast(&o->cv);
+    go = to_free_locked(o);
+    pthread_mutex_unlock(&o->mu);
+    report_free(r);
+    if (go)
+        observer_free(o);
+}
+
+/* Post r (on the worker, no lock held). */
+static void post(zkl_observer *o, ob_report *r)
+{
+    r->rep.deliver = deliver;
+    r->o = o;
+    pthread_mutex_lock(&o->mu);
+    o->reports++;
+    pthread_mutex_unlock(&o->mu);
+    zkl__report_post(o->obj.c, &r->rep);
+}
+
+/* ---- the steps ---- */
+
+/* The observer of op (done_arg). */
+static zkl_observer *of(const zkl__acq *op)
+{
+    return op->done_arg;
+}
+
+static zkl__step_result step_start(zkl__acq *op);
+static zkl__step_result step_list(zkl__acq *op);
+
+/* A new watch token in op->prim (on the head's name, or NULL: the path) that readies op. */
+static bool arm(zkl__acq *op, const char *name)
+{
+    zkl__armed_clear(&op->prim);
+    op->prim.name = name ? strdup(name) : NULL;
+    if ((name && !op->prim.name) || !(op->prim.w = zkl__watch_new(op->s))) {
+        zkl__armed_clear(&op->prim);
+        return false;
+    }
+    zkl__watch_notify(op->prim.w, zkl__acq_ready_locked_fn, op);
+    return true;
+}
+
+/* Let go of the place's requests and watch (the session stays). */
+static void forget(zkl__acq *op)
+{
+    zkl__acq_untrack(op);
+    zkl__armed_clear(&op->prim);
+    zkl__names_free(&op->kids);
+}
+
+/* The session went: start again in the next, after a short pause. */
+static zkl__step_result restart(zkl__acq *op)
+{
+    forget(op);
+    if (op->s)
+        zkl__session_put(op->s);
+    op->s = NULL;
+    op->until = zkl__now_ms() + zkl__retry_delay_ms(op->restarts++, 4);
+    op->step = step_start;
+    return ZKL__STEP_AGAIN;
+}
+
+/* A request's rc that was not the answer looked for: retry, start over, or stop. */
+static zkl__step_result trouble(zkl__acq *op, int rc)
+{
+    forget(op);
+    switch (zkl__rc_kind_of(rc)) {
+    case ZKL__RC_SESSION: return restart(op);
+    case ZKL__RC_RETRY:
+    case ZKL__RC_NOMEM: return zkl__acq_backoff(op, step_list, "observing");
+    default: return zkl__acq_fail(op, zkl__rc_status(rc, "observe", op->a.path));
+    }
+}
+
+static zkl__step_result step_start(zkl__acq *op)
+{
+    zkl_client *c = op->c;
+    zkl_status st;
+    if (zkl__acq_canceled(op))
+        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
+    if (op->until && !zkl__acq_changed(op) && !zkl__acq_sleep(op, op->until))
+        return ZKL__STEP_YIELD;
+    op->until = 0;
+    pthread_mutex_lock(&c->mu);
+    st = zkl__session_try_get_locked(c, &op->s);
+    pthread_mutex_unlock(&c->mu);
+    if (st == ZKL__RESTART) /* the worker opens the next session: its news readies op */
+        return ZKL__STEP_YIELD;
+    if (st != ZKL_OK)
+        return zkl__acq_fail(op, st);
+    op->epoch = op->s->epoch;
+    op->since_gen = zkl__state_gen(c);
+    op->step = step_list;
+    return ZKL__STEP_AGAIN;
+}
+
+/* Tell what was seen if it differs from what was told (leader taken over). */
+static zkl__step_result tell(zkl__acq *op, zkl_leader *seen)
+{
+    zkl_observer *o = of(op);
+    ob_report *r;
+    char *node = NULL;
+    bool same;
+    op->attempt = 0; /* a look came through: the back-off starts afresh */
+    same = o->told && ((!seen->node && !o->told_node) ||
+                       (seen->node && o->told_node && strcmp(seen->node, o->told_node) == 0));
+    if (same) {
+        zkl_leader_clear(seen);
+        return ZKL__STEP_AGAIN;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r || (seen->node && !(node = strdup(seen->node)))) {
+        free(r);
+        zkl_leader_clear(seen);
+        forget(op); /* told nothing: the next look tells it */
+        return zkl__acq_backoff(op, step_list, "observing");
+    }
+    r->leader = *seen;
+    free(o->told_node);
+    o->told_node = node;
+    o->told = true;
+    post(o, r);
+    return ZKL__STEP_AGAIN;
+}
+
+/* Asleep until the watch fires, the session goes, or the connection comes back. */
+static zkl__step_result step_watching(zkl__acq *op)
+{
+    bool deleted;
+    if (zkl__acq_canceled(op))
+        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
+    if (!zkl__epoch_alive(op->c, op->epoch))
+        return restart(op);
+    if (op->prim.w && !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
+        (zkl__state_gen(op->c) == op->gen || !zkl__connected(op->c)))
+        return ZKL__STEP_YIELD; /* (back in the same session, the server answers for the watch;
+                                   a look costs one listing, and misses nothing meanwhile) */
+    forget(op);
+    op->step = step_list;
+    return ZKL__STEP_AGAIN;
+}
+
+/* The empty election's watch is answered: kids (ZOK) or the path's absence (ZNONODE). */
+static zkl__step_result step_empty_armed(zkl__acq *op)
+{
+    zkl_leader none;
+    int rc;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    if (op->k[0])
+        zkl__req_settle(op->k[0], op->prim.w, rc);
+    if (rc == ZOK && of(op)->by_kids) {
+        zkl__req_take_kids(op->k[0], &op->kids);
+        if (op->kids.n > 0) { /* one joined meanwhile: look again */
+            forget(op);
+            op->step = step_list;
+            return ZKL__STEP_AGAIN;
+        }
+        zkl__names_free(&op->kids);
+    } else if (rc == ZOK) { /* the path came back (exists): look again */
+        forget(op);
+        op->step = step_list;
+        return ZKL__STEP_AGAIN;
+    } else if (rc != ZNONODE) {
+        return trouble(op, rc);
+    } else if (of(op)->by_kids) { /* the parent went meanwhile */
+        forget(op);
+        op->step = step_list;
+        return ZKL__STEP_AGAIN;
+    }
+    zkl__acq_untrack(op);
+    memset(&none, 0, sizeof none);
+    op->step = step_watching;
+    return tell(op, &none);
+}
+
+/* Watch for a join: the child list, or (no parent) the path's creation. */
+static zkl__step_result watch_empty(zkl__acq *op, bool parent)
+{
+    zkl__req *k = NULL;
+    int rc = ZSYSTEMERROR;
+    forget(op);
+    op->gen = zkl__state_gen(op->c);
+    if (arm(op, NULL))
+        k = parent ? zkl__req_children(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc)
+                   : zkl__req_wexists(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    of(op)->by_kids = parent;
+    op->step = step_empty_armed;
+    return ZKL__STEP_AGAIN;
+}
+
+/* The head's data and watch are answered. */
+static zkl__step_result step_head(zkl__acq *op)
+{
+    zkl_leader seen;
+    struct Stat st;
+    char *data = NULL;
+    int len = 0, rc;
+    if (!zkl__acq_answered(op))
+        return ZKL__STEP_YIELD;
+    rc = op->rcs[0];
+    if (op->k[0])
+        zkl__req_settle(op->k[0], op->prim.w, rc);
+    if (rc == ZNONODE) { /* it went after the listing (a hand-off): look again */
+        forget(op);
+        op->step = step_list;
+        return ZKL__STEP_AGAIN;
+    }
+    if (rc != ZOK)
+        return trouble(op, rc);
+    st = zkl__req_stat(op->k[0]);
+    zkl__req_take_data(op->k[0], &data, &len);
+    zkl__acq_untrack(op);
+    memset(&seen, 0, sizeof seen);
+    seen.members = of(op)->members;
+    if (st.ephemeralOwner != 0 && zkl__acq_seq(op, op->prim.name) >= 0) {
+        seen.present = true;
+        seen.token = st.czxid;
+        seen.id_len = (size_t)len;
+        seen.id = malloc((size_t)len + 1);
+        seen.node = zkl__path_join(op->a.path, op->prim.name);
+        if (seen.id) {
+            if (len > 0)
+                memcpy(seen.id, data, (size_t)len);
+            seen.id[len] = '\0';
+        }
+    } /* else a child in the way that is no participant's: no leader until it goes */
+    free(data);
+    if (seen.present && (!seen.id || !seen.node)) {
+        zkl_leader_clear(&seen);
+        return trouble(op, ZSYSTEMERROR);
+    }
+    op->step = step_watching;
+    return tell(op, &seen);
+}
+
+/*
+ * A listing to look at: the election is of its latch- nodes if there are
+ * any, else of its lock- nodes (a selector's); the head as they sort it.
+ */
+static zkl__step_result step_look(zkl__acq *op)
+{
+    const zkl__driver *d = &zkl__mutex_driver;
+    zkl__req *k = NULL;
+    size_t i, members = 0;
+    int32_t seq;
+    int rc = ZSYSTEMERROR;
+    char *head, *node;
+    for (i = 0; i < op->kids.n; i++)
+        if (zkl__seq_of(op->kids.v[i], zkl__latch_driver.sort_markers, &seq) == ZKL_OK)
+            d = &zkl__latch_driver;
+    op->a.driver = d;
+    for (i = 0; i < op->kids.n; i++)
+        if (zkl__seq_of(op->kids.v[i], d->sort_markers, &seq) == ZKL_OK)
+            members++;
+    if (zkl__sort_names(op->kids.v, op->kids.n, d->sort_markers) != ZKL_OK)
+        return trouble(op, ZSYSTEMERROR);
+    head = op->kids.v[0];
+    if (!(node = zkl__path_join(op->a.path, head)) || !arm(op, head)) {
+        free(node);
+        return trouble(op, ZSYSTEMERROR);
+    }
+    of(op)->members = members;
+    op->gen = zkl__state_gen(op->c);
+    k = zkl__req_wget_data(op->s, node, op->prim.w, zkl__acq_notify, op, &rc);
+    free(node);
+    zkl__names_free(&op->kids);
+    zkl__acq_track(op, k, rc);
+    op->step = step_head;
+    return ZKL__STEP_AGAIN;
+}
+
+static zkl__step_result step_listed(zkl__acq *op)
+{
+    int rc;
+    if (!zkl__acq_listing(op, &rc))
+        return ZKL__STEP_YIELD;
+    if (rc == ZNONODE)
+        return watch_empty(op, false);
+    if (rc != ZOK)
+        return trouble(op, rc);
+    if (!zkl__epoch_alive(op->c, op->epoch)) /* a listing read as the session ended */
+        return restart(op);
+    if (op->kids.n == 0)
+        return watch_empty(op, true);
+    op->step = step_look;
+    return ZKL__STEP_AGAIN;
+}
+
+static zkl__step_result step_list(zkl__acq *op)
+{
+    zkl__req *k;
+    int rc;
+    if (zkl__acq_canceled(op))
+        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
+    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
+    zkl__acq_track(op, k, rc);
+    op->step = step_listed;
+    return ZKL__STEP_AGAIN;
+}
+
+/* The steps ended (on the worker): canceled by destroy, or stopped on their own. */
+static void ob_done(zkl__acq *op, void *arg)
+{
+    zkl_observer *o = arg;
+    zkl_status st = op->st;
+    ob_report *r = NULL;
+    bool go;
+    pthread_mutex_lock(&o->mu);
+    if (!(o->flags & F_DESTROYED) && (r = calloc(1, sizeof *r)) != NULL) {
+        r->st = st != ZKL_OK ? st : ZKL_ECANCELED;
+        r->msg = op->msg;
+        op->msg = NULL;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (r)
+        post(o, r); /* its last (no memory: it stops untold, and destroy still frees it) */
+    zkl__acq_free(op);
+    pthread_mutex_lock(&o->mu);
+    o->op = NULL;
+    pthread_cond_broadcast(&o->cv);
+    go = to_free_locked(o);
+    pthread_mutex_unlock(&o->mu);
+    if (go)
+        observer_free(o);
+}
+
+/* ---- the calls ---- */
+
+zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn, void *userdata,
+                              zkl_observer **out)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl__lockobj *base;
+    zkl_observer *o;
+    zkl__acquire_args a;
+    zkl_status st;
+    zkl__clear_err();
+    if (out)
+        *out = NULL;
+    if (!fn)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_observe: fn is NULL");
+    if (c && zkl__forked(c))
+        return zkl__fail(ZKL_ECLOSED, "zkl_leader_observe: the client belongs to the parent "
+                                      "process (fork)");
+    st = zkl__lockobj_new(sizeof *o, "zkl_leader_observe", out, c, path, owns_nothing, &base);
+    if (st != ZKL_OK)
+        return st;
+    o = (zkl_observer *)base;
+    pthread_mutex_init(&o->mu, NULL);
+    zkl__cond_init(&o->cv);
+    o->fn = fn;
+    o->ud = userdata;
+    memset(&a, 0, sizeof a);
+    a.path = o->obj.path;
+    a.driver = &zkl__mutex_driver; /* until a listing says which */
+    a.deadline = INT64_MAX;
+    o->op = zkl__acq_new(c, &a, false, ob_done, o);
+    if (!o->op) {
+        o->flags |= F_DESTROYED | F_FREED;
+        observer_free(o);
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    zkl__inproc_put(o->op->inproc); /* an observer takes no place in line */
+    o->op->inproc = NULL;
+    o->op->step = step_start;
+    *out = o;
+    zkl__acq_start_async(o->op);
+    return ZKL_OK;
+}
+
+zkl_status zkl_observer_destroy(zkl_observer *o)
+{
+    ZKL__REFUSE_IN_LOG();
+    zkl_client *c;
+    bool inside, go;
+    int64_t end;
+    zkl__clear_err();
+    if (!o)
+        return zkl__fail(ZKL_EINVAL, "zkl_observer_destroy: observer is NULL");
+    c = o->obj.c;
+    if (zkl__forked(c)) { /* its steps are the parent's: nothing runs them here */
+        observer_free(o);
+        return ZKL_OK;
+    }
+    pthread_mutex_lock(&o->mu);
+    o->flags |= F_DESTROYED;
+    o->busy++; /* this destroy: nothing frees o while it waits */
+    if (o->op) {
+        pthread_mutex_lock(&c->mu);
+        (void)zkl__acq_cancel_locked(o->op);
+        pthread_mutex_unlock(&c->mu);
+    }
+    inside = o->calling > 0 && pthread_equal(o->caller, pthread_self());
+    while (o->calling > 0 && !inside) /* one running on another thread */
+        pthread_cond_wait(&o->cv, &o->mu);
+    /* Wait for the steps to end, so that the client may close on return:
+     * not where they or the reports run (the worker, a callback, a loop
+     * that dispatches), bounded all the same. */
+    end = zkl__now_ms() + ZKL_OBSERVER_SETTLE_MS;
+    if (!zkl__on_worker(c) && !zkl__in_callback(c) && !zkl__reports_by_dispatch(c))
+        while ((o->op || o->reports) && zkl__now_ms() < end)
+            zkl__cond_wait_until(&o->cv, &o->mu, end);
+    o->busy--;
+    go = to_free_locked(o);
+    pthread_mutex_unlock(&o->mu);
+    if (go)
+        observer_free(o);
+    return ZKL_OK;
+}
