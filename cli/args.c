@@ -20,7 +20,7 @@ const char zkl_cli_usage[] =
     "              [--lease-margin MS] [--ensemble-lag MS] [--verbose]\n"
     "              PATH -- COMMAND [ARG...] | PATH -c 'SHELL COMMAND'\n"
     "       zklock --list [--json] [--zk HOSTS] PATH\n"
-    "       zklock --leader [--json] [--zk HOSTS] PATH\n"
+    "       zklock --leader [--watch] [--json] [--zk HOSTS] PATH\n"
     "       zklock --help | --version\n"
     "\n"
     "Run COMMAND while holding a ZooKeeper lock at PATH (Curator-compatible).\n"
@@ -48,7 +48,9 @@ const char zkl_cli_usage[] =
     "      --list            print the participants of PATH, holders first\n"
     "      --leader          print the leader of the election at PATH, or that there\n"
     "                        is none (exit 0 both ways)\n"
-    "      --json            with --list or --leader: one JSON document, for scripts\n"
+    "      --watch           with --leader: a line per change of leader, until\n"
+    "                        SIGINT or SIGTERM (exit 0)\n"
+    "      --json            with --list or --leader: JSON (a line each), for scripts\n"
     "COMMAND sees ZKLOCK_FENCING_TOKEN and ZKLOCK_PATH. Exit status: COMMAND's;\n"
     "CODE if not acquired; 64 usage; 69 ZooKeeper unreachable; 75 session lost or\n"
     "lease ran out while COMMAND ran; 126/127 COMMAND not runnable/found; 128+N on\n"
@@ -208,13 +210,16 @@ static int one_option(parsing *p, zkl_cli_args *a, const char *arg)
     }
     if (is(name, NULL, "--list") || is(name, NULL, "--json") || is(name, "-n", "--nonblock") ||
         is(name, "-s", "--shared") || is(name, "-x", "--exclusive") ||
-        is(name, NULL, "--verbose") || is(name, NULL, "--elect") || is(name, NULL, "--leader")) {
+        is(name, NULL, "--verbose") || is(name, NULL, "--elect") || is(name, NULL, "--leader") ||
+        is(name, NULL, "--watch")) {
         if (eq)
             return fail(p->err, p->errlen, "option '%.40s' takes no value", name);
         if (is(name, NULL, "--list")) {
             a->list = 1;
         } else if (is(name, NULL, "--leader")) {
             a->leader = 1;
+        } else if (is(name, NULL, "--watch")) {
+            a->watch = 1;
         } else if (is(name, NULL, "--elect")) {
             p->modes++;
             a->mode = ZKL_CLI_ELECT;
@@ -274,6 +279,8 @@ static int parse_rest(parsing *p, zkl_cli_args *a)
         return fail(p->err, p->errlen, "--list and --leader cannot be combined");
     if (a->json && !a->list && !a->leader)
         return fail(p->err, p->errlen, "--json goes with --list or --leader");
+    if (a->watch && !a->leader)
+        return fail(p->err, p->errlen, "--watch goes with --leader");
     if (a->id && a->mode != ZKL_CLI_ELECT)
         return fail(p->err, p->errlen, "--id goes with --elect");
     if (p->n_given && a->mode == ZKL_CLI_ELECT)

@@ -42,6 +42,7 @@ typedef struct zkl_cli_args {
     char *shell_argv[4];
     int list, json, help, version; /* json: --list or --leader --json */
     int leader;                    /* --leader: print the election's leader */
+    int watch;                     /* --leader --watch: a line per change until a signal */
     const char *id;                /* --elect --id ID (NULL: HOST:PID) */
     int verbose;                   /* --verbose: say on stderr when the lock is got */
 } zkl_cli_args;

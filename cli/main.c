@@ -344,45 +344,99 @@ static int list_participants(const zkl_cli_args *a)
     return 0;
 }
 
-/* --leader: "LEADER ID TOKEN NODE" (the id escaped as --list's data), or "NONE";
- * with --json {"path", "leader": {"id", "token", "node"} or null, "participants"}. */
-static int print_leader(const zkl_cli_args *a)
+/* One leader as --leader prints it: "LEADER ID TOKEN NODE" (the id escaped
+ * as --list's data), or "NONE"; with --json {"path", "leader": {"id",
+ * "token", "node"} or null, "participants"}. */
+static void show_leader(const zkl_cli_args *a, const zkl_leader *ld)
 {
-    zkl_leader ld;
     size_t k;
-    if (zkl_leader_get(client, a->path, &ld) != ZKL_OK) {
-        fprintf(stderr, "zklock: --leader %s: %s\n", a->path, zkl_errmsg());
-        return ZKL_CLI_EXIT_UNAVAILABLE;
-    }
     if (a->json) {
         fputs("{\"path\":", stdout);
         zkl_cli_json_string(stdout, a->path, strlen(a->path));
         fputs(",\"leader\":", stdout);
-        if (ld.present) {
+        if (ld->present) {
             fputs("{\"node\":", stdout);
-            zkl_cli_json_string(stdout, ld.node, strlen(ld.node));
-            printf(",\"token\":%lld,", (long long)ld.token);
-            zkl_cli_json_data(stdout, ld.id, ld.id_len);
+            zkl_cli_json_string(stdout, ld->node, strlen(ld->node));
+            printf(",\"token\":%lld,", (long long)ld->token);
+            zkl_cli_json_data(stdout, ld->id, ld->id_len);
             putchar('}');
         } else {
             fputs("null", stdout);
         }
-        printf(",\"participants\":%zu}\n", ld.members);
-    } else if (ld.present) {
+        printf(",\"participants\":%zu}\n", ld->members);
+    } else if (ld->present) {
         fputs("LEADER ", stdout);
-        for (k = 0; k < ld.id_len; k++) { /* the id may hold anything: print it safely */
-            unsigned char ch = (unsigned char)ld.id[k];
+        for (k = 0; k < ld->id_len; k++) { /* the id may hold anything: print it safely */
+            unsigned char ch = (unsigned char)ld->id[k];
             if (ch > 0x20 && ch < 0x7f && ch != '\\')
                 putchar(ch);
             else
                 printf("\\x%02x", ch);
         }
-        printf(" %lld %s\n", (long long)ld.token, ld.node);
+        printf(" %lld %s\n", (long long)ld->token, ld->node);
     } else {
         puts("NONE");
     }
+    fflush(stdout);
+}
+
+static int print_leader(const zkl_cli_args *a)
+{
+    zkl_leader ld;
+    if (zkl_leader_get(client, a->path, &ld) != ZKL_OK) {
+        fprintf(stderr, "zklock: --leader %s: %s\n", a->path, zkl_errmsg());
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
+    show_leader(a, &ld);
     zkl_leader_clear(&ld);
     return 0;
+}
+
+/* --leader --watch: the observer's end, under mu (its message, if not a signal's). */
+static bool watch_ended;
+static char watch_why[512];
+static pthread_cond_t watch_cv = PTHREAD_COND_INITIALIZER;
+
+static void on_observed(zkl_observer *o, zkl_status st, const char *msg, const zkl_leader *ld,
+                        void *ud)
+{
+    const zkl_cli_args *a = ud;
+    (void)o;
+    if (st == ZKL_OK) {
+        show_leader(a, ld);
+        return;
+    }
+    pthread_mutex_lock(&mu);
+    watch_ended = true;
+    snprintf(watch_why, sizeof watch_why, "%s", msg);
+    pthread_cond_signal(&watch_cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* A line per change until SIGINT or SIGTERM (exit 0; the observer stops
+ * with the client's cancel), or the observer's own end (69). */
+static int watch_leader(const zkl_cli_args *a)
+{
+    zkl_observer *o;
+    int sig;
+    set_phase(WAITING); /* a signal cancels: the observer's last word ends the wait */
+    if (zkl_leader_observe(client, a->path, on_observed, (void *)a, &o) != ZKL_OK) {
+        fprintf(stderr, "zklock: --leader --watch %s: %s\n", a->path, zkl_errmsg());
+        return ZKL_CLI_EXIT_UNAVAILABLE;
+    }
+    pthread_mutex_lock(&mu);
+    while (!watch_ended)
+        pthread_cond_wait(&watch_cv, &mu);
+    phase = DONE;
+    sig = stop_signal;
+    pthread_mutex_unlock(&mu);
+    zkl_observer_destroy(o);
+    if (sig == SIGINT || sig == SIGTERM)
+        return 0;
+    if (sig)
+        return 128 + sig;
+    fprintf(stderr, "zklock: --leader --watch %s: %s\n", a->path, watch_why);
+    return ZKL_CLI_EXIT_UNAVAILABLE;
 }
 
 /* "NAME=value", malloc'd (NULL: no memory). */
@@ -568,7 +622,9 @@ static int open_client(run *r)
         return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
     if (r->a.list || r->a.leader) {
-        int code = r->a.list ? list_participants(&r->a) : print_leader(&r->a);
+        int code = r->a.list    ? list_participants(&r->a)
+                   : r->a.watch ? watch_leader(&r->a)
+                                : print_leader(&r->a);
         teardown(r, false);
         return code;
     }

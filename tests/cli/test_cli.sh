@@ -317,6 +317,35 @@ v=$("$ZKLOCK" --leader "$p"); check "--leader once all have left: NONE ($v)" tes
 "$ZKLOCK" --elect -s "$p" -- true 2>/dev/null; check "--elect with -s is a usage error" test $? = 64
 "$ZKLOCK" --id x "$p" -- true 2>/dev/null; check "--id without --elect is a usage error" test $? = 64
 "$ZKLOCK" --leader "$p" -- true 2>/dev/null; check "--leader takes no COMMAND" test $? = 64
+# --leader --watch: a line per change of leader, exit 0 on SIGINT and SIGTERM
+lines_in() { # FILE N: wait (10 s at most) until FILE has N lines
+  local i=0
+  while [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -lt "$2" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+p=$(uniq_path watch)
+"$ZKLOCK" --leader --watch "$p" >"$work/watch.out" 2>&1 & wp=$!
+pids+=($wp)
+lines_in "$work/watch.out" 1
+"$ZKLOCK" --elect --id w1 "$p" -- sleep 0.3
+lines_in "$work/watch.out" 3
+"$ZKLOCK" --elect --id w2 "$p" -- sleep 0.3
+lines_in "$work/watch.out" 5
+kill -INT $wp; wait $wp; rc=$?
+v=$(sed -E 's/^(LEADER [^ ]+) .*/\1/' "$work/watch.out" | tr '\n' ' ')
+check "--leader --watch: a vacancy, each leader, each vacancy ($v)" test "$v" = "NONE LEADER w1 NONE LEADER w2 NONE "
+check "--leader --watch: SIGINT ends it, exit 0 (rc=$rc)" test $rc = 0
+"$ZKLOCK" --leader --watch --json "$p" >"$work/watchj.out" 2>&1 & wp=$!
+pids+=($wp)
+lines_in "$work/watchj.out" 1
+"$ZKLOCK" --elect --id w3 "$p" -- sleep 0.3
+lines_in "$work/watchj.out" 3
+kill -TERM $wp; wait $wp; rc=$?
+check "--leader --watch --json: a JSON line per change, SIGTERM exits 0 (rc=$rc)" python3 -c '
+import json, sys
+v = [json.loads(l) for l in open(sys.argv[1])]
+assert [d["leader"] and d["leader"]["data"] for d in v] == [None, "w3", None], v
+assert int(sys.argv[2]) == 0' "$work/watchj.out" $rc
+"$ZKLOCK" --watch "$p" 2>/dev/null; check "--watch without --leader is a usage error" test $? = 64
 # leadership ends unasked (the server frozen: the lease runs out): COMMAND stopped, exit 75
 p=$(uniq_path elect-lost)
 rm -f "$work/eterm" "$work/elrun"
