@@ -262,9 +262,10 @@ typedef void (*zkl_observe_fn)(zkl_observer *o, zkl_status st, const char *msg,
  * on the client's worker, or by zkl_client_dispatch after
  * zkl_client_event_fd), one call at a time, in the order seen, with no
  * lock held. It may call zkl_observer_destroy on its own observer (freed
- * when the callback returns) and anything that works on the worker, but
- * not zkl_leader_get or other blocking calls there (ZKL_EDEADLOCK) nor
- * zkl_client_close (ZKL_EBUSY). The observer counts as a lock object:
+ * when the callback returns), and the rest as from an async completion
+ * (zklock/client.h, "Lifecycle and callbacks": on the worker a blocking
+ * acquire gives ZKL_EDEADLOCK; zkl_client_close gives ZKL_EBUSY everywhere
+ * inside). The observer counts as a lock object:
  * zkl_client_close refuses while it lives. In a fork()ed child it tells
  * nothing; destroy frees it.
  *
@@ -277,11 +278,11 @@ zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn
 /*
  * Stop observing and free the observer: no callback runs after it returns
  * (one running on another thread is waited out); from inside its own
- * callback, it is freed when the callback returns. Where the delivery may
- * wait for it (not on the worker, in a callback, or with descriptor
- * delivery), it waits for the observer's steps to end, so that the client
- * can close at once; elsewhere the observer goes when they end (with
- * descriptor delivery, at a dispatch). ZKL_EINVAL for NULL.
+ * callback, it is freed when the callback returns. Off the worker, outside
+ * callbacks and without descriptor delivery, it also waits (a round trip,
+ * at most 10 s) for the observer's steps to end, so that
+ * the client can close at once; elsewhere the observer goes when they end,
+ * on the worker. ZKL_EINVAL for NULL.
  */
 zkl_status zkl_observer_destroy(zkl_observer *o);
 

@@ -5,7 +5,8 @@
  * an async one), release and cancel, and of the calls added since (issue
  * 57's sweep): a latch's start, leave, destroy and await, an async acquire,
  * an async handle's release, the metrics, an observer's zkl_leader_get and
- * zkl_log_set, either works or refuses at once with its documented status.
+ * zkl_log_set, and an election observer's start and destroy (issue 56,
+ * item 8: its callback is a kind too), either works or refuses at once with its documented status.
  * Run under ASan and valgrind with the other integration tests: no call
  * frees memory in use or waits for itself.
  */
@@ -41,14 +42,30 @@ enum {
     METRICS,
     LEADER_GET,
     LOG_SET,
+    OBSERVE,
+    OBSERVER_DESTROY,
     NCALLS
 };
-static const char *const call_name[NCALLS] = {
-    "close",         "destroy",       "blocking acquire",     "drain",
-    "dispatch",      "guarded write", "async guarded write",  "release",
-    "cancel",        "latch start",   "latch await",          "latch leave",
-    "latch destroy", "async acquire", "async handle release", "metrics",
-    "leader get",    "log set"};
+static const char *const call_name[NCALLS] = {"close",
+                                              "destroy",
+                                              "blocking acquire",
+                                              "drain",
+                                              "dispatch",
+                                              "guarded write",
+                                              "async guarded write",
+                                              "release",
+                                              "cancel",
+                                              "latch start",
+                                              "latch await",
+                                              "latch leave",
+                                              "latch destroy",
+                                              "async acquire",
+                                              "async handle release",
+                                              "metrics",
+                                              "leader get",
+                                              "log set",
+                                              "observe",
+                                              "observer destroy"};
 
 /* The documented outcome of each call, by the callback it is made from. */
 typedef struct kind {
@@ -61,7 +78,8 @@ typedef struct kind {
 #define ON_WORKER                                                                                  \
     {                                                                                              \
         ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK,       \
-            ZKL_OK, ZKL_OK, ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK  \
+            ZKL_OK, ZKL_OK, ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, \
+            ZKL_OK, ZKL_OK                                                                         \
     }
 static const kind worker_completion = {"a completion on the worker", ON_WORKER};
 static const kind client_state = {"the client's on_state", ON_WORKER};
@@ -69,22 +87,26 @@ static const kind lock_state = {"a lock's on_state", ON_WORKER};
 static const kind revocation = {"a revocation callback", ON_WORKER};
 static const kind write_answer = {"an async guarded write's answer on the worker", ON_WORKER};
 static const kind latch_told = {"a leader latch's callback on the worker", ON_WORKER};
+static const kind observer_told = {"an election observer's callback on the worker", ON_WORKER};
 /* On the loop's own thread (zkl_client_dispatch): only close, and a latch's
  * await (inside any callback of the client), refuse. */
 #define DISPATCHED                                                                                 \
     {                                                                                              \
         ZKL_EBUSY, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK,         \
-            ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK                  \
+            ZKL_EDEADLOCK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK, ZKL_OK  \
     }
 static const kind dispatched = {"a completion run by zkl_client_dispatch", DISPATCHED};
 static const kind write_dispatched = {"an async guarded write's answer run by zkl_client_dispatch",
                                       DISPATCHED};
+static const kind observer_dispatched = {
+    "an election observer's callback run by zkl_client_dispatch", DISPATCHED};
 /* The log callback may run under zklock's own locks: every call refuses
  * (zkl_log_set changes nothing, and says so). */
 static const kind logging = {"the log callback",
-                             {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
-                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
-                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
+                             {ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY,
+                              ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY, ZKL_EBUSY}};
 
 /* One client c whose callback makes the calls, on objects of c. */
 #define NPATHS 10
@@ -118,7 +140,9 @@ typedef struct fixture {
     zkl_mutex *done_m; /* async handle release: a hold of it, reported */
     zkl_op *done_op;
     atomic_int done_calls;
-    zkl_log_fn log_fn; /* the hook zkl_log_set sets again (NULL: none) */
+    zkl_observer *obs_doomed; /* observer destroy: one of paths[6] */
+    zkl_observer *obs_new;    /* observe: made inside, of paths[5] */
+    zkl_log_fn log_fn;        /* the hook zkl_log_set sets again (NULL: none) */
     zkl_log_level log_level;
     char *paths[NPATHS];
 } fixture;
@@ -225,6 +249,16 @@ static zkl_status log_set(fixture *f)
     return strncmp(zkl_errmsg(), "zkl_log_set", 11) == 0 ? ZKL_EBUSY : ZKL_OK;
 }
 
+static void quiet_observe_cb(zkl_observer *o, zkl_status st, const char *msg, const zkl_leader *ld,
+                             void *ud)
+{
+    (void)o;
+    (void)st;
+    (void)msg;
+    (void)ld;
+    (void)ud;
+}
+
 /* The calls, once, from inside whatever callback runs this. */
 static void run_calls(fixture *f)
 {
@@ -259,6 +293,10 @@ static void run_calls(fixture *f)
         f->done_op = NULL;
     note(f, METRICS, metrics(f));
     note(f, LOG_SET, log_set(f));
+    note(f, OBSERVE, zkl_leader_observe(f->c, f->paths[5], quiet_observe_cb, NULL, &f->obs_new));
+    note(f, OBSERVER_DESTROY, st = zkl_observer_destroy(f->obs_doomed));
+    if (st == ZKL_OK)
+        f->obs_doomed = NULL;
     atomic_store(&f->ran, 1);
 }
 
@@ -378,6 +416,7 @@ static void setup(fixture *f, zkl_state_fn on_state, bool descriptor)
     OK(zkl_mutex_create(f->c, f->paths[9], &f->done_m));
     OK(zkl_mutex_acquire_async(f->done_m, 10000, done_cb, f, &f->done_op));
     cr_assert(zkt_wait_for(done_reported, f, 20000), "the hold to release never reported");
+    OK(zkl_leader_observe(f->c, f->paths[6], quiet_observe_cb, NULL, &f->obs_doomed));
     zookeeper_close(zh);
 }
 
@@ -404,6 +443,10 @@ static void check_and_teardown(fixture *f, const kind *k)
     }
     if (f->done_op)
         OK(zkl_op_release(f->done_op));
+    if (f->obs_new)
+        OK(zkl_observer_destroy(f->obs_new));
+    if (f->obs_doomed)
+        OK(zkl_observer_destroy(f->obs_doomed));
     OK(zkl_mutex_destroy(f->done_m));
     OK(zkl_mutex_destroy(f->async_m));
     OK(zkl_latch_destroy(f->lat_idle));
@@ -558,6 +601,48 @@ Test(callbacks, latch_gained, .timeout = 120)
     zkt_sleep_ms(50); /* the worker is past the callback */
     OK(zkl_latch_destroy(l));
     check_and_teardown(&f, &latch_told);
+    free(path);
+}
+
+/* An observer of a path where nobody takes part: its first telling (a vacancy) makes the calls. */
+static void observe_cb(zkl_observer *o, zkl_status st, const char *msg, const zkl_leader *ld,
+                       void *ud)
+{
+    (void)o;
+    (void)ld;
+    cr_assert_eq(st, ZKL_OK, "%s", msg);
+    run_calls(ud);
+}
+
+Test(callbacks, observer_told, .timeout = 120)
+{
+    fixture f;
+    zkl_observer *o;
+    char *path = zkt_path("matrix-observe");
+    setup(&f, NULL, false);
+    OK(zkl_leader_observe(f.c, path, observe_cb, &f, &o));
+    cr_assert(zkt_wait_for(has_run, &f, 30000));
+    zkt_sleep_ms(50); /* the worker is past the callback */
+    OK(zkl_observer_destroy(o));
+    check_and_teardown(&f, &observer_told);
+    free(path);
+}
+
+Test(callbacks, observer_dispatched, .timeout = 120)
+{
+    fixture f;
+    zkl_observer *o;
+    char *path = zkt_path("matrix-observe");
+    int64_t t0 = zkt_now_ms();
+    setup(&f, NULL, true);
+    OK(zkl_leader_observe(f.c, path, observe_cb, &f, &o));
+    while (!atomic_load(&f.ran) && zkt_now_ms() - t0 < 30000) {
+        struct pollfd p = {f.fd, POLLIN, 0};
+        if (poll(&p, 1, 1000) > 0)
+            OK(zkl_client_dispatch(f.c, NULL));
+    }
+    OK(zkl_observer_destroy(o));
+    check_and_teardown(&f, &observer_dispatched);
     free(path);
 }
 
