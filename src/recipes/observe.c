@@ -522,6 +522,11 @@ zkl_status zkl_observer_destroy(zkl_observer *o)
         return zkl__fail(ZKL_EINVAL, "zkl_observer_destroy: observer is NULL");
     c = o->obj.c;
     if (zkl__forked(c)) { /* its steps are the parent's: nothing runs them here */
+        if (o->op) {      /* (its requests and watch are the session's, freed at close) */
+            free(o->op->prim.name);
+            zkl__names_free(&o->op->kids);
+            zkl__acq_free(o->op);
+        }
         observer_free(o);
         return ZKL_OK;
     }

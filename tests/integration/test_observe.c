@@ -424,6 +424,7 @@ Test(observe, a_forked_child_frees_it, .timeout = 60)
         if (zkl_observer_destroy(o) != ZKL_OK || zkl_latch_destroy(a) != ZKL_OK ||
             zkl_client_close(co) != ZKL_OK || zkl_client_close(c) != ZKL_OK)
             _exit(4);
+        free(path);
         _exit(0);
     }
     cr_assert_eq(waitpid(pid, &status, 0), pid);
