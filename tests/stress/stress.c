@@ -696,7 +696,8 @@ static int async_guarded(void)
 
 /* ---- leader latches: terms taken in turn by three clients, one of them
  * delivering through its descriptor; destroys while waiting and from inside
- * GAINED ---- */
+ * GAINED; an election observer on each client, destroyed and made again
+ * while it is told, sometimes from inside its own callback ---- */
 
 struct latch_arg {
     struct shared *sh;
@@ -720,12 +721,57 @@ static void on_term_destroy(zkl_latch *l, zkl_leader_event ev, int64_t token, vo
         zkl_latch_destroy(l);
 }
 
+/* One observer: told counts its tellings; self_destroy: its first telling destroys it. */
+struct observed {
+    atomic_int told;
+    bool self_destroy;
+};
+
+static void on_observed(zkl_observer *o, zkl_status st, const char *msg, const zkl_leader *ld,
+                        void *ud)
+{
+    struct observed *ob = ud;
+    (void)msg;
+    if (st == ZKL_OK && ld->present && strlen(ld->id) != ld->id_len)
+        fprintf(stderr, "stress: observer: the id's length is wrong\n");
+    if (ob->self_destroy && atomic_load(&ob->told) == 0)
+        zkl_observer_destroy(o); /* from inside: freed when this returns */
+    atomic_fetch_add(&ob->told, 1);
+}
+
+/* End the observer in ob (by destroy, or wait for its own from inside), and start the next. */
+static zkl_observer *observe_again(zkl_client *c, const char *path, int fd, zkl_observer *o,
+                                   struct observed *ob, atomic_int *errors)
+{
+    int64_t end = zkl__now_ms() + 30000;
+    if (o && !ob->self_destroy && zkl_observer_destroy(o) != ZKL_OK)
+        atomic_fetch_add(errors, 1);
+    while (o && ob->self_destroy && atomic_load(&ob->told) == 0 && zkl__now_ms() < end) {
+        if (fd >= 0)
+            zkl_client_dispatch(c, NULL);
+        sleep_ms(2);
+    }
+    if (o && atomic_load(&ob->told) == 0) {
+        fprintf(stderr, "stress: observer: never told\n");
+        atomic_fetch_add(errors, 1);
+    }
+    ob->self_destroy = o ? !ob->self_destroy : false;
+    atomic_store(&ob->told, 0);
+    if (zkl_leader_observe(c, path, on_observed, ob, &o) != ZKL_OK) {
+        atomic_fetch_add(errors, 1);
+        return NULL;
+    }
+    return o;
+}
+
 static void *latch_main(void *arg)
 {
     struct latch_arg *la = arg;
     struct shared *sh = la->sh;
     zkl_client *c = open_client(10000);
     zkl_latch *l = NULL, *spare = NULL;
+    zkl_observer *obs = NULL;
+    struct observed ob = {0, false};
     atomic_int events = 0;
     int i, fd = -1;
     if (!c || (la->index == 2 && zkl_client_event_fd(c, &fd) != ZKL_OK) ||
@@ -754,6 +800,8 @@ static void *latch_main(void *arg)
             atomic_fetch_add(&sh->violations, 1);
         sleep_ms(1);
         atomic_fetch_sub(&sh->inside, 1);
+        if (i % 3 == 0) /* the next observer (the last one ended here, or from inside) */
+            obs = observe_again(c, sh->path, fd, obs, &ob, &sh->errors);
         zkl_latch_leave(l, i % 2 ? ZKL_LATCH_NOTIFY : ZKL_LATCH_SILENT);
         if (i % 3 == 1 && zkl_latch_create(c, sh->path, "spare", &spare) == ZKL_OK) {
             /* one that waits and goes, or leads and goes from inside its GAINED */
@@ -769,6 +817,8 @@ out:
             zkl_client_dispatch(c, NULL);
         sleep_ms(5);
     }
+    if (obs && !ob.self_destroy && zkl_observer_destroy(obs) != ZKL_OK)
+        atomic_fetch_add(&sh->errors, 1);
     if (l && zkl_latch_destroy(l) != ZKL_OK)
         atomic_fetch_add(&sh->errors, 1);
     for (i = 0; c && zkl_client_close(c) == ZKL_EBUSY; i++) { /* a spare leads, and goes */
