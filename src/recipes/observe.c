@@ -478,8 +478,9 @@ zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn
     zkl__acquire_args a;
     zkl_status st;
     zkl__clear_err();
-    if (out)
-        *out = NULL;
+    if (!out)
+        return zkl__fail(ZKL_EINVAL, "zkl_leader_observe: out is NULL");
+    *out = NULL;
     if (!fn)
         return zkl__fail(ZKL_EINVAL, "zkl_leader_observe: fn is NULL");
     if (c && zkl__forked(c))
