@@ -58,40 +58,49 @@ zkl__req *zkl__req_multi_create(zkl__session *s, char *const *del, int ndel, con
     return sent(k, zkl__send_multi_create(s, k, del, ndel, path, data, len, mode), rc);
 }
 
-zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
-                            void *arg, int *rc)
+/* A new request of kind that sets watch w: NULL on no memory (w given back, *rc set). */
+static call *watched_new(zkl__session *s, zkl__watch *w, int kind, zkl__req_fn fn, void *arg,
+                         int *rc)
 {
     call *k = req_new(s, fn, arg);
-    int r;
     if (!k) {
         zkl__watch_settle(w, NULL, ZSYSTEMERROR);
         *rc = ZSYSTEMERROR;
         return NULL;
     }
-    zkl__count_request(s->c, ZKL__REQ_LIST);
-    r = ZKL_ZK(s, w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, zkl__on_strings, k)
-                    : zoo_aget_children(s->zh, path, 0, zkl__on_strings, k));
-    if (r != ZOK)
-        zkl__watch_settle(w, NULL, r);
-    return sent(k, r, rc);
+    zkl__count_request(s->c, kind);
+    return k;
+}
+
+/* The send of a request that sets watch w: w given back if it failed. */
+static zkl__req *watched_sent(call *k, zkl__watch *w, int send_rc, int *rc)
+{
+    if (send_rc != ZOK)
+        zkl__watch_settle(w, NULL, send_rc);
+    return sent(k, send_rc, rc);
+}
+
+zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
+                            void *arg, int *rc)
+{
+    call *k = watched_new(s, w, ZKL__REQ_LIST, fn, arg, rc);
+    if (!k)
+        return NULL;
+    return watched_sent(
+        k, w,
+        ZKL_ZK(s, w ? zoo_awget_children(s->zh, path, zkl__watch_fn, w, zkl__on_strings, k)
+                    : zoo_aget_children(s->zh, path, 0, zkl__on_strings, k)),
+        rc);
 }
 
 /* getData with watch w, its reply to done (the data dropped or kept). */
 static zkl__req *wget(zkl__session *s, const char *path, zkl__watch *w, data_completion_t done,
                       zkl__req_fn fn, void *arg, int *rc)
 {
-    call *k = req_new(s, fn, arg);
-    int r;
-    if (!k) {
-        zkl__watch_settle(w, NULL, ZSYSTEMERROR);
-        *rc = ZSYSTEMERROR;
+    call *k = watched_new(s, w, ZKL__REQ_GET, fn, arg, rc);
+    if (!k)
         return NULL;
-    }
-    zkl__count_request(s->c, ZKL__REQ_GET);
-    r = ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, done, k));
-    if (r != ZOK)
-        zkl__watch_settle(w, NULL, r);
-    return sent(k, r, rc);
+    return watched_sent(k, w, ZKL_ZK(s, zoo_awget(s->zh, path, zkl__watch_fn, w, done, k)), rc);
 }
 
 zkl__req *zkl__req_wget(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn, void *arg,
@@ -109,18 +118,11 @@ zkl__req *zkl__req_wget_data(zkl__session *s, const char *path, zkl__watch *w, z
 zkl__req *zkl__req_wexists(zkl__session *s, const char *path, zkl__watch *w, zkl__req_fn fn,
                            void *arg, int *rc)
 {
-    call *k = req_new(s, fn, arg);
-    int r;
-    if (!k) {
-        zkl__watch_settle(w, NULL, ZSYSTEMERROR);
-        *rc = ZSYSTEMERROR;
+    call *k = watched_new(s, w, ZKL__REQ_EXISTS, fn, arg, rc);
+    if (!k)
         return NULL;
-    }
-    zkl__count_request(s->c, ZKL__REQ_EXISTS);
-    r = ZKL_ZK(s, zoo_awexists(s->zh, path, zkl__watch_fn, w, zkl__on_stat_watch, k));
-    if (r != ZOK)
-        zkl__watch_settle(w, NULL, r);
-    return sent(k, r, rc);
+    return watched_sent(
+        k, w, ZKL_ZK(s, zoo_awexists(s->zh, path, zkl__watch_fn, w, zkl__on_stat_watch, k)), rc);
 }
 
 zkl__req *zkl__req_exists(zkl__session *s, const char *path, zkl__req_fn fn, void *arg, int *rc)
