@@ -589,18 +589,22 @@ static void teardown(run *r, bool release)
     zkl_client_close(client);
 }
 
-/* The lag the lease gives up, as given or found at open; a warning if the server would not say. */
-static void lag_found(run *r)
+/* The lag the lease gives up, as given or found at open; GO_ON, or 64 if the server would not say.
+ */
+static int lag_found(run *r)
 {
     zkl_lag_source source;
     int lag = zkl_client_ensemble_lag(client, &source);
     if (lag >= 0)
         r->a.ensemble_lag_ms = lag;
-    if (source == ZKL_LAG_ASSUMED)
-        fprintf(stderr,
-                "zklock: warning: the lease assumes a standalone server: the server does not tell "
-                "its settings (its 4lw.commands.whitelist leaves out conf). For an ensemble give "
-                "--ensemble-lag MS, its syncLimit x tickTime + tickTime/2\n");
+    if (source != ZKL_LAG_UNKNOWN)
+        return GO_ON;
+    fprintf(stderr,
+            "zklock: no lease can be bounded: the server does not tell its settings (it is one "
+            "of an ensemble, or answers neither srvr nor conf, which its "
+            "4lw.commands.whitelist leaves out). Give --ensemble-lag MS, its syncLimit x "
+            "tickTime + tickTime/2 (0 for a standalone server), or allow conf\n");
+    return ZKL_CLI_EXIT_USAGE;
 }
 
 /* Open the client (--list ends here), check the lease fits, make the lock. */
@@ -609,6 +613,7 @@ static int open_client(run *r)
     zkl_client_options o;
     zkl_status st;
     char err[256];
+    int code;
     zkl_client_options_init(&o);
     o.session_timeout_ms = r->a.session_timeout_ms;
     o.lease_margin_ms = r->a.lease_margin_ms;
@@ -622,13 +627,16 @@ static int open_client(run *r)
         return st == ZKL_EINVAL ? ZKL_CLI_EXIT_USAGE : ZKL_CLI_EXIT_UNAVAILABLE;
     }
     if (r->a.list || r->a.leader) {
-        int code = r->a.list    ? list_participants(&r->a)
-                   : r->a.watch ? watch_leader(&r->a)
-                                : print_leader(&r->a);
+        code = r->a.list    ? list_participants(&r->a)
+               : r->a.watch ? watch_leader(&r->a)
+                            : print_leader(&r->a);
         teardown(r, false);
         return code;
     }
-    lag_found(r);
+    if ((code = lag_found(r)) != GO_ON) {
+        teardown(r, false);
+        return code;
+    }
     /* the server may grant less than was asked: the lease must still fit */
     if (zkl_cli_lease_fit(&r->a, zkl_client_session_timeout(client), &r->grace, &r->kill_after, err,
                           sizeof err)) {

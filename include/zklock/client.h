@@ -211,10 +211,15 @@ typedef struct zkl_client_options {
      * of its own, at most ZKL_CONF_WAIT_MS): a member of an ensemble gives
      * its lag, a standalone server 0. A found lag that does not fit is
      * refused with ZKL_EINVAL, as a given one is. A server whose
-     * 4lw.commands.whitelist leaves conf out (or that does not answer)
-     * cannot say: the lease then assumes a standalone server, and zklock
-     * logs a warning once per process (ZKL_LOG_WARN) saying how to set the
-     * lag. zkl_client_ensemble_lag tells which of these happened.
+     * 4lw.commands.whitelist leaves conf out (the default since ZooKeeper
+     * 3.5.3, which allows only srvr) is asked `srvr`: one that says it is
+     * standalone has a lag of 0. One that says it is a member of an
+     * ensemble, or answers neither, leaves the lag unknown: the client
+     * opens (queries and observers work), but every acquire refuses with
+     * ZKL_EINVAL and a message saying how to set the lag, since no lease
+     * could be bounded (safe by default: docs/lease.md, "When the server
+     * will not say"); zklock logs that once per process (ZKL_LOG_WARN).
+     * zkl_client_ensemble_lag tells which of these happened.
      */
     int ensemble_lag_ms;
 } zkl_client_options;
@@ -294,8 +299,8 @@ int zkl_client_process_hints(zkl_client *c);
 /* Where the lease's ensemble lag came from (zkl_client_ensemble_lag). */
 typedef enum zkl_lag_source {
     ZKL_LAG_GIVEN = 0,   /* ensemble_lag_ms as the caller gave it (0: standalone) */
-    ZKL_LAG_FOUND = 1,   /* read from the server's `conf` at open */
-    ZKL_LAG_ASSUMED = 2, /* the server would not say: a standalone server is assumed (0) */
+    ZKL_LAG_FOUND = 1,   /* read from the server's `conf`, or its `srvr` said standalone (0) */
+    ZKL_LAG_UNKNOWN = 2, /* the server would not say: acquires refuse (ZKL_EINVAL) */
 } zkl_lag_source;
 
 /*

@@ -126,7 +126,9 @@ zkl_status zkl_latch_start(zkl_latch *l, zkl_leader_fn fn, void *userdata);
  * ZKL_ECANCELED (it left, or
  * never started), or the failure that made it stop taking part on its own
  * (joining again after a lost leadership or a failed wait could not start:
- * ZKL_ENOMEM, ZKL_ECLOSED), with its message. ZKL_EDEADLOCK from the client's worker or inside any
+ * ZKL_ENOMEM, ZKL_ECLOSED; or its wait was refused as set up, ZKL_EINVAL:
+ * no lease can be bounded, zklock/client.h's ensemble_lag_ms), with its
+ * message. ZKL_EDEADLOCK from the client's worker or inside any
  * callback of the client; with descriptor delivery, leadership is noted
  * when zkl_client_dispatch runs the report, so wait on another thread than
  * the loop's.

@@ -207,7 +207,7 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
     if (opts->ensemble_lag_ms ==
         ZKL_ENSEMBLE_LAG_FIND) { /* none until the server says (find_lag) */
         c->opts.ensemble_lag_ms = 0;
-        c->lag_source = ZKL_LAG_ASSUMED;
+        c->lag_source = ZKL_LAG_UNKNOWN;
     }
     c->hooks = hooks;
     if ((*st = hints_from_env(c)) != ZKL_OK) {
@@ -275,8 +275,11 @@ static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 
 /*
  * The lease's ensemble lag: as given, or asked of the server the session is
- * on (ZKL_ENSEMBLE_LAG_FIND). One that would not say leaves the lease
- * assuming a standalone server, which is said once per process.
+ * on (ZKL_ENSEMBLE_LAG_FIND): `conf` gives it; else `srvr`'s mode proves a
+ * standalone server (0). A member of an ensemble that will not tell its
+ * settings, or a server that answers neither, leaves it unknown: the client
+ * opens, and every acquire refuses (zkl__lag_unknown), since no lease can be
+ * bounded. That is said once per process, as it happens.
  */
 static zkl_status find_lag(zkl_client *c, zkl__session *s)
 {
@@ -284,6 +287,7 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     zkl__conf_answer a = ZKL__CONF_NO_ANSWER;
+    zkl__srvr_mode mode = ZKL__MODE_UNKNOWN;
     char where[INET6_ADDRSTRLEN + 8] = "?";
     int lag = 0;
     if (c->lag_source == ZKL_LAG_GIVEN)
@@ -292,23 +296,30 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
     if (ZKL_ZK(s, zookeeper_get_connected_host(s->zh, (struct sockaddr *)&ss, &len) != NULL)) {
         addr_text(&ss, where, sizeof where);
         a = zkl__conf_lag((struct sockaddr *)&ss, len, ZKL_CONF_WAIT_MS, &lag);
+        if (a != ZKL__CONF_ENSEMBLE && a != ZKL__CONF_STANDALONE)
+            mode = zkl__srvr_mode_of((struct sockaddr *)&ss, len, ZKL_CONF_WAIT_MS);
     }
     pthread_mutex_lock(&c->mu);
     c->opts.ensemble_lag_ms = lag;
     c->lag_source =
-        a == ZKL__CONF_ENSEMBLE || a == ZKL__CONF_STANDALONE ? ZKL_LAG_FOUND : ZKL_LAG_ASSUMED;
+        a == ZKL__CONF_ENSEMBLE || a == ZKL__CONF_STANDALONE || mode == ZKL__MODE_STANDALONE
+            ? ZKL_LAG_FOUND
+            : ZKL_LAG_UNKNOWN;
+    if (c->lag_source == ZKL_LAG_UNKNOWN)
+        snprintf(c->lag_note, sizeof c->lag_note, "the server at %s %s and %s", where,
+                 mode == ZKL__MODE_ENSEMBLE ? "is one of an ensemble (srvr)"
+                                            : "did not say what it is (srvr)",
+                 a == ZKL__CONF_REFUSED ? "does not allow the conf four-letter word"
+                                        : "did not answer the conf four-letter word in time");
     pthread_mutex_unlock(&c->mu);
     if (a == ZKL__CONF_ENSEMBLE)
         return lag_check(&c->opts, lag, "the ensemble's ");
-    if (a != ZKL__CONF_STANDALONE && !atomic_flag_test_and_set(&warned))
+    if (c->lag_source == ZKL_LAG_UNKNOWN && !atomic_flag_test_and_set(&warned))
         zkl__log(ZKL_LOG_WARN,
-                 "the lease assumes a standalone server: the server at %s %s. If it is "
-                 "one of an ensemble, set ensemble_lag_ms (the command's --ensemble-lag) to its "
-                 "syncLimit x tickTime + tickTime/2 in ms, or add conf to its "
-                 "4lw.commands.whitelist",
-                 where,
-                 a == ZKL__CONF_REFUSED ? "does not allow the conf four-letter word"
-                                        : "did not answer the conf four-letter word in time");
+                 "no lease can be bounded, so acquires will refuse: %s. Set ensemble_lag_ms "
+                 "(the command's --ensemble-lag) to its syncLimit x tickTime + tickTime/2 in ms "
+                 "(0 for a standalone server), or add conf to its 4lw.commands.whitelist",
+                 c->lag_note);
     return ZKL_OK;
 }
 

@@ -243,6 +243,14 @@ static void on_op(zkl_op *op, zkl_status st, const char *msg, void *ud)
         l->flags &= ~F_LEAVING;
         l->state = IDLE;
         pthread_cond_broadcast(&l->cv);
+    } else if (st == ZKL_EINVAL) { /* refused as set up (no lease can be bounded): no retry */
+        l->state = IDLE;
+        l->why = st;
+        free(l->why_msg);
+        l->why_msg = msg ? strdup(msg) : NULL;
+        zkl__log(ZKL_LOG_ERROR, "latch %s: stops taking part: %s", l->obj.path,
+                 msg ? msg : "out of memory");
+        pthread_cond_broadcast(&l->cv);
     } else { /* the wait failed (its session, memory): take part again */
         zkl__log(ZKL_LOG_WARN, "latch %s: joining again after: %s", l->obj.path,
                  st == ZKL_OK ? zkl_errmsg() : msg);

@@ -101,23 +101,50 @@ static ssize_t read_all(int fd, char *buf, size_t cap, int64_t deadline)
     return (ssize_t)got;
 }
 
+/* Ask the server at addr four-letter word (4 bytes); its reply in reply (NUL-terminated), or -1. */
+static ssize_t ask(const struct sockaddr *addr, socklen_t len, const char *word, char *reply,
+                   size_t cap, int timeout_ms)
+{
+    int64_t deadline = zkl__now_ms() + timeout_ms;
+    ssize_t n = -1;
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && connect_by(fd, addr, len, deadline) &&
+        send(fd, word, 4, MSG_NOSIGNAL) == 4) /* a fresh socket's buffer takes 4 bytes */
+        n = read_all(fd, reply, cap - 1, deadline);
+    if (fd >= 0)
+        close(fd);
+    if (n >= 0)
+        reply[n] = '\0';
+    return n;
+}
+
 zkl__conf_answer zkl__conf_lag(const struct sockaddr *addr, socklen_t len, int timeout_ms,
                                int *lag_ms)
 {
-    int64_t deadline = zkl__now_ms() + timeout_ms;
-    zkl__conf_answer answer = ZKL__CONF_NO_ANSWER;
     char reply[ZKL_CONF_REPLY_MAX + 1];
-    ssize_t n = -1;
-    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     *lag_ms = 0;
-    if (fd >= 0 && connect_by(fd, addr, len, deadline) &&
-        send(fd, "conf", 4, MSG_NOSIGNAL) == 4) /* a fresh socket's buffer takes 4 bytes */
-        n = read_all(fd, reply, ZKL_CONF_REPLY_MAX, deadline);
-    if (n > 0) {
-        reply[n] = '\0';
-        answer = zkl__conf_parse(reply, lag_ms);
-    }
-    if (fd >= 0)
-        close(fd);
-    return answer;
+    if (ask(addr, len, "conf", reply, sizeof reply, timeout_ms) <= 0)
+        return ZKL__CONF_NO_ANSWER;
+    return zkl__conf_parse(reply, lag_ms);
+}
+
+zkl__srvr_mode zkl__srvr_parse(const char *reply)
+{
+    const char *m = strstr(reply, "Mode: ");
+    if (!m || (m != reply && m[-1] != '\n'))
+        return ZKL__MODE_UNKNOWN;
+    m += 6;
+    if (!strncmp(m, "standalone", 10))
+        return ZKL__MODE_STANDALONE;
+    if (!strncmp(m, "leader", 6) || !strncmp(m, "follower", 8) || !strncmp(m, "observer", 8))
+        return ZKL__MODE_ENSEMBLE;
+    return ZKL__MODE_UNKNOWN; /* read-only, or a word of a later version */
+}
+
+zkl__srvr_mode zkl__srvr_mode_of(const struct sockaddr *addr, socklen_t len, int timeout_ms)
+{
+    char reply[ZKL_CONF_REPLY_MAX + 1];
+    if (ask(addr, len, "srvr", reply, sizeof reply, timeout_ms) <= 0)
+        return ZKL__MODE_UNKNOWN;
+    return zkl__srvr_parse(reply);
 }

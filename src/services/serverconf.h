@@ -1,7 +1,7 @@
 /*
  * serverconf.h - what a server says of its own settings: the `conf`
  * four-letter word, asked on a plain TCP connection of its own, where the
- * server's 4lw.commands.whitelist allows it. The lease needs the ensemble's
+ * server's 4lw.commands.whitelist allows it, and else `srvr`'s mode. The lease needs the ensemble's
  * reporting lag, syncLimit x tickTime + tickTime/2 (docs/lease.md), and a
  * client told nothing would otherwise assume a standalone server.
  *
@@ -26,5 +26,21 @@ zkl__conf_answer zkl__conf_lag(const struct sockaddr *addr, socklen_t len, int t
 
 /* The lag of a `conf` reply (text, NUL-terminated), as above. */
 zkl__conf_answer zkl__conf_parse(const char *reply, int *lag_ms);
+
+/*
+ * What `srvr` (in every server's default whitelist since 3.5.3) says a
+ * server is: its "Mode:" line. Standalone proves a lag of 0; a member of
+ * an ensemble without `conf` leaves its lag unknown.
+ */
+typedef enum zkl__srvr_mode {
+    ZKL__MODE_UNKNOWN,    /* no reply, refused, or no mode we know */
+    ZKL__MODE_STANDALONE, /* "Mode: standalone" */
+    ZKL__MODE_ENSEMBLE,   /* "Mode: leader", "follower" or "observer" */
+} zkl__srvr_mode;
+
+/* Ask the server at addr its mode; at most timeout_ms. */
+zkl__srvr_mode zkl__srvr_mode_of(const struct sockaddr *addr, socklen_t len, int timeout_ms);
+/* The mode of a `srvr` reply (text, NUL-terminated). */
+zkl__srvr_mode zkl__srvr_parse(const char *reply);
 
 #endif

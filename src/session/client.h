@@ -208,7 +208,8 @@ struct zkl_client {
     int handles;    /* live lock objects made on this client */
     int writes_out; /* async guarded writes sent, not yet reported (core/async/write.c) */
     int granted_timeout;
-    zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or assumed at open */
+    zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or unknown (set at open) */
+    char lag_note[160];        /* unknown: why, for the acquires' refusal */
     /* acquires started from now on use the in-process room (core/engine/inproc.h):
      * zkl_client_set_process_hints, ZKL_PROCESS_HINTS */
     _Atomic bool process_hints;

@@ -30,7 +30,7 @@ Test(client, open_and_close)
 /* A standalone server that allows `conf` says it has no ensemble lag. */
 Test(client, the_lease_lag_is_read_from_the_server)
 {
-    zkl_lag_source source = ZKL_LAG_ASSUMED;
+    zkl_lag_source source = ZKL_LAG_UNKNOWN;
     zkl_client *c = zkt_client(0);
     cr_assert_eq(zkl_client_ensemble_lag(c, &source), 0);
     cr_assert_eq(source, ZKL_LAG_FOUND);
