@@ -301,6 +301,9 @@ typedef enum zkl_lag_source {
     ZKL_LAG_GIVEN = 0,   /* ensemble_lag_ms as the caller gave it (0: standalone) */
     ZKL_LAG_FOUND = 1,   /* read from the server's `conf`, or its `srvr` said standalone (0) */
     ZKL_LAG_UNKNOWN = 2, /* the server would not say: acquires refuse (ZKL_EINVAL) */
+    /* the name of 0.1.0, when an unknown lag was taken as 0 (a standalone
+     * server) with a warning; kept so that old sources build */
+    ZKL_LAG_ASSUMED = ZKL_LAG_UNKNOWN,
 } zkl_lag_source;
 
 /*
