@@ -284,7 +284,9 @@ zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn
  * callbacks and without descriptor delivery, it also waits (a round trip,
  * at most 10 s) for the observer's steps to end, so that
  * the client can close at once; elsewhere the observer goes when they end,
- * on the worker. ZKL_EINVAL for NULL.
+ * on the worker (with descriptor delivery, a telling still queued is
+ * dropped at the next zkl_client_dispatch, and zkl_client_close refuses,
+ * ZKL_EBUSY, until then). ZKL_EINVAL for NULL.
  */
 zkl_status zkl_observer_destroy(zkl_observer *o);
 

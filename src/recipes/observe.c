@@ -195,7 +195,10 @@ static zkl__step_result restart(zkl__acq *op)
     if (op->s)
         zkl__session_put(op->s);
     op->s = NULL;
+    /* a pause unless the session's news comes first: a dying session that
+     * the client still counts alive would only fail each look at once */
     op->until = zkl__now_ms() + zkl__retry_delay_ms(op->restarts++, 4);
+    op->since_gen = zkl__state_gen(op->c);
     op->step = step_start;
     return ZKL__STEP_AGAIN;
 }
