@@ -15,7 +15,11 @@
  *
  *   holder --zk HOSTS --kind mutex|read|write|sem|latch|counter|command|read-counter
  *          --path PATH --who NAME --log FILE [--session-timeout MS]
- *          [--lag MS] [--sem-max N] [--seed N]
+ *          [--lag MS] [--sem-max N] [--seed N] [--careless 1]
+ *
+ * --careless 1 is the checkers' own test (scripts/nemesis --careless): the
+ * holder believes each hold to its planned end, whatever is_held says, as a
+ * client without a lease would.
  *
  * "command" is the COMMAND that zklock(1) runs: it logs B at start and L
  * every 10 ms (its belief ends at its last L, as SIGTERM or SIGKILL from
@@ -43,6 +47,7 @@
 static FILE *out;
 static const char *kind = "", *who = "", *path = "";
 static volatile sig_atomic_t stop;
+static int careless; /* the checkers' own test: believe a hold to its planned end */
 static unsigned seed;
 static int64_t last_beat;
 
@@ -93,25 +98,70 @@ typedef struct hold_ops {
     zkl_status (*release)(void *obj);
 } hold_ops;
 
-static zkl_status m_acq(void *o, int t) { return zkl_mutex_acquire(o, t); }
-static bool m_held(void *o) { return zkl_mutex_is_held(o); }
-static zkl_status m_rem(void *o, int64_t *ms) { return zkl_mutex_lease_remaining(o, ms); }
-static zkl_status m_tok(void *o, int64_t *t) { return zkl_mutex_fencing_token(o, t); }
-static zkl_status m_rel(void *o) { return zkl_mutex_release(o); }
+static zkl_status m_acq(void *o, int t)
+{
+    return zkl_mutex_acquire(o, t);
+}
+static bool m_held(void *o)
+{
+    return zkl_mutex_is_held(o);
+}
+static zkl_status m_rem(void *o, int64_t *ms)
+{
+    return zkl_mutex_lease_remaining(o, ms);
+}
+static zkl_status m_tok(void *o, int64_t *t)
+{
+    return zkl_mutex_fencing_token(o, t);
+}
+static zkl_status m_rel(void *o)
+{
+    return zkl_mutex_release(o);
+}
 static const hold_ops mutex_ops = {m_acq, m_held, m_rem, m_tok, m_rel};
 
-static zkl_status r_acq(void *o, int t) { return zkl_rwlock_read_acquire(o, t); }
-static bool r_held(void *o) { return zkl_rwlock_read_is_held(o); }
-static zkl_status r_rem(void *o, int64_t *ms) { return zkl_rwlock_read_lease_remaining(o, ms); }
-static zkl_status r_tok(void *o, int64_t *t) { return zkl_rwlock_read_fencing_token(o, t); }
-static zkl_status r_rel(void *o) { return zkl_rwlock_read_release(o); }
+static zkl_status r_acq(void *o, int t)
+{
+    return zkl_rwlock_read_acquire(o, t);
+}
+static bool r_held(void *o)
+{
+    return zkl_rwlock_read_is_held(o);
+}
+static zkl_status r_rem(void *o, int64_t *ms)
+{
+    return zkl_rwlock_read_lease_remaining(o, ms);
+}
+static zkl_status r_tok(void *o, int64_t *t)
+{
+    return zkl_rwlock_read_fencing_token(o, t);
+}
+static zkl_status r_rel(void *o)
+{
+    return zkl_rwlock_read_release(o);
+}
 static const hold_ops read_ops = {r_acq, r_held, r_rem, r_tok, r_rel};
 
-static zkl_status w_acq(void *o, int t) { return zkl_rwlock_write_acquire(o, t); }
-static bool w_held(void *o) { return zkl_rwlock_write_is_held(o); }
-static zkl_status w_rem(void *o, int64_t *ms) { return zkl_rwlock_write_lease_remaining(o, ms); }
-static zkl_status w_tok(void *o, int64_t *t) { return zkl_rwlock_write_fencing_token(o, t); }
-static zkl_status w_rel(void *o) { return zkl_rwlock_write_release(o); }
+static zkl_status w_acq(void *o, int t)
+{
+    return zkl_rwlock_write_acquire(o, t);
+}
+static bool w_held(void *o)
+{
+    return zkl_rwlock_write_is_held(o);
+}
+static zkl_status w_rem(void *o, int64_t *ms)
+{
+    return zkl_rwlock_write_lease_remaining(o, ms);
+}
+static zkl_status w_tok(void *o, int64_t *t)
+{
+    return zkl_rwlock_write_fencing_token(o, t);
+}
+static zkl_status w_rel(void *o)
+{
+    return zkl_rwlock_write_release(o);
+}
 static const hold_ops write_ops = {w_acq, w_held, w_rem, w_tok, w_rel};
 
 /* A semaphore's one lease, kept beside its semaphore. */
@@ -125,8 +175,14 @@ static zkl_status s_acq(void *o, int t)
     sem_hold *h = o;
     return zkl_semaphore_acquire(h->s, t, &h->lease);
 }
-static bool s_held(void *o) { return zkl_lease_is_valid(((sem_hold *)o)->lease); }
-static zkl_status s_rem(void *o, int64_t *ms) { return zkl_lease_remaining(((sem_hold *)o)->lease, ms); }
+static bool s_held(void *o)
+{
+    return zkl_lease_is_valid(((sem_hold *)o)->lease);
+}
+static zkl_status s_rem(void *o, int64_t *ms)
+{
+    return zkl_lease_remaining(((sem_hold *)o)->lease, ms);
+}
 static zkl_status s_tok(void *o, int64_t *t)
 {
     (void)o;
@@ -153,15 +209,24 @@ static zkl_status l_acq(void *o, int t)
         (void)zkl_latch_leave(o, ZKL_LATCH_SILENT);
     return st;
 }
-static bool l_held(void *o) { return zkl_latch_is_leader(o); }
+static bool l_held(void *o)
+{
+    return zkl_latch_is_leader(o);
+}
 static zkl_status l_rem(void *o, int64_t *ms)
 {
     (void)o;
     *ms = -1; /* the latch's lease is not read out: is_leader is its flag */
     return ZKL_OK;
 }
-static zkl_status l_tok(void *o, int64_t *t) { return zkl_latch_token(o, t); }
-static zkl_status l_rel(void *o) { return zkl_latch_leave(o, ZKL_LATCH_SILENT); }
+static zkl_status l_tok(void *o, int64_t *t)
+{
+    return zkl_latch_token(o, t);
+}
+static zkl_status l_rel(void *o)
+{
+    return zkl_latch_leave(o, ZKL_LATCH_SILENT);
+}
 static const hold_ops latch_ops = {l_acq, l_held, l_rem, l_tok, l_rel};
 
 /* The counter: read PATH-counter, then set it to value + 1 at the version read, guarded. */
@@ -189,9 +254,9 @@ static void increment(zkl_mutex *m, zhandle_t *zh)
     s = zkl_mutex_guarded_write(m, &w, 1, &failed);
     /* ok: applied; no: not applied (lost, or the version moved); amb: maybe */
     say("C %s %s %ld\n",
-        s == ZKL_OK                                                            ? "ok"
+        s == ZKL_OK                                                           ? "ok"
         : s == ZKL_ELOST || s == ZKL_ENOTOWNER || (s == ZKL_EZK && w.rc != 0) ? "no"
-                                                                               : "amb",
+                                                                              : "amb",
         who, v);
 }
 
@@ -212,7 +277,7 @@ static void hold_once(const hold_ops *ops, void *obj, zkl_mutex *m, zhandle_t *z
     until = t0 + (20 + (int64_t)(rand_r(&seed) % 281)) * 1000;
     for (;;) {
         int64_t t = now_us();
-        if (!ops->held(obj))
+        if (!careless && !ops->held(obj))
             break;
         if (ops->remaining(obj, &ms) == ZKL_OK && ms >= 0) {
             lease_end = t + ms * 1000;
@@ -226,7 +291,7 @@ static void hold_once(const hold_ops *ops, void *obj, zkl_mutex *m, zhandle_t *z
         beat();
     }
     t1 = now_us();
-    if (!ops->held(obj) && lease_end < t1)
+    if (!careless && !ops->held(obj) && lease_end < t1)
         t1 = lease_end; /* found lost: the belief ended with the lease as last read */
     (void)ops->release(obj);
     say("H %s %s %lld %lld %lld\n", kind, who, (long long)t0, (long long)t1, (long long)token);
@@ -282,6 +347,8 @@ int main(int argc, char **argv)
             sem_max = atoi(v);
         else if (!strcmp(k, "--seed"))
             seed = (unsigned)atoi(v);
+        else if (!strcmp(k, "--careless"))
+            careless = atoi(v);
         else
             return fprintf(stderr, "holder: unknown option %s\n", k), 2;
     }
