@@ -378,13 +378,12 @@ int main(int argc, char **argv)
     /* growth beyond the soak's own record of every hold */
     first = heap_mid - heap_start - (log_mid - log_start);
     second = heap_end - heap_mid - (log_end - log_mid);
-    printf(
-        "soak: %d sessions for %d s: %d acquisitions, %d expiries injected, %d LOST reported, "
-        "%d holds lost with their session, %d violations, %d token regressions, %d znodes "
-        "leaked, heap in use %ld -> %ld KiB (beyond the soak's own hold log: %+ld KiB in the "
-        "first half, %+ld KiB in the second)\n",
-        sessions, seconds, acquisitions, expiries, lost_reported, lost_holds, bad, regressions,
-        leaks, heap_start, heap_end, first, second);
+    printf("soak: %d sessions for %d s: %d acquisitions, %d expiries injected, %d LOST reported, "
+           "%d holds lost with their session, %d violations, %d token regressions, %d znodes "
+           "leaked, heap in use %ld -> %ld KiB (beyond the soak's own hold log: %+ld KiB in the "
+           "first half, %+ld KiB in the second)\n",
+           sessions, seconds, acquisitions, expiries, lost_reported, lost_holds, bad, regressions,
+           leaks, heap_start, heap_end, first, second);
 #define CHECK(cond, what)                                                                          \
     do {                                                                                           \
         if (cond) {                                                                                \
