@@ -282,6 +282,8 @@ static void hold_once(const hold_ops *ops, void *obj, zkl_mutex *m, zhandle_t *z
         if (ops->remaining(obj, &ms) == ZKL_OK && ms >= 0) {
             lease_end = t + ms * 1000;
             say("L %lld %lld\n", (long long)t, (long long)lease_end);
+        } else {
+            say("L %lld 0\n", (long long)t); /* (a latch: held as of t) */
         }
         if (m && zh && t < until)
             increment(m, zh);
