@@ -381,6 +381,7 @@ int main(int argc, char **argv)
     signal(SIGINT, on_term);
     signal(SIGPIPE, SIG_IGN);
     zkl_log_set(NULL, ZKL_LOG_ERROR, NULL);
+    beat(); /* its life begins: a restarted client's gap ends here */
     if (zkl_client_open(zk, &o, &c) != ZKL_OK) {
         fprintf(stderr, "holder %s: %s\n", who, zkl_errmsg());
         return 3;
