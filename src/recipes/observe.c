@@ -171,13 +171,7 @@ static zkl__step_result step_list(zkl__acq *op);
 static bool arm(zkl__acq *op, const char *name)
 {
     zkl__armed_clear(&op->prim);
-    op->prim.name = name ? strdup(name) : NULL;
-    if ((name && !op->prim.name) || !(op->prim.w = zkl__watch_new(op->s))) {
-        zkl__armed_clear(&op->prim);
-        return false;
-    }
-    zkl__watch_notify(op->prim.w, zkl__acq_ready_locked_fn, op);
-    return true;
+    return zkl__armed_new(op, &op->prim, name);
 }
 
 /* Let go of the place's requests and watch (the session stays). */

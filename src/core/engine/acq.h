@@ -278,5 +278,7 @@ bool zkl__acq_canceled(zkl__acq *op);
 /* The op stopped retrying: canceled (ZKL_ECANCELED) or past its deadline (ZKL_ETIMEDOUT). */
 zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing);
 void zkl__armed_clear(zkl__armed *x);
+/* A new watch token in slot x (clear; name: the child's, NULL: the child list) that readies op. */
+bool zkl__armed_new(zkl__acq *op, zkl__armed *x, const char *name);
 
 #endif

@@ -194,6 +194,17 @@ bool zkl__acq_changed(zkl__acq *op)
     return changed;
 }
 
+bool zkl__armed_new(zkl__acq *op, zkl__armed *x, const char *name)
+{
+    x->name = name ? strdup(name) : NULL;
+    if ((name && !x->name) || !(x->w = zkl__watch_new(op->s))) {
+        zkl__armed_clear(x);
+        return false;
+    }
+    zkl__watch_notify(x->w, zkl__acq_ready_locked_fn, op);
+    return true;
+}
+
 void zkl__armed_clear(zkl__armed *x)
 {
     if (x->w)

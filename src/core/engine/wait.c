@@ -97,18 +97,6 @@ static bool armed_keep(zkl__armed *x, const char *name, uint64_t gen)
     return false;
 }
 
-/* A new token for slot x (the child name, or NULL for the child list) that readies op. */
-static bool arm_new(zkl__acq *op, zkl__armed *x, const char *name)
-{
-    x->name = name ? strdup(name) : NULL;
-    if ((name && !x->name) || !(x->w = zkl__watch_new(op->s))) {
-        zkl__armed_clear(x);
-        return false;
-    }
-    zkl__watch_notify(x->w, zkl__acq_ready_locked_fn, op);
-    return true;
-}
-
 /* Outcome of looking at one listing. */
 enum look { LOOK_HOLDS, LOOK_GONE, LOOK_WAIT, LOOK_RELIST };
 
@@ -351,7 +339,7 @@ static void arm_one(zkl__acq *op, zkl__armed *x, const char *name, int i)
         op->rcs[i] = ZNOTHING;
         return;
     }
-    if (arm_new(op, x, name) && (path = zkl__path_join(op->a.path, name))) {
+    if (zkl__armed_new(op, x, name) && (path = zkl__path_join(op->a.path, name))) {
         k = zkl__req_wget(op->s, path, x->w, zkl__acq_notify, op, &rc);
         free(path);
     } else if (x->w) {
@@ -453,7 +441,7 @@ static zkl__step_result arm_children(zkl__acq *op)
     zkl__armed_clear(&op->prim);
     zkl__armed_clear(&op->ahead);
     zkl__armed_clear(&op->self);
-    if (arm_new(op, &op->prim, NULL))
+    if (zkl__armed_new(op, &op->prim, NULL))
         k = zkl__req_children(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
     op->step = step_armed_children;
