@@ -29,6 +29,9 @@ struct zkl_client;
     /* faults */                                                                                   \
     X(CREATE_SEND_LOST)  /* a create fails with connection loss before it is sent */               \
     X(CREATE_REPLY_LOST) /* a successful create's reply is lost */                                 \
+    X(CREATE_LANDS_LATE) /* a create's reply is lost, and the create, pending at the ensemble's    \
+                            leader, lands only when the next sync goes through it: a listing       \
+                            before that (a follower behind) does not show it */                    \
     X(NEXT_UUID)         /* io: char[37], the UUID of this protected create; answer 1 if set */    \
     X(DELETE_LOST)       /* a foreground lock-node delete fails with connection loss */            \
     X(BG_DELETE_LOST)    /* a background delete try fails so (c->mu held) */                       \

@@ -120,6 +120,13 @@ int zkl__zk_delete(zkl__session *s, const char *path)
     return wait_void(k, rc);
 }
 
+int zkl__zk_sync(zkl__session *s, const char *path)
+{
+    int rc;
+    zkl__req *k = zkl__req_sync(s, path, NULL, NULL, &rc);
+    return wait_void(k, rc);
+}
+
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len)
 {
     call *k = zkl__call_new(s);

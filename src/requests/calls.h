@@ -25,6 +25,8 @@ int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);
 int zkl__zk_delete(zkl__session *s, const char *path);
+/* sync: what this session reads next is no older than the leader's commits before it */
+int zkl__zk_sync(zkl__session *s, const char *path);
 int zkl__zk_set(zkl__session *s, const char *path, const void *data, int len);
 
 /*

@@ -109,12 +109,16 @@ void zkl__bg_delete(zkl_client *c, const char *path, const char *prefix)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Every child of d->path with d->prefix; ZOK when none is left. */
+/* Every child of d->path with d->prefix; ZOK when none is left. The
+ * listing goes behind a sync: a create of ours still pending at the leader
+ * may be missing from a follower's listing (core/engine/create.c). */
 static int delete_prefixed(zkl__session *s, const bgdel *d)
 {
     zkl__names kids = {0};
     size_t i;
-    int rc = zkl__zk_children(s, d->path, &kids);
+    int rc = zkl__zk_sync(s, d->path);
+    if (rc == ZOK)
+        rc = zkl__zk_children(s, d->path, &kids);
     if (rc == ZNONODE)
         return ZOK;
     for (i = 0; i < kids.n && rc == ZOK; i++) {

@@ -170,6 +170,34 @@ Test(faults, lost_create_reply_is_adopted_once)
     free(path);
 }
 
+/*
+ * The nemesis run of seed 202 (docs/RELIABILITY.md): a create proposed just
+ * before the ensemble's leader stepped down lost its reply; the listing
+ * that looked for it came from a follower that had logged the proposal but
+ * not applied it, so it said "never landed"; the new leader then applied
+ * it. The session's orphan node stood at the head of the election for
+ * eight minutes. CREATE_LANDS_LATE is that server: the create shows only
+ * once a sync has gone through the leader.
+ */
+Test(faults, a_create_that_lands_after_a_listing_missed_it_is_not_orphaned)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("lateland");
+    zkl_mutex *m;
+    cr_assert_eq(zkt_make_path(zh, path, 0), ZOK);
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_create_lands_late(c, 1);
+    ok(zkl_mutex_acquire(m, 8000), "acquire through a create that landed late");
+    cr_assert_eq(zkt_children_settle(zh, path, 1), 1, "an orphan of the late create was left");
+    ok(zkl_mutex_release(m), "release");
+    cr_assert_eq(zkt_children_settle(zh, path, 0), 0, "a node was left after the release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
 Test(faults, lost_create_reply_twice_still_one_node)
 {
     zkl_client *c = zkt_client(0);

@@ -41,7 +41,8 @@ static _Atomic int many_clients = -1;
 static int counted(zkl__fault_site site)
 {
     return site == ZKL__FAULT_CREATE_SEND_LOST || site == ZKL__FAULT_CREATE_REPLY_LOST ||
-           site == ZKL__FAULT_DELETE_LOST || site == ZKL__FAULT_BG_DELETE_LOST;
+           site == ZKL__FAULT_CREATE_LANDS_LATE || site == ZKL__FAULT_DELETE_LOST ||
+           site == ZKL__FAULT_BG_DELETE_LOST;
 }
 
 /* c's record (NULL: none); mu held. */

@@ -264,6 +264,11 @@ void zkt_fault_create_reply_lost(zkl_client *c, int n)
     zkt_fault_set(c, ZKL__FAULT_CREATE_REPLY_LOST, n);
 }
 
+void zkt_fault_create_lands_late(zkl_client *c, int n)
+{
+    zkt_fault_set(c, ZKL__FAULT_CREATE_LANDS_LATE, n);
+}
+
 void zkt_fault_create_send_lost(zkl_client *c, int n)
 {
     zkt_fault_set(c, ZKL__FAULT_CREATE_SEND_LOST, n);

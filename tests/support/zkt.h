@@ -90,6 +90,7 @@ void zkt_fault_set(zkl_client *c, zkl__fault_site site, int value);
 /* Shorthands of it. */
 void zkt_fault_create_reply_lost(zkl_client *c, int n);
 void zkt_fault_create_send_lost(zkl_client *c, int n);
+void zkt_fault_create_lands_late(zkl_client *c, int n);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
 void zkt_fault_delete_lost(zkl_client *c, int n);
 void zkt_fault_bg_delete_lost(zkl_client *c, int n);
