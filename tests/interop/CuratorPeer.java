@@ -32,6 +32,15 @@
 //   latch-hold PATH ID SECONDS                  LeaderLatch with id ID: print "LEADING <node>"
 //                                               once it leads, hold SECONDS, close, print "LEFT"
 //   leader PATH                                 LeaderLatch.getLeader(): "LEADER <id>", or "NONE"
+//   nemesis KIND PATH WHO LOG                   scripts/nemesis's Curator participant, KIND mutex
+//                                               (InterProcessMutex) or latch (LeaderLatch): holds
+//                                               again and again until SIGTERM, 20 to 300 ms each,
+//                                               and logs as tests/nemesis/holder.c does (B, H, Z
+//                                               lines, CLOCK_MONOTONIC in us, which is what
+//                                               System.nanoTime reads on Linux). As Curator's docs
+//                                               ask of a careful user, a hold's belief ends at
+//                                               the first SUSPENDED or LOST after the grant (a
+//                                               latch's, too, at hasLeadership() false).
 //
 // The first four and latch ("loop commands") run --threads N threads (default 1), each
 // with its own CuratorFramework, i.e. its own ZooKeeper session. Options may
@@ -175,6 +184,7 @@ public class CuratorPeer {
             case "selector" -> { arity(a, 4, 5, "selector PATH ROUNDS LOG [HOLD_MS]"); selector(a.get(1), toInt(a.get(2), "ROUNDS"), a.get(3), holdMs(a, 4)); }
             case "latch-hold" -> { arity(a, 4, 4, "latch-hold PATH ID SECONDS"); latchHold(a.get(1), a.get(2), toDouble(a.get(3), "SECONDS")); }
             case "leader" -> { arity(a, 2, 2, "leader PATH"); leader(a.get(1)); }
+            case "nemesis" -> { arity(a, 5, 5, "nemesis KIND PATH WHO LOG"); nemesis(a.get(1), a.get(2), a.get(3), a.get(4)); }
             default -> throw new Failure(2, "unknown command (mutex, read, write, semaphore, "
                     + "hold-revocable, revoke, hold, participants, downgrade, latch, latch-hold, leader, "
                     + "latch-until-lost, selector)");
@@ -189,6 +199,90 @@ public class CuratorPeer {
             InterProcessMutex lock = new InterProcessMutex(client, path);
             lockRounds(lock, path, "M", rounds, events, index, holdMs);
         });
+    }
+
+    static volatile boolean nemesisStop;
+
+    static long monoUs() { return System.nanoTime() / 1000; }
+
+    static void nap(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** One line, in one write() of an O_APPEND file (as the C holder's). */
+    static synchronized void say(FileOutputStream out, String line) {
+        try {
+            out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        } catch (IOException ignore) {
+            // the log is the only output: nothing to tell
+        }
+    }
+
+    static void nemesis(String kind, String path, String who, String log) throws Exception {
+        if (!kind.equals("mutex") && !kind.equals("latch")) throw new Failure(2, "KIND is mutex or latch");
+        FileOutputStream out = new FileOutputStream(log, true);
+        Thread main = Thread.currentThread();
+        // SIGTERM: the hold in hand ends (logged), then the session closes;
+        // the client is not in clients, so the common hook cannot close it
+        // under a hold that is still believed.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            nemesisStop = true;
+            try { main.join(5000); } catch (InterruptedException ignore) { /* on the way out */ }
+        }));
+        Thread beats = new Thread(() -> {
+            while (true) {
+                say(out, "Z " + monoUs());
+                nap(250);
+            }
+        });
+        beats.setDaemon(true);
+        beats.start();
+        java.util.concurrent.atomic.AtomicLong suspendedUs = new java.util.concurrent.atomic.AtomicLong(0);
+        CuratorFramework client = CuratorFrameworkFactory.newClient(zk, SESSION_TIMEOUT_MS, CONNECTION_TIMEOUT_MS,
+                new ExponentialBackoffRetry(100, 5));
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (!state.isConnected()) suspendedUs.set(monoUs());
+        });
+        client.start();
+        java.util.Random rng = new java.util.Random(ProcessHandle.current().pid());
+        InterProcessMutex mutex = kind.equals("mutex") ? new InterProcessMutex(client, path) : null;
+        while (!nemesisStop) {
+            LeaderLatch latch = null;
+            try {
+                long asked = monoUs();
+                if (mutex != null) {
+                    if (!mutex.acquire(20, TimeUnit.SECONDS)) continue;
+                } else {
+                    latch = new LeaderLatch(client, path, who);
+                    latch.start();
+                    if (!latch.await(20, TimeUnit.SECONDS)) { latch.close(); continue; }
+                }
+                long t0 = monoUs(), t1 = t0, plan = t0 + 1000L * (20 + rng.nextInt(281));
+                if (suspendedUs.get() >= asked) { /* told of a suspension on the way: not believed */
+                    if (mutex != null) mutex.release(); else latch.close();
+                    continue;
+                }
+                say(out, "B curator-" + kind + " " + who + " " + t0 + " 0");
+                while ((t1 = monoUs()) < plan) {
+                    long s = suspendedUs.get();
+                    if (s >= t0) { t1 = s; break; }
+                    if (latch != null && !latch.hasLeadership() || nemesisStop) break;
+                    nap(5);
+                }
+                say(out, "H curator-" + kind + " " + who + " " + t0 + " " + t1 + " 0");
+                if (mutex != null) mutex.release(); else latch.close();
+            } catch (Exception e) {
+                if (latch != null) try { latch.close(); } catch (Exception ignore) { /* its session is gone */ }
+                nap(100);
+            }
+            nap(rng.nextInt(50));
+        }
+        client.close();
+        say(out, "Z " + monoUs() + " end");
     }
 
     static void latch(String path, int rounds, String log, int holdMs) throws Exception {

@@ -30,6 +30,7 @@
  * 20 s and tries again. SIGTERM ends the loop after the current hold; the
  * exit status is 0, or 2 for bad arguments, 3 if the client cannot open.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include "faultproxy.h"
 #include "zklock/zklock.h"
 
 static FILE *out;
@@ -50,6 +52,53 @@ static volatile sig_atomic_t stop;
 static int careless; /* the checkers' own test: believe a hold to its planned end */
 static unsigned seed;
 static int64_t last_beat;
+
+/* --proxy 1: the session goes through the tests' TCP proxy, one per server,
+ * in this process, so that the nemesis can slow the link: SIGUSR1 sets
+ * every chunk's delay to the milliseconds in LOG.delay, SIGUSR2 ends it. */
+#define MAX_SERVERS 8
+static fp_proxy *proxies[MAX_SERVERS];
+static int nproxies;
+static const char *logname;
+
+/* The connect string through a proxy per server (static), or NULL. */
+static const char *proxied(const char *zk)
+{
+    static char hosts[MAX_SERVERS * 32];
+    char buf[1024], *save = NULL, *h;
+    snprintf(buf, sizeof buf, "%s", zk);
+    hosts[0] = '\0';
+    for (h = strtok_r(buf, ",", &save); h && nproxies < MAX_SERVERS;
+         h = strtok_r(NULL, ",", &save)) {
+        if (!(proxies[nproxies] = fp_start(h)))
+            return NULL;
+        snprintf(hosts + strlen(hosts), sizeof hosts - strlen(hosts), "%s%s", nproxies ? "," : "",
+                 fp_connect_string(proxies[nproxies]));
+        nproxies++;
+    }
+    return hosts;
+}
+
+static void *slow_link(void *arg)
+{
+    sigset_t *set = arg;
+    char name[600];
+    for (;;) {
+        int sig = 0, ms = 0, i;
+        FILE *f;
+        if (sigwait(set, &sig) != 0)
+            continue;
+        snprintf(name, sizeof name, "%s.delay", logname);
+        if (sig == SIGUSR1 && (f = fopen(name, "r"))) {
+            if (fscanf(f, "%d", &ms) != 1)
+                ms = 0;
+            fclose(f);
+        }
+        for (i = 0; i < nproxies; i++)
+            fp_delay(proxies[i], ms);
+    }
+    return NULL;
+}
 
 static int64_t now_us(void)
 {
@@ -316,7 +365,7 @@ static int command_main(void)
 
 int main(int argc, char **argv)
 {
-    const char *zk = NULL, *logname = NULL;
+    const char *zk = NULL;
     zkl_client_options o;
     zkl_client *c;
     zhandle_t *zh = NULL;
@@ -324,8 +373,10 @@ int main(int argc, char **argv)
     void *obj = NULL;
     zkl_mutex *m = NULL;
     sem_hold sh = {NULL, NULL};
-    int i, sem_max = 2;
+    int i, sem_max = 2, proxy = 0;
     zkl_status st = ZKL_OK;
+    sigset_t usr;
+    pthread_t slow;
     zkl_client_options_init(&o);
     o.session_timeout_ms = 10000;
     seed = (unsigned)getpid();
@@ -351,6 +402,8 @@ int main(int argc, char **argv)
             seed = (unsigned)atoi(v);
         else if (!strcmp(k, "--careless"))
             careless = atoi(v);
+        else if (!strcmp(k, "--proxy"))
+            proxy = atoi(v);
         else
             return fprintf(stderr, "holder: unknown option %s\n", k), 2;
     }
@@ -382,6 +435,16 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     zkl_log_set(NULL, ZKL_LOG_ERROR, NULL);
     beat(); /* its life begins: a restarted client's gap ends here */
+    sigemptyset(&usr);
+    sigaddset(&usr, SIGUSR1);
+    sigaddset(&usr, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr, NULL); /* (before any thread: slow_link takes them) */
+    if (proxy) {
+        const char *via = proxied(zk);
+        if (!via || pthread_create(&slow, NULL, slow_link, &usr) != 0)
+            return fprintf(stderr, "holder %s: no proxy\n", who), 3;
+        zk = via;
+    }
     if (zkl_client_open(zk, &o, &c) != ZKL_OK) {
         fprintf(stderr, "holder %s: %s\n", who, zkl_errmsg());
         return 3;
