@@ -4,7 +4,9 @@
  * The public limits (ZKL_SESSION_TIMEOUT_MIN_MS and _MAX_MS, ZKL_NODE_DATA_MAX,
  * ZKL_SEMAPHORE_MANY_MAX, ZKL_CONF_WAIT_MS, ZKL_CLIENT_NAME_MAX) are in the
  * public headers, and the protocol's own sizes (ZKL_PATH_MAX, Curator's
- * sequence digits and prefix) beside the code that reads them.
+ * sequence digits and prefix) beside the code that reads them, and uthash's
+ * first table size in base/hash.h (it must follow uthash's own definition;
+ * measured there).
  */
 #ifndef ZKL_BASE_TUNING_H
 #define ZKL_BASE_TUNING_H
@@ -13,6 +15,7 @@
 
 /* Connection events queued for the state callback (events): past this, the
  * oldest goes; only a callback stuck for this many events is behind. */
+/* Not measured: a guess. */
 #define ZKL_EVQ_MAX 64
 /* The worker's idle wake-up (us): a safety net, every phase saying when it is
  * next due. At 1 s, 1024 clients in one process spent 77 ms of CPU a second
@@ -22,6 +25,7 @@
  * a round trip against ZooKeeper; a server that is not ZooKeeper can keep
  * libzookeeper_mt's I/O thread in a blocking recv (3.8.0 leaves tv_usec
  * unset), and the rest then finishes in the background. */
+/* Not measured: a guess, a round trip of a loaded server and then some. */
 #define ZKL_CLOSE_WAIT_MS 2000
 /* Blocking waits leave the futex hash (sleep on eventfds, session/sleep.c) from
  * this many clients in the process, without a private futex hash... */
@@ -48,38 +52,89 @@
  * a moment before is gone (services/chroot.c): an empty container the
  * server reaped, or another client's delete. Each time needs a delete in a
  * window of one round trip; the acquire's deadline bounds them too. */
+/* Not measured: a guess; no test has needed more than one. */
 #define ZKL_CHROOT_RESTARTS 5
+
+/* How long zkl_client_close lets released nodes' deletes land before it
+ * closes the handle (ms): a round trip, or a connection-loss completion,
+ * comes well within it. Not measured: a guess, two round trips of a
+ * loaded ensemble and then some. */
+#define ZKL_CLOSE_DRAIN_MS 2000
+/* A new session that could not be made (no memory, no handle) is tried
+ * again after this (ms). Not measured: a guess; the failure is rare and
+ * the retry cheap. */
+#define ZKL_SESSION_REOPEN_MS 500
+/* The first pause of the background retries (zkl__retry_delay_ms, ms),
+ * doubled per failure up to the caller's cap: the deletes of
+ * services/cleanup.c. Not measured: a guess, a round trip's order. */
+#define ZKL_RETRY_FIRST_MS 50
 
 /* ---- the st transport (session/transport.c) ---- */
 
+/* Handles the poller polls in one round (a client's live sessions: one,
+ * two while a new session replaces the old); the rest wait a round. */
+#define ZKL_POLL_HANDLES_MAX 8
+
 /* The poller's longest sleep (ms) when no handle asks for sooner: a safety
  * net, every handle's zookeeper_interest saying when it is next due. */
+/* Not measured: a guess. */
 #define ZKL_POLLER_MAX_SLEEP_MS 1000
 /* ... and while a handle has no socket yet (connecting between servers). */
+/* Not measured: a guess, shorter than any connect. */
 #define ZKL_POLLER_NO_SOCKET_MS 50
 /* A session's events deferred at once without allocating: the poller
  * delivers after every zookeeper_process, which reports one or two; past
  * this an event's delivery is allocated. */
+/* Not measured: a guess, four times what one round reports. */
 #define ZKL_SESSION_EVENTS_HELD 8
 /* A data reply copied without allocating (bytes), for a completion run
  * after the handle is let go (requests/calls.c): at least the revocation
  * marker's length. */
+/* Not measured: the revocation marker fits (a static assert in services/revoke.c). */
 #define ZKL_TRAMP_VALUE_INLINE 32
 /* A pumped handle's (the chroot maker's) longest sleep (ms). */
+/* Not measured: a guess. */
 #define ZKL_PUMP_MAX_SLEEP_MS 50
 
 /* ---- requests ---- */
 
 /* Slots of a session's shared-listing table (requests/shared.c), by path hash. */
+/* Not measured: a guess; a session waits on a few paths at once. */
 #define ZKL_LIST_SLOTS 16
 /* A listing's block from this size (bytes) is mapped on its own, not taken
  * from malloc: the delivering threads' arenas pinned freed blocks' pages, and a
  * line of 1000 waits over 64 sessions kept about 1.5 KB of RSS a wait more. */
 #define ZKL_NAMES_MAP_MIN (16 * 1024)
 /* Held-back deletes one create's multi may carry. */
+/* Not measured: a guess; a release is held back at most a millisecond, so
+ * more than a few rarely wait. */
 #define ZKL_MULTI_MAX 8
 /* The least time an acquire's calls get (ms), whatever its timeout. */
+/* Not measured: a guess, a round trip of a loaded server and then some. */
 #define ZKL_CALL_MIN_MS 1000
+/* How long an acquire that gives up waits for its own node's delete (ms)
+ * before the worker takes it over (core/engine/grant.c). Not measured: a
+ * guess, a round trip of a loaded server and then some. */
+#define ZKL_GIVE_UP_DELETE_MS 2000
+/* Parents an acquire makes (as containers) before it gives up: levels of
+ * one path (a path has at most ZKL_PATH_MAX / 2)... */
+#define ZKL_PARENT_LEVELS_MAX 1024
+/* ... and times the parents are made again because an acquire's create
+ * still found one missing (a container reaped, another client's delete). */
+#define ZKL_PARENT_TRIES 10
+
+/* Lock nodes one guarded write checks, at most (a multilock's members):
+ * each check is an op of one multi. Not measured: a guess. */
+#define ZKL_GUARD_CHECKS_MAX 64
+
+/* ---- the engine (core/engine/engine.c) ---- */
+
+/* Operations run in one turn of the worker's engine phase: the rest are
+ * left for the next turn, so a burst of ready operations does not hold off
+ * the worker's other phases (the lease's renewal). Not measured: a guess. */
+#define ZKL_ENGINE_TURN_OPS 64
+/* The deadline heap's first size (entries), doubled as it fills. */
+#define ZKL_ENGINE_HEAP_FIRST 64
 
 /* ---- releases ---- */
 
@@ -87,6 +142,9 @@
  * client to carry (us): an uncontended hold's... */
 #define ZKL_HOLD_BACK_ALONE_US 1000
 /* ... and a hold with others in line, whom every microsecond keeps waiting. */
+/* Not measured as values: a guess each. That the hold-back pays is measured
+ * in benchmarks/README.md (lockbench's hand-off rows, the hold-back on and
+ * off). */
 #define ZKL_HOLD_BACK_CONTENDED_US 100
 
 /* ---- the in-process room (core/engine/inproc.c, core/engine/wait.c) ---- */
@@ -101,6 +159,7 @@
 /* Nodes made remembered per line (about 200 bytes each, freed with the
  * line's last acquire): a line of a thousand waiters of this process, and
  * some. The oldest noted goes first, ringing its waiter's bell. */
+/* Not measured: a guess, sized for lockbench's lines of 1000. */
 #define ZKL_INPROC_MADE 4096
 /* How long a joiner awaits the note of the node ahead of it (ms): in a burst
  * of 1024 sessions on 2 CPUs notes came a few hundred ms late; at 100 ms, 38
@@ -117,9 +176,24 @@
  * no leader after these). */
 #define ZKL_OBSERVE_RELISTS 5
 
+/* ---- the lease (services/lease.c, docs/lease.md) ---- */
+
+/* The default lease margin is T / ZKL_LEASE_MARGIN_DIV + ZKL_LEASE_MARGIN_MS,
+ * at most T / 4 (option lease_margin_ms overrides it): room for the
+ * clock's and the scheduler's lateness between a reply and the holder's
+ * stop. At T = 2 s the holder stopped 679 to 875 ms before its expiry in
+ * the partition rounds (docs/RELIABILITY.md, "Partitions: exclusion on the
+ * clock"). */
+#define ZKL_LEASE_MARGIN_DIV 10
+#define ZKL_LEASE_MARGIN_MS 200
+/* A renewal still in flight, or not sent, is looked at again after this
+ * (ms). Not measured: a guess, well under any lease's room. */
+#define ZKL_LEASE_RETRY_MS 100
+
 /* ---- metrics ---- */
 
 /* Series of gone lock objects kept per client (core/objects/series.h). */
+/* Not measured: a guess. */
 #define ZKL_SERIES_KEPT 256
 
 /* ---- recipes ---- */
@@ -128,6 +202,7 @@
  * (ms), so that the latch is freed before it returns: a delete on the way,
  * answered within a round trip, or the connection's loss. Past it, the last
  * report frees the latch (recipes/latch.c). */
+/* Not measured: a guess, the default session timeout. */
 #define ZKL_LATCH_SETTLE_MS 10000
 /* The same for zkl_observer_destroy (ms): its steps end within a round trip
  * of the cancel, or at the connection's loss (recipes/observe.c). Not
@@ -136,5 +211,12 @@
 /* The longest back-off zkl_latch_yield takes (ms): an hour, past which a
  * leader that means to stay out should leave instead. */
 #define ZKL_LATCH_BACKOFF_MAX_MS 3600000
+/* How often a blocked zkl_latch_await looks at its lease (ms): a lease
+ * that runs out turns leadership off with no signal. Not measured: a
+ * guess; it bounds how late await notices, not the leader's stop. */
+#define ZKL_LATCH_LOOK_MS 100
+/* Locks one multilock takes at most. Not measured: a bound on the
+ * caller's array, far above any use seen. */
+#define ZKL_MULTILOCK_MAX 1024
 
 #endif

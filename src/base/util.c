@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/util.h"
+#include "base/tuning.h"
 
 zkl_status zkl__uuid4(char out[37])
 {
@@ -131,7 +132,7 @@ uint64_t zkl__thread_id(void)
 
 int64_t zkl__retry_delay_ms(int failures, int max_doublings)
 {
-    return 50LL << (failures < max_doublings ? failures : max_doublings);
+    return (int64_t)ZKL_RETRY_FIRST_MS << (failures < max_doublings ? failures : max_doublings);
 }
 
 /* A bounded run: shared by the waiter and the thread, freed by the last. */

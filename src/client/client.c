@@ -471,7 +471,7 @@ zkl_status zkl_client_close(zkl_client *c)
      * their replies and leak its own record of them (the server deletes the
      * nodes with the session anyway). Also while reconnecting: the reply, or
      * a connection-loss completion, comes within the bound. */
-    (void)zkl__cleanup_drain(c, zkl__now_ms() + 2000, false);
+    (void)zkl__cleanup_drain(c, zkl__now_ms() + ZKL_CLOSE_DRAIN_MS, false);
     zkl__clear_err();
     zkl__worker_stop(c);
     s = c->sess;

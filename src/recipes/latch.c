@@ -568,7 +568,9 @@ zkl_status zkl_latch_await(zkl_latch *l, int timeout_ms)
         }
         /* a lease that ran out turns leads_locked false with no signal: look again */
         zkl__cond_wait_until(&l->cv, &l->mu,
-                             deadline < zkl__now_ms() + 100 ? deadline : zkl__now_ms() + 100);
+                             deadline < zkl__now_ms() + ZKL_LATCH_LOOK_MS
+                                 ? deadline
+                                 : zkl__now_ms() + ZKL_LATCH_LOOK_MS);
     }
     l->awaiting--;
     pthread_cond_broadcast(&l->cv);

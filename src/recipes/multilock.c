@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "base/tuning.h"
 #include "core/async/async.h"
 #include "core/engine/guarded.h"
 #include "core/objects/lockobj.h"
@@ -275,9 +276,10 @@ zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op
     if ((st = zkl__check_timeout(timeout_ms, what)) != ZKL_OK)
         return st;
     pthread_mutex_lock(&ml->mu);
-    if (ml->n == 0 || ml->n > 1024) {
+    if (ml->n == 0 || ml->n > ZKL_MULTILOCK_MAX) {
         pthread_mutex_unlock(&ml->mu);
-        return zkl__fail(ZKL_EINVAL, "%s: the set is empty (or has over 1024 members)", what);
+        return zkl__fail(ZKL_EINVAL, "%s: the set is empty (or has over %d members)", what,
+                         ZKL_MULTILOCK_MAX);
     }
     if ((st = distinct_locked(ml, what)) != ZKL_OK) {
         pthread_mutex_unlock(&ml->mu);

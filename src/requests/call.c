@@ -44,6 +44,19 @@ call *zkl__call_new(zkl__session *s)
     return k;
 }
 
+/* A new call whose requester is told by fn(arg) when it is done (pending.c, shared.c). */
+call *zkl__call_new_told(zkl__session *s, void (*fn)(void *arg), void *arg)
+{
+    call *k = zkl__call_new(s);
+    if (!k)
+        return NULL;
+    pthread_mutex_lock(&k->mu);
+    k->notify = fn;
+    k->arg = arg;
+    pthread_mutex_unlock(&k->mu);
+    return k;
+}
+
 /*
  * Marked after zkl__call_new handed the call over, so handed over again: the
  * delivery reads the mark (ThreadSanitizer cannot see through the

@@ -48,6 +48,8 @@ typedef struct zkl__call {
 void zkl__count_request(zkl_client *c, int kind);
 /* A new call on session s (the before-send hook runs first); NULL on no memory. */
 call *zkl__call_new(zkl__session *s);
+/* The same, its requester told by fn(arg) when it is done (a ZooKeeper delivery, no lock held). */
+call *zkl__call_new_told(zkl__session *s, void (*fn)(void *arg), void *arg);
 /* The call's answer will renew the lease (a write or a sync). */
 void zkl__call_proves(call *k);
 void zkl__call_free(call *k);

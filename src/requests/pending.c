@@ -11,18 +11,6 @@
 #include "session/transport.h"
 #include "requests/pending.h"
 
-static zkl__req *req_new(zkl__session *s, zkl__req_fn fn, void *arg)
-{
-    call *k = zkl__call_new(s);
-    if (!k)
-        return NULL;
-    pthread_mutex_lock(&k->mu);
-    k->notify = fn;
-    k->arg = arg;
-    pthread_mutex_unlock(&k->mu);
-    return k;
-}
-
 /* The request, if the send worked; else NULL with *rc (the completion will never run). */
 static zkl__req *sent(call *k, int send_rc, int *rc)
 {
@@ -35,7 +23,7 @@ static zkl__req *sent(call *k, int send_rc, int *rc)
 
 #define NEW_OR_FAIL(k, s, fn, arg, rc)                                                             \
     do {                                                                                           \
-        if (!((k) = req_new((s), (fn), (arg)))) {                                                  \
+        if (!((k) = zkl__call_new_told((s), (fn), (arg)))) {                                       \
             *(rc) = ZSYSTEMERROR;                                                                  \
             return NULL;                                                                           \
         }                                                                                          \
@@ -62,7 +50,7 @@ zkl__req *zkl__req_multi_create(zkl__session *s, char *const *del, int ndel, con
 static call *watched_new(zkl__session *s, zkl__watch *w, int kind, zkl__req_fn fn, void *arg,
                          int *rc)
 {
-    call *k = req_new(s, fn, arg);
+    call *k = zkl__call_new_told(s, fn, arg);
     if (!k) {
         zkl__watch_settle(w, NULL, ZSYSTEMERROR);
         *rc = ZSYSTEMERROR;

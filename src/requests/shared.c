@@ -172,20 +172,6 @@ static void listing_answered(lgroup *g, int rc, int reply_rc, zkl__names kids)
     zkl__names_free(&kids);
 }
 
-/* A follower: a call of its own (zkl__call_new: held-back deletes go out
- * first, as before any request) that no request stands behind. */
-static call *follower_new(zkl__session *s, zkl__req_fn fn, void *arg)
-{
-    call *k = zkl__call_new(s);
-    if (!k)
-        return NULL;
-    pthread_mutex_lock(&k->mu);
-    k->notify = fn;
-    k->arg = arg;
-    pthread_mutex_unlock(&k->mu);
-    return k;
-}
-
 /* Add f to g's next listing; false on no memory. g->l->mu held. */
 static bool join_next(lgroup *g, call *f)
 {
@@ -281,7 +267,9 @@ zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_f
     size_t len, slot = slot_of(path, &len);
     if (!l) /* no memory for the table: a listing of our own */
         return zkl__req_children(s, path, NULL, fn, arg, rc);
-    if (!(f = follower_new(s, fn, arg))) { /* (before the lock: the hook sends) */
+    /* a follower: a call of its own (held-back deletes go out first, as
+     * before any request) that no request stands behind */
+    if (!(f = zkl__call_new_told(s, fn, arg))) { /* (before the lock: the hook sends) */
         *rc = ZSYSTEMERROR;
         return NULL;
     }

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "base/tsan.h"
 #include "base/util.h"
+#include "base/tuning.h"
 #include "requests/calls.h"
 
 /* Tests count the lease's own requests apart from the lock's (base/fault.h). */
@@ -46,7 +47,7 @@ static int64_t timeout_ms(const zkl_client *c)
 
 int64_t zkl__lease_margin_ms(const zkl_client *c)
 {
-    int64_t t = timeout_ms(c), m = t / 10 + 200;
+    int64_t t = timeout_ms(c), m = t / ZKL_LEASE_MARGIN_DIV + ZKL_LEASE_MARGIN_MS;
     if (c->opts.lease_margin_ms > 0)
         return c->opts.lease_margin_ms;
     return m < t / 4 ? m : t / 4;
@@ -241,9 +242,9 @@ static int64_t renew_locked(zkl_client *c, int64_t now)
     if (c->lease->renew_at > now)
         return c->lease->renew_at;
     if (c->lease->renewing)
-        return now + 100; /* still in flight */
+        return now + ZKL_LEASE_RETRY_MS; /* still in flight */
     r = malloc(sizeof *r);
-    c->lease->renew_at = now + (r ? renew_interval_ms(c) : 100);
+    c->lease->renew_at = now + (r ? renew_interval_ms(c) : ZKL_LEASE_RETRY_MS);
     if (!r)
         return c->lease->renew_at;
     r->c = c;
@@ -259,7 +260,7 @@ static int64_t renew_locked(zkl_client *c, int64_t now)
     pthread_mutex_lock(&c->mu);
     if (rc != ZOK) {
         c->lease->renewing = false;
-        c->lease->renew_at = zkl__now_ms() + 100; /* not sent: try again soon */
+        c->lease->renew_at = zkl__now_ms() + ZKL_LEASE_RETRY_MS; /* not sent: try again soon */
         free(r);
     }
     return 0;

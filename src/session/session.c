@@ -20,6 +20,7 @@
 #include "base/tsan.h"
 #include "base/util.h"
 #include "base/wakefd.h"
+#include "base/tuning.h"
 #include "session/client.h"
 #include "session/transport.h"
 
@@ -328,7 +329,7 @@ static void replace_locked(zkl_client *c)
     pthread_mutex_lock(&c->mu);
     if (!s) {
         zkl__log(ZKL_LOG_ERROR, "could not open a new session; retrying");
-        zkl__cond_wait_until(&c->wcv, &c->mu, zkl__now_ms() + 500);
+        zkl__cond_wait_until(&c->wcv, &c->mu, zkl__now_ms() + ZKL_SESSION_REOPEN_MS);
         return;
     }
     old->retired = true;

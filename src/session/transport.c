@@ -341,15 +341,13 @@ void zkl__pumped_close(zkl__pumped *p)
 
 /* ---- the poller ---- */
 
-#define POLL_MAX 8
-
 static void *poller_main(void *arg)
 {
     zkl_client *c = arg;
     for (;;) {
-        zkl__session *ss[POLL_MAX];
-        struct pollfd p[POLL_MAX + 1];
-        int ev[POLL_MAX];
+        zkl__session *ss[ZKL_POLL_HANDLES_MAX];
+        struct pollfd p[ZKL_POLL_HANDLES_MAX + 1];
+        int ev[ZKL_POLL_HANDLES_MAX];
         int n = 0, i, stall, timeout = ZKL_POLLER_MAX_SLEEP_MS;
         zkl__delivery *q;
         pthread_mutex_lock(&c->mu);
@@ -357,7 +355,7 @@ static void *poller_main(void *arg)
             pthread_mutex_unlock(&c->mu);
             break;
         }
-        for (zkl__session *s = c->live; s && n < POLL_MAX; s = s->lnext) {
+        for (zkl__session *s = c->live; s && n < ZKL_POLL_HANDLES_MAX; s = s->lnext) {
             s->refs++;
             ss[n++] = s;
         }

@@ -74,7 +74,8 @@ typedef struct kind {
 } kind;
 
 /* On the client's worker: what would wait for the worker refuses (a
- * guarded write waits for ZooKeeper's completion thread, not the worker). */
+ * guarded write waits for its reply's delivery by the client's poller, not
+ * for the worker). */
 #define ON_WORKER                                                                                  \
     {                                                                                              \
         ZKL_EBUSY, ZKL_OK, ZKL_EDEADLOCK, ZKL_EDEADLOCK, ZKL_EINVAL, ZKL_OK, ZKL_OK, ZKL_OK,       \

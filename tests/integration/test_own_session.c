@@ -8,8 +8,9 @@
  * node that no longer exists. Each round checks that an acquire that returns
  * OK holds a node of a live session, never one of the expired session.
  *
- * Rounds run with the client's session events on time, and delayed on the
- * completion thread (a loaded machine: the race is then certain to be open).
+ * Rounds run with the client's session events on time, and delayed in their
+ * delivery (EVENT_DELAY_MS: a loaded machine; the race is then certain to
+ * be open).
  */
 #include <criterion/criterion.h>
 #include <pthread.h>

@@ -16,6 +16,7 @@
 #include "base/seq.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "base/tuning.h"
 #include "core/engine/acq.h"
 #include "core/engine/inproc.h"
 #include "requests/rc.h"
@@ -123,7 +124,7 @@ static zkl__step_result step_mkdir_done(zkl__acq *op)
         return ZKL__STEP_YIELD;
     rc = op->rcs[0];
     zkl__acq_untrack(op);
-    if (++op->mk_at > 1024) /* bounded, whatever the server answers */
+    if (++op->mk_at > ZKL_PARENT_LEVELS_MAX) /* bounded, whatever the server answers */
         return after_parents(op, rc == ZNODEEXISTS ? ZOK : rc);
     if (rc == ZNONODE) { /* its parent is missing too: that first */
         len = zkl__path_parent_len(op->mk);
@@ -160,7 +161,7 @@ static zkl__step_result step_mkdir(zkl__acq *op)
 /* The parent is missing: make it (and the chroot, if that is what is missing). */
 static zkl__step_result make_parents(zkl__acq *op)
 {
-    if (++op->parents > 10)
+    if (++op->parents > ZKL_PARENT_TRIES)
         return zkl__acq_fail(op, zkl__from_zk(ZNONODE, "create parents of", op->a.path));
     free(op->mk);
     if (!(op->mk = strdup(op->a.path)))

@@ -38,6 +38,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"
+#include "base/tuning.h"
 #include "core/engine/acq.h"
 #include "core/engine/inproc.h"
 #include "services/chroot.h"
@@ -102,7 +103,7 @@ static bool heap_update(struct zkl__engine *e, zkl__acq *op)
     if (op->wake_ms == INT64_MAX)
         return true;
     if (e->heap_n == e->heap_cap) {
-        size_t cap = e->heap_cap ? e->heap_cap * 2 : 64;
+        size_t cap = e->heap_cap ? e->heap_cap * 2 : ZKL_ENGINE_HEAP_FIRST;
         zkl__acq **h = realloc(e->heap, cap * sizeof(zkl__acq *));
         if (!h)
             return false;
@@ -363,7 +364,7 @@ static int64_t engine_turn(zkl_client *c, int64_t now_us)
     }
     if (!e->ready)
         return e->heap_n ? e->heap[0]->wake_ms * 1000 : INT64_MAX;
-    for (n = 0; n < 64 && e->ready; n++) {
+    for (n = 0; n < ZKL_ENGINE_TURN_OPS && e->ready; n++) {
         zkl__acq *op = e->ready;
         e->ready = op->rnext;
         if (!e->ready)

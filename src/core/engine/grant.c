@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "base/tuning.h"
 #include "core/engine/acq.h"
 #include "core/engine/inproc.h"
 #include "requests/rc.h"
@@ -191,7 +192,7 @@ zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st)
         return ZKL__STEP_YIELD;
     }
     zkl__acq_track(op, k, ZOK);
-    op->call_until = zkl__now_ms() + 2000;
+    op->call_until = zkl__now_ms() + ZKL_GIVE_UP_DELETE_MS;
     op->step = step_deleted;
     return ZKL__STEP_AGAIN;
 }

@@ -7,12 +7,10 @@
 
 #include <stddef.h>
 
+#include "base/tuning.h"
 #include "core/engine/hold.h"
 #include "session/client.h"
 #include "zklock/guard.h"
-
-/* Lock nodes one transaction checks, at most (a multilock's members). */
-#define ZKL_GUARD_CHECKS_MAX 64
 
 /*
  * The writes w[0..n) in one multi behind a check of each of holds[0..nh)
