@@ -28,7 +28,8 @@
  *
  * A hold lasts 20 to 300 ms, checked every 5 ms; a wait gives up after
  * 20 s and tries again. SIGTERM ends the loop after the current hold; the
- * exit status is 0, or 2 for bad arguments, 3 if the client cannot open.
+ * exit status is 0, or 2 for bad arguments, 3 if the client cannot open
+ * for bad arguments (one that finds no server tries again until stopped).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -445,9 +446,14 @@ int main(int argc, char **argv)
             return fprintf(stderr, "holder %s: no proxy\n", who), 3;
         zk = via;
     }
-    if (zkl_client_open(zk, &o, &c) != ZKL_OK) {
+    /* A client that starts while no quorum is in reach (a restart during
+     * other faults) tries again, as a program would: only bad arguments end it. */
+    while ((st = zkl_client_open(zk, &o, &c)) != ZKL_OK) {
         fprintf(stderr, "holder %s: %s\n", who, zkl_errmsg());
-        return 3;
+        if (st == ZKL_EINVAL || stop)
+            return 3;
+        sleep_ms(500);
+        beat();
     }
     if (!strcmp(kind, "mutex") || !strcmp(kind, "counter")) {
         st = zkl_mutex_create(c, path, &m);
