@@ -46,7 +46,7 @@ struct zkl_client;
     X(HANDOVER_MS)       /* st: a thread leaving c's handle sleeps before it hands the poller      \
                             what it deferred (no lock) */                                          \
     X(DELIVER_STALL_MS)  /* st: c's poller, with replies in hand, sleeps before it delivers        \
-                            them (its round_mu held) */                                            \
+                            them (its pl.round_mu held) */                                         \
     X(GONE_STALL_MS)     /* a node watch told of its node's delete sleeps this long before its     \
                             callback, on the worker (no lock) */                                   \
     /* points */                                                                                   \

@@ -105,46 +105,46 @@ static void client_free(zkl_client *c)
         return;
     zkl__poller_stop(c); /* (after its last session: finish_close, finish_open_failed) */
     (void)ZKL_FAULT(c, FREED, NULL);
-    zkl__acl_free(&c->acl);
+    zkl__acl_free(&c->cfg.acl);
     if (c->hooks.engine_free)
         c->hooks.engine_free(c);
     if (c->hooks.series_free)
         c->hooks.series_free(c);
-    free(c->name);
+    free(c->tally.name);
     zkl__cleanup_free(c);
     zkl__revs_free(c);
     zkl__lease_free(c);
     if (c->locks_ready) {
         pthread_mutex_destroy(&c->mu);
-        pthread_mutex_destroy(&c->round_mu);
+        pthread_mutex_destroy(&c->pl.round_mu);
         pthread_cond_destroy(&c->cv);
-        pthread_cond_destroy(&c->wcv);
-        pthread_mutex_destroy(&c->listen_mu);
+        pthread_cond_destroy(&c->wk.cv);
+        pthread_mutex_destroy(&c->lsn.mu);
     }
-    free(c->listeners);
-    free(c->connect);
-    free(c->auth_digest);
-    free(c->node_data);
+    free(c->lsn.v);
+    free(c->cfg.connect);
+    free(c->cfg.auth_digest);
+    free(c->cfg.node_data);
     free(c);
 }
 
 /* The caller's strings, copied: connect, digest, node data (default: our address). */
 static zkl_status copy_strings(zkl_client *c, const char *connect, const zkl_client_options *o)
 {
-    c->connect = strdup(connect);
-    c->auth_digest = o->auth_digest ? strdup(o->auth_digest) : NULL;
+    c->cfg.connect = strdup(connect);
+    c->cfg.auth_digest = o->auth_digest ? strdup(o->auth_digest) : NULL;
     if (o->node_data) {
-        c->node_data = malloc(o->node_data_len ? o->node_data_len : 1);
-        if (c->node_data)
-            memcpy(c->node_data, o->node_data, o->node_data_len);
-        c->node_data_len = (int)o->node_data_len;
+        c->cfg.node_data = malloc(o->node_data_len ? o->node_data_len : 1);
+        if (c->cfg.node_data)
+            memcpy(c->cfg.node_data, o->node_data, o->node_data_len);
+        c->cfg.node_data_len = (int)o->node_data_len;
     } else {
         char ip[64];
         zkl__local_address(ip, sizeof ip);
-        c->node_data = strdup(ip);
-        c->node_data_len = (int)strlen(ip);
+        c->cfg.node_data = strdup(ip);
+        c->cfg.node_data_len = (int)strlen(ip);
     }
-    if (!c->connect || (o->auth_digest && !c->auth_digest) || !c->node_data)
+    if (!c->cfg.connect || (o->auth_digest && !c->cfg.auth_digest) || !c->cfg.node_data)
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     return ZKL_OK;
 }
@@ -153,12 +153,12 @@ static void init_locks(zkl_client *c)
 {
     pthread_mutexattr_t ma;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->round_mu, NULL);
+    pthread_mutex_init(&c->pl.round_mu, NULL);
     zkl__cond_init(&c->cv);
-    zkl__cond_init(&c->wcv);
+    zkl__cond_init(&c->wk.cv);
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&c->listen_mu, &ma);
+    pthread_mutex_init(&c->lsn.mu, &ma);
     pthread_mutexattr_destroy(&ma);
     c->locks_ready = true;
 }
@@ -188,7 +188,7 @@ static zkl_status hints_from_env(zkl_client *c)
         return zkl__fail(
             ZKL_EINVAL,
             "zkl_client_open: ZKL_PROCESS_HINTS is \"%s\" in the environment: on or off", v);
-    atomic_store(&c->process_hints, on);
+    atomic_store(&c->cfg.process_hints, on);
     return ZKL_OK;
 }
 
@@ -200,27 +200,27 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
         *st = zkl__fail(ZKL_ENOMEM, "out of memory");
         return NULL;
     }
-    c->opts = *opts;
-    c->opts.auth_digest = NULL;
-    c->opts.node_data = NULL;
-    c->opts.acl = NULL;
+    c->cfg.opts = *opts;
+    c->cfg.opts.auth_digest = NULL;
+    c->cfg.opts.node_data = NULL;
+    c->cfg.opts.acl = NULL;
     if (opts->ensemble_lag_ms ==
         ZKL_ENSEMBLE_LAG_FIND) { /* none until the server says (find_lag) */
-        c->opts.ensemble_lag_ms = 0;
-        c->lag_source = ZKL_LAG_UNKNOWN;
+        c->cfg.opts.ensemble_lag_ms = 0;
+        c->cfg.lag_source = ZKL_LAG_UNKNOWN;
     }
     c->hooks = hooks;
     if ((*st = hints_from_env(c)) != ZKL_OK) {
         free(c);
         return NULL;
     }
-    c->next_epoch = 1;
-    c->created = zkl__unix_s();
-    c->wfd = c->afd = -1; /* the worker's, made when it starts */
+    c->conn.next_epoch = 1;
+    c->tally.created = zkl__unix_s();
+    c->wk.wfd = c->wk.afd = -1; /* the worker's, made when it starts */
     init_locks(c);
     *st = copy_strings(c, connect, opts);
     if (*st == ZKL_OK)
-        *st = zkl__acl_copy(&c->acl, opts->acl, opts->acl_len);
+        *st = zkl__acl_copy(&c->cfg.acl, opts->acl, opts->acl_len);
     if (*st == ZKL_OK)
         *st = zkl__cleanup_init(c);
     if (*st == ZKL_OK)
@@ -237,14 +237,14 @@ static zkl_client *client_new(const char *connect, const zkl_client_options *opt
 /* Wait for the first session to connect; its handle is closed if it does not. */
 static zkl_status await_connected(zkl_client *c, zkl__session *s, const char *connect)
 {
-    int64_t deadline = zkl__now_ms() + c->opts.connect_timeout_ms;
+    int64_t deadline = zkl__now_ms() + c->cfg.opts.connect_timeout_ms;
     bool connected, refused;
     pthread_mutex_lock(&c->mu);
-    while (!c->connected && !s->expired) {
+    while (!c->conn.connected && !s->expired) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT)
             break;
     }
-    connected = c->connected;
+    connected = c->conn.connected;
     refused = s->expired;
     zkl__events_clear_locked(c); /* CONNECTED is the caller's to see through the return value */
     pthread_mutex_unlock(&c->mu);
@@ -253,7 +253,7 @@ static zkl_status await_connected(zkl_client *c, zkl__session *s, const char *co
     if (refused)
         return zkl__fail(ZKL_EAUTH, "server refused the session on '%.200s'", connect);
     return zkl__fail(ZKL_ECONNECT, "no ZooKeeper server at '%.200s' answered within %d ms", connect,
-                     c->opts.connect_timeout_ms);
+                     c->cfg.opts.connect_timeout_ms);
 }
 
 /* "host:port" of addr, for a message. */
@@ -290,7 +290,7 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
     zkl__srvr_mode mode = ZKL__MODE_UNKNOWN;
     char where[INET6_ADDRSTRLEN + 8] = "?";
     int lag = 0;
-    if (c->lag_source == ZKL_LAG_GIVEN)
+    if (c->cfg.lag_source == ZKL_LAG_GIVEN)
         return ZKL_OK;
     memset(&ss, 0, sizeof ss);
     if (ZKL_ZK(s, zookeeper_get_connected_host(s->zh, (struct sockaddr *)&ss, &len) != NULL)) {
@@ -300,26 +300,26 @@ static zkl_status find_lag(zkl_client *c, zkl__session *s)
             mode = zkl__srvr_mode_of((struct sockaddr *)&ss, len, ZKL_CONF_WAIT_MS);
     }
     pthread_mutex_lock(&c->mu);
-    c->opts.ensemble_lag_ms = lag;
-    c->lag_source =
+    c->cfg.opts.ensemble_lag_ms = lag;
+    c->cfg.lag_source =
         a == ZKL__CONF_ENSEMBLE || a == ZKL__CONF_STANDALONE || mode == ZKL__MODE_STANDALONE
             ? ZKL_LAG_FOUND
             : ZKL_LAG_UNKNOWN;
-    if (c->lag_source == ZKL_LAG_UNKNOWN)
-        snprintf(c->lag_note, sizeof c->lag_note, "the server at %s %s and %s", where,
+    if (c->cfg.lag_source == ZKL_LAG_UNKNOWN)
+        snprintf(c->cfg.lag_note, sizeof c->cfg.lag_note, "the server at %s %s and %s", where,
                  mode == ZKL__MODE_ENSEMBLE ? "is one of an ensemble (srvr)"
                                             : "did not say what it is (srvr)",
                  a == ZKL__CONF_REFUSED ? "does not allow the conf four-letter word"
                                         : "did not answer the conf four-letter word in time");
     pthread_mutex_unlock(&c->mu);
     if (a == ZKL__CONF_ENSEMBLE)
-        return lag_check(&c->opts, lag, "the ensemble's ");
-    if (c->lag_source == ZKL_LAG_UNKNOWN && !atomic_flag_test_and_set(&warned))
+        return lag_check(&c->cfg.opts, lag, "the ensemble's ");
+    if (c->cfg.lag_source == ZKL_LAG_UNKNOWN && !atomic_flag_test_and_set(&warned))
         zkl__log(ZKL_LOG_WARN,
                  "no lease can be bounded, so acquires will refuse: %s. Set ensemble_lag_ms "
                  "(the command's --ensemble-lag) to its syncLimit x tickTime + tickTime/2 in ms "
                  "(0 for a standalone server), or add conf to its 4lw.commands.whitelist",
-                 c->lag_note);
+                 c->cfg.lag_note);
     return ZKL_OK;
 }
 
@@ -373,7 +373,7 @@ zkl_status zkl_client_open(const char *connect, const zkl_client_options *opts, 
         client_free(c);
         return zkl__fail(ZKL_ESYS, "could not start the client's I/O thread");
     }
-    s = zkl__session_open(c, 1); /* installs itself as c->sess */
+    s = zkl__session_open(c, 1); /* installs itself as c->conn.sess */
     if (!s) {
         /* Past running out of memory, zookeeper_init's errno says little
          * ("Success" for ","): the string is what it could not take. */
@@ -413,8 +413,8 @@ static zkl_status close_forked(zkl_client *c)
     int i;
     zkl__fork_unregister(c);
     pthread_mutex_lock(&c->mu);
-    s[0] = c->sess;
-    s[1] = c->pending != c->sess ? c->pending : NULL;
+    s[0] = c->conn.sess;
+    s[1] = c->conn.pending != c->conn.sess ? c->conn.pending : NULL;
     for (i = 0; i < 2; i++) {
         if (!s[i])
             continue;
@@ -429,8 +429,8 @@ static zkl_status close_forked(zkl_client *c)
             c->hooks.lists_free(s[i]);
         free(s[i]);
     }
-    zkl__wakefd_close(c->wfd); /* this process's copies; the parent's stay open */
-    zkl__wakefd_close(c->afd);
+    zkl__wakefd_close(c->wk.wfd); /* this process's copies; the parent's stay open */
+    zkl__wakefd_close(c->wk.afd);
     client_free(c);
     return ZKL_OK;
 }
@@ -474,7 +474,7 @@ zkl_status zkl_client_close(zkl_client *c)
     (void)zkl__cleanup_drain(c, zkl__now_ms() + ZKL_CLOSE_DRAIN_MS, false);
     zkl__clear_err();
     zkl__worker_stop(c);
-    s = c->sess;
+    s = c->conn.sess;
     if (!zkl__run_bounded(finish_close, s, ZKL_CLOSE_WAIT_MS))
         zkl__log(ZKL_LOG_WARN,
                  "zkl_client_close: the ZooKeeper client did not close its session within %d "
@@ -490,7 +490,7 @@ zkl_conn_state zkl_client_state(zkl_client *c)
     if (!c)
         return ZKL_STATE_LOST;
     pthread_mutex_lock(&c->mu);
-    st = c->state ? c->state : ZKL_STATE_CONNECTED;
+    st = c->conn.state ? c->conn.state : ZKL_STATE_CONNECTED;
     pthread_mutex_unlock(&c->mu);
     return st;
 }
@@ -502,7 +502,7 @@ int64_t zkl_client_session_id(zkl_client *c)
     if (!c)
         return 0;
     pthread_mutex_lock(&c->mu);
-    id = c->sess->expired ? 0 : c->sess->id;
+    id = c->conn.sess->expired ? 0 : c->conn.sess->id;
     pthread_mutex_unlock(&c->mu);
     return id;
 }
@@ -548,7 +548,7 @@ zkl_status zkl_client_set_process_hints(zkl_client *c, int on)
         return zkl__fail(ZKL_EINVAL, "zkl_client_set_process_hints: client is NULL");
     if (on != 0 && on != 1)
         return zkl__fail(ZKL_EINVAL, "zkl_client_set_process_hints: on is %d, not 0 or 1", on);
-    atomic_store(&c->process_hints, on == 1);
+    atomic_store(&c->cfg.process_hints, on == 1);
     return ZKL_OK;
 }
 
@@ -571,9 +571,9 @@ int zkl_client_ensemble_lag(zkl_client *c, zkl_lag_source *source)
         return -1;
     }
     pthread_mutex_lock(&c->mu);
-    lag = c->opts.ensemble_lag_ms;
+    lag = c->cfg.opts.ensemble_lag_ms;
     if (source)
-        *source = c->lag_source;
+        *source = c->cfg.lag_source;
     pthread_mutex_unlock(&c->mu);
     return lag;
 }
@@ -585,7 +585,7 @@ int zkl_client_session_timeout(zkl_client *c)
     if (!c)
         return 0;
     pthread_mutex_lock(&c->mu);
-    t = c->granted_timeout;
+    t = c->conn.granted_timeout;
     pthread_mutex_unlock(&c->mu);
     return t;
 }
@@ -624,9 +624,9 @@ zkl_status zkl_client_stats_get(zkl_client *c, zkl_client_stats *out)
     if (!c || !out)
         return zkl__fail(ZKL_EINVAL, "zkl_client_stats_get: NULL argument");
     pthread_mutex_lock(&c->mu);
-    out->requests = atomic_load(&c->requests);
-    out->watch_events = c->watch_events;
-    out->sessions = c->sessions;
+    out->requests = atomic_load(&c->tally.requests);
+    out->watch_events = c->tally.watch_events;
+    out->sessions = c->tally.sessions;
     out->bg_deletes = zkl__cleanup_queued_locked(c);
     pthread_mutex_unlock(&c->mu);
     return ZKL_OK;

@@ -16,12 +16,12 @@
  * child. The parent is not touched.
  *
  * Consistency: the prepare handler takes, in this order, the registry's
- * lock, every registered client's round_mu, every c->mu (in list order),
+ * lock, every registered client's pl.round_mu, every c->mu (in list order),
  * and the transport's xid lock; the child marks each client and lets them
  * all go, as the parent does.
  *  - c->mu: the child's copy of each client is not half-updated, and its
  *    worker is between phases (it holds c->mu through them).
- *  - round_mu: on the st transport the poller holds it from the end of its
+ *  - pl.round_mu: on the st transport the poller holds it from the end of its
  *    poll through the deliveries it runs, so the fork waits for a reply in
  *    its hands to be delivered. Without it a reply taken off the handle's
  *    list but not yet delivered was held only on the poller's stack, which
@@ -32,7 +32,7 @@
  * Why this cannot deadlock: a round runs zklock's deliveries only (they
  * record and signal; user callbacks run on the worker or in dispatch, with
  * no lock of ours held), which take c->mu but never the registry's lock or
- * a round_mu; no zklock thread holds one c->mu while it blocks on another
+ * a pl.round_mu; no zklock thread holds one c->mu while it blocks on another
  * (a second client's is only ever tried: core/async/async.c); and nothing
  * is taken under the xid lock. So every lock the handler waits for is let
  * go without it.
@@ -42,7 +42,7 @@
  * libzookeeper_mt's own threads on the default transport) is the parent's;
  * the child never reaches it, as with any fork() of a threaded process.
  * Locks that a vanished thread may hold in the child (a reentrancy
- * table's, a semaphore's, listen_mu) are never taken for a forked client:
+ * table's, a semaphore's, lsn.mu) are never taken for a forked client:
  * the calls look at zkl__forked first.
  */
 #include <pthread.h>
@@ -54,7 +54,7 @@
 #include "session/transport.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static zkl_client *reg; /* open clients (utlist through reg_prev, reg_next) */
+static zkl_client *reg; /* open clients (utlist through reg.prev, reg.next) */
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
 /* The ZooKeeper handles of forked clients closed in this child (see above). */
@@ -68,9 +68,9 @@ static void prepare(void)
 {
     zkl_client *c;
     pthread_mutex_lock(&reg_mu);
-    for (c = reg; c; c = c->reg_next)
-        pthread_mutex_lock(&c->round_mu);
-    for (c = reg; c; c = c->reg_next)
+    for (c = reg; c; c = c->reg.next)
+        pthread_mutex_lock(&c->pl.round_mu);
+    for (c = reg; c; c = c->reg.next)
         pthread_mutex_lock(&c->mu);
     zkl__transport_fork_lock();
 }
@@ -80,10 +80,10 @@ static void let_go(bool mu_too)
 {
     zkl_client *c;
     zkl__transport_fork_unlock();
-    for (c = reg; c; c = c->reg_next) {
+    for (c = reg; c; c = c->reg.next) {
         if (mu_too)
             pthread_mutex_unlock(&c->mu);
-        pthread_mutex_unlock(&c->round_mu);
+        pthread_mutex_unlock(&c->pl.round_mu);
     }
     pthread_mutex_unlock(&reg_mu);
 }
@@ -96,14 +96,14 @@ static void parent(void)
 static void child(void)
 {
     zkl_client *c;
-    for (c = reg; c; c = c->reg_next) {
-        c->forked = true;
+    for (c = reg; c; c = c->reg.next) {
+        c->reg.forked = true;
         c->closing = true; /* every wait and send refuses */
-        c->state = ZKL_STATE_LOST;
-        c->sess->expired = true; /* every hold reads as lost */
-        if (c->worker_started)
+        c->conn.state = ZKL_STATE_LOST;
+        c->conn.sess->expired = true; /* every hold reads as lost */
+        if (c->wk.started)
             zkl__clients_count(-1); /* its worker runs in the parent only */
-        c->worker_started = false;
+        c->wk.started = false;
         pthread_mutex_unlock(&c->mu);
     }
     let_go(false);
@@ -135,18 +135,18 @@ bool zkl__registry_name(zkl_client *self, char *name)
     bool taken = false;
     char *old;
     pthread_mutex_lock(&reg_mu);
-    DL_FOREACH2(reg, c, reg_next)
+    DL_FOREACH2(reg, c, reg.next)
     {
         if (c == self)
             continue;
         pthread_mutex_lock(&c->mu);
-        taken = taken || (c->name && !strcmp(c->name, name));
+        taken = taken || (c->tally.name && !strcmp(c->tally.name, name));
         pthread_mutex_unlock(&c->mu);
     }
     if (!taken) {
         pthread_mutex_lock(&self->mu);
-        old = self->name;
-        self->name = name;
+        old = self->tally.name;
+        self->tally.name = name;
         pthread_mutex_unlock(&self->mu);
         free(old);
     }
@@ -159,16 +159,16 @@ void zkl__fork_register(zkl_client *c)
     static unsigned opened;
     (void)pthread_once(&handlers_once, install_handlers);
     pthread_mutex_lock(&reg_mu);
-    c->number = ++opened;
-    DL_APPEND2(reg, c, reg_prev, reg_next);
+    c->tally.number = ++opened;
+    DL_APPEND2(reg, c, reg.prev, reg.next);
     pthread_mutex_unlock(&reg_mu);
 }
 
 void zkl__fork_unregister(zkl_client *c)
 {
     pthread_mutex_lock(&reg_mu);
-    DL_DELETE2(reg, c, reg_prev, reg_next);
-    c->reg_prev = c->reg_next = NULL;
+    DL_DELETE2(reg, c, reg.prev, reg.next);
+    c->reg.prev = c->reg.next = NULL;
     pthread_mutex_unlock(&reg_mu);
 }
 

@@ -15,7 +15,7 @@ void zkl__fork_unregister(zkl_client *c);
 void zkl__fork_keep(zhandle_t *zh);
 /*
  * Walk the open clients (the process's metrics): lock the registry, take
- * the first (then c->reg_next), unlock. A client closing meanwhile waits
+ * the first (then c->reg.next), unlock. A client closing meanwhile waits
  * for the unlock. Lock order: the registry, then a c->mu.
  */
 void zkl__registry_lock(void);

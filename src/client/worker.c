@@ -27,7 +27,7 @@
  * the worker); they never make a call or run user code. The worker runs user
  * state callbacks, revocation callbacks, renewals and background deletes.
  *
- * Lock order: listen_mu (recursive; held while listeners run) before c->mu;
+ * Lock order: lsn.mu (recursive; held while listeners run) before c->mu;
  * c->mu before a call's own mutex (requests/calls.c); a recipe's own mutex
  * (the semaphore's) before c->mu. No user code runs under c->mu; every
  * phase releases it before calling out and takes it again after.
@@ -81,7 +81,7 @@ static const phase_fn phases[] = {
  * its life. lockbench contended, 3 alternating rounds: at 1024 sessions
  * client CPU per hand-off 1034/1390/1392 -> 740/1138/942 us, at 16 no worse
  * (439/486/381 -> 434/367/298). A kick writes the eventfd once while the
- * worker sleeps; wcv is still signalled, for the wait of a session that
+ * worker sleeps; wk.cv is still signalled, for the wait of a session that
  * cannot be opened (session/session.c) and for a worker without an eventfd (none
  * could be made).
  *
@@ -93,7 +93,7 @@ static const phase_fn phases[] = {
  * release and took c->mu while the next acquire wanted it (docs/design/
  * scale-log.md, 2026-11-28).
  */
-#define on_fd(c) ((c)->wfd >= 0 && !ZKL_FAULT((c), SLEEP_ON_CV, NULL))
+#define on_fd(c) ((c)->wk.wfd >= 0 && !ZKL_FAULT((c), SLEEP_ON_CV, NULL))
 
 static void *worker_main(void *arg)
 {
@@ -113,20 +113,20 @@ static void *worker_main(void *arg)
             continue; /* a phase did something: from the top */
         /* its own condition: watch events and call ends do not wake it;
          * what queues work due before wake does (worker_wake_us) */
-        c->worker_wake_us = wake;
-        c->worker_kicked = false;
+        c->wk.wake_us = wake;
+        c->wk.kicked = false;
         if (on_fd(c)) {
-            if (zkl__alarmfd_set(c->afd, wake))
-                c->worker_alarm_us = wake;
+            if (zkl__alarmfd_set(c->wk.afd, wake))
+                c->wk.alarm_us = wake;
             pthread_mutex_unlock(&c->mu);
-            zkl__wakefd_sleep_alarm(c->wfd, c->afd, wake);
+            zkl__wakefd_sleep_alarm(c->wk.wfd, c->wk.afd, wake);
             pthread_mutex_lock(&c->mu);
-            c->worker_alarm_us = 0;
+            c->wk.alarm_us = 0;
         } else {
-            zkl__cond_wait_until_us(&c->wcv, &c->mu, wake);
+            zkl__cond_wait_until_us(&c->wk.cv, &c->mu, wake);
         }
-        c->worker_wake_us = 0;
-        c->worker_wakes++;
+        c->wk.wake_us = 0;
+        c->wk.wakes++;
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -134,15 +134,15 @@ static void *worker_main(void *arg)
 
 zkl_status zkl__worker_start(zkl_client *c)
 {
-    c->wfd = zkl__wakefd_new();
-    c->afd = zkl__alarmfd_new(); /* -1: none, the worker is kicked instead */
-    if (pthread_create(&c->worker, NULL, worker_main, c) != 0) {
-        zkl__wakefd_close(c->wfd);
-        zkl__wakefd_close(c->afd);
-        c->wfd = c->afd = -1;
+    c->wk.wfd = zkl__wakefd_new();
+    c->wk.afd = zkl__alarmfd_new(); /* -1: none, the worker is kicked instead */
+    if (pthread_create(&c->wk.thread, NULL, worker_main, c) != 0) {
+        zkl__wakefd_close(c->wk.wfd);
+        zkl__wakefd_close(c->wk.afd);
+        c->wk.wfd = c->wk.afd = -1;
         return zkl__fail(ZKL_ESYS, "could not start the client thread");
     }
-    c->worker_started = true;
+    c->wk.started = true;
     zkl__clients_count(1);
     return ZKL_OK;
 }
@@ -156,10 +156,10 @@ void zkl__worker_stop(zkl_client *c)
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
     /* (never on the worker itself: zkl_client_close refuses there) */
-    if ((rc = pthread_join(c->worker, NULL)) != 0)
+    if ((rc = pthread_join(c->wk.thread, NULL)) != 0)
         zkl__log(ZKL_LOG_ERROR, "joining the client's worker: %s", strerror(rc));
     zkl__clients_count(-1);
-    zkl__wakefd_close(c->wfd);
-    zkl__wakefd_close(c->afd);
-    c->wfd = c->afd = -1;
+    zkl__wakefd_close(c->wk.wfd);
+    zkl__wakefd_close(c->wk.afd);
+    c->wk.wfd = c->wk.afd = -1;
 }

@@ -30,7 +30,7 @@ static const char *const all_markers[] = {ZKL_READ_MARKER, ZKL_WRITE_MARKER, ZKL
 static int list(zkl_client *c, zkl__session *s, const char *path, zkl__names *kids)
 {
     zkl__list_arg arg = {path, kids};
-    int rc = zkl__retry_on(s, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_try, &arg);
+    int rc = zkl__retry_on(s, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, zkl__list_try, &arg);
     if (rc == ZNONODE) {
         kids->n = 0;
         kids->v = NULL;
@@ -204,10 +204,10 @@ zkl_status zkl_inspect(zkl_client *c, const char *path, zkl_participant **out, s
     st = zkl__path_validate(path);
     if (st != ZKL_OK)
         return st;
-    st = zkl__session_get(c, zkl__now_ms() + c->opts.connect_timeout_ms, &s);
+    st = zkl__session_get(c, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, &s);
     if (st != ZKL_OK)
         return st;
-    prev = zkl__call_deadline(zkl__now_ms() + c->opts.connect_timeout_ms);
+    prev = zkl__call_deadline(zkl__now_ms() + c->cfg.opts.connect_timeout_ms);
     rc = list(c, s, path, &kids);
     (void)ZKL_FAULT(c, AFTER_LISTING, NULL);
     if (rc == ZOK && kids.n > 0) {

@@ -9,7 +9,7 @@
  * One state per latch (IDLE, JOINING: a handle waits; LEADING: the handle
  * holds) and one flags word, under the latch's own mutex l->mu, taken
  * before c->mu (the handle calls take c->mu inside) and after the client's
- * listen_mu (the notices run under it). Threads:
+ * lsn.mu (the notices run under it). Threads:
  *  - the caller's: start (a handle is asked for), leave (canceled or
  *    released), destroy, and the reads (is_leader, token, node, await);
  *  - the delivery (worker or zkl_client_dispatch): the handle's report

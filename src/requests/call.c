@@ -16,8 +16,8 @@
 
 void zkl__count_request(zkl_client *c, int kind)
 {
-    atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->req_kind[kind], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->tally.requests, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->tally.req_kind[kind], 1, memory_order_relaxed);
 }
 
 /*
@@ -321,7 +321,7 @@ void zkl__names_free(zkl__names *k)
 int zkl__send_create(zkl__session *s, call *k, const char *path, const void *data, int len,
                      int mode)
 {
-    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector *acl = s->c->cfg.acl.count ? &s->c->cfg.acl : &ZOO_OPEN_ACL_UNSAFE;
     zkl__call_proves(k);
     zkl__count_request(s->c, ZKL__REQ_CREATE);
     return ZKL_ZK(s, zoo_acreate2(s->zh, path, (const char *)data, data ? len : -1, acl, mode,
@@ -332,7 +332,7 @@ int zkl__send_multi_create(zkl__session *s, call *km, char *const *del, int ndel
                            const void *data, int len, int mode)
 {
     zoo_op_t ops[ZKL_MULTI_MAX + 1];
-    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector *acl = s->c->cfg.acl.count ? &s->c->cfg.acl : &ZOO_OPEN_ACL_UNSAFE;
     int i;
     if (ndel < 1 || ndel > ZKL_MULTI_MAX)
         return ZBADARGUMENTS;

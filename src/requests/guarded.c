@@ -130,7 +130,7 @@ static void results_out(const call *k, int rc, int ng, zkl_write *w, int n, int 
 zkl__req *zkl__req_guarded(zkl__session *s, char *const *guard, int ng, zkl_write *w, int n,
                            zkl__req_fn fn, void *arg, int *rc)
 {
-    const struct ACL_vector *acl = s->c->acl.count ? &s->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector *acl = s->c->cfg.acl.count ? &s->c->cfg.acl : &ZOO_OPEN_ACL_UNSAFE;
     int nops = ng + n, i;
     zoo_op_t *ops;
     call *k;

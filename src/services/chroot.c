@@ -103,15 +103,15 @@ static void job_free(void *arg)
 zkl_status zkl__chroot_start(zkl_client *c, int64_t deadline, void (*notify)(void *arg), void *arg,
                              zkl__chroot_job **out)
 {
-    const char *chroot = zkl__chroot_of(c->connect);
-    int64_t cap = zkl__now_ms() + c->opts.connect_timeout_ms;
+    const char *chroot = zkl__chroot_of(c->cfg.connect);
+    int64_t cap = zkl__now_ms() + c->cfg.opts.connect_timeout_ms;
     zkl__chroot_job *j;
     char *hosts;
     *out = NULL;
     if (!chroot)
         return zkl__fail(ZKL_EZK, "no chroot to create");
     j = calloc(1, sizeof *j);
-    hosts = strndup(c->connect, (size_t)(chroot - c->connect));
+    hosts = strndup(c->cfg.connect, (size_t)(chroot - c->cfg.connect));
     if (!j || !hosts || !(j->part = malloc(strlen(chroot) + 1))) {
         free(hosts);
         if (j)
@@ -125,20 +125,20 @@ zkl_status zkl__chroot_start(zkl_client *c, int64_t deadline, void (*notify)(voi
     j->c = c;
     j->pid = getpid();
     j->deadline = deadline;
-    j->connect_ms = c->opts.connect_timeout_ms;
+    j->connect_ms = c->cfg.opts.connect_timeout_ms;
     j->connect_by = deadline < cap ? deadline : cap;
     j->at = 1; /* past the root, which always exists */
-    j->h = zkl__pumped_open(hosts, on_session, c->opts.session_timeout_ms, j);
+    j->h = zkl__pumped_open(hosts, on_session, c->cfg.opts.session_timeout_ms, j);
     free(hosts);
     if (!j->h) {
         job_free(j);
         return zkl__fail(ZKL_ESYS, "no ZooKeeper handle to create the chroot %s with", chroot);
     }
     /* sent once it connects */
-    if (c->auth_digest) {
+    if (c->cfg.auth_digest) {
         zkl__pumped_enter(j->h);
-        (void)zoo_add_auth(j->h->zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), NULL,
-                           NULL);
+        (void)zoo_add_auth(j->h->zh, "digest", c->cfg.auth_digest, (int)strlen(c->cfg.auth_digest),
+                           NULL, NULL);
         zkl__pumped_leave(j->h);
     }
     *out = j;
@@ -148,7 +148,7 @@ zkl_status zkl__chroot_start(zkl_client *c, int64_t deadline, void (*notify)(voi
 /* Send the create of j->part. */
 static int send_part(zkl__chroot_job *j)
 {
-    const struct ACL_vector *acl = j->c->acl.count ? &j->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector *acl = j->c->cfg.acl.count ? &j->c->cfg.acl : &ZOO_OPEN_ACL_UNSAFE;
     int rc;
     pthread_mutex_lock(&j->mu);
     j->answered = false;
@@ -215,7 +215,7 @@ static bool connect_failed(zkl__chroot_job *j, const char *chroot, int64_t now, 
 
 bool zkl__chroot_poll(zkl__chroot_job *j, zkl_status *st, int64_t *wake)
 {
-    const char *chroot = zkl__chroot_of(j->c->connect);
+    const char *chroot = zkl__chroot_of(j->c->cfg.connect);
     int64_t now = zkl__now_ms();
     bool answered;
     int rc = ZOK;

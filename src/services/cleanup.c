@@ -148,10 +148,10 @@ int64_t zkl__bg_turn(zkl_client *c, int64_t now_us)
 {
     struct zkl__cleanup *k = c->cleanup;
     bgdel *d = k->queue;
-    zkl__session *s = c->sess;
+    zkl__session *s = c->conn.sess;
     bool fault;
     int rc;
-    if (!d || !c->connected || s->expired)
+    if (!d || !c->conn.connected || s->expired)
         return INT64_MAX; /* a state change wakes the worker */
     if (now_us < k->retry_at_us)
         return k->retry_at_us;

@@ -18,11 +18,11 @@
 #define count_sync(c) ((void)ZKL_FAULT((c), LEASE_SYNC, NULL))
 
 struct zkl__lease {
-    int64_t end;      /* zkl__boot_ms() before which the server cannot expire c->sess; 0 none */
+    int64_t end; /* zkl__boot_ms() before which the server cannot expire c->conn.sess; 0 none */
     int64_t renew_at; /* zkl__now_ms() of the next renewal */
     int holds;        /* holds that need the lease */
     int acquires;     /* acquires in progress (their grant needs it too) */
-    bool lapsed;      /* c->sess's lease ran out with holds: acted on */
+    bool lapsed;      /* c->conn.sess's lease ran out with holds: acted on */
     bool renewing;    /* a renewal is in flight */
     bool lapse_due;   /* a hold released after its lease ran out: tell it all the same */
 };
@@ -42,14 +42,14 @@ void zkl__lease_free(zkl_client *c)
 /* Granted timeout, or the one asked for before the first connect. Caller holds c->mu. */
 static int64_t timeout_ms(const zkl_client *c)
 {
-    return c->granted_timeout > 0 ? c->granted_timeout : c->opts.session_timeout_ms;
+    return c->conn.granted_timeout > 0 ? c->conn.granted_timeout : c->cfg.opts.session_timeout_ms;
 }
 
 int64_t zkl__lease_margin_ms(const zkl_client *c)
 {
     int64_t t = timeout_ms(c), m = t / ZKL_LEASE_MARGIN_DIV + ZKL_LEASE_MARGIN_MS;
-    if (c->opts.lease_margin_ms > 0)
-        return c->opts.lease_margin_ms;
+    if (c->cfg.opts.lease_margin_ms > 0)
+        return c->cfg.opts.lease_margin_ms;
     return m < t / 4 ? m : t / 4;
 }
 
@@ -61,9 +61,9 @@ int64_t zkl__lease_margin_ms(const zkl_client *c)
  */
 static int64_t renew_interval_ms(const zkl_client *c)
 {
-    int64_t t = timeout_ms(c), room = t - zkl__lease_margin_ms(c) - c->opts.ensemble_lag_ms;
+    int64_t t = timeout_ms(c), room = t - zkl__lease_margin_ms(c) - c->cfg.opts.ensemble_lag_ms;
     int64_t r = t / 3;
-    if ((c->opts.ensemble_lag_ms ? 3 : 2) * r > room)
+    if ((c->cfg.opts.ensemble_lag_ms ? 3 : 2) * r > room)
         r = room / 3;
     return r > 10 ? r : 10;
 }
@@ -72,7 +72,7 @@ static int64_t renew_interval_ms(const zkl_client *c)
  * renewal interval (docs/lease.md, "Ensembles"). Caller holds c->mu. */
 static int64_t ensemble_lag_ms(const zkl_client *c)
 {
-    return c->opts.ensemble_lag_ms ? c->opts.ensemble_lag_ms + renew_interval_ms(c) : 0;
+    return c->cfg.opts.ensemble_lag_ms ? c->cfg.opts.ensemble_lag_ms + renew_interval_ms(c) : 0;
 }
 
 /* A reply the server itself made, for a session it counted alive. */
@@ -93,7 +93,8 @@ static bool server_answer(int rc)
 void zkl__lease_proof_locked(zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc)
 {
     int64_t end;
-    if (!server_answer(rc) || c->sess->epoch != epoch || c->sess->expired || c->lease->lapsed)
+    if (!server_answer(rc) || c->conn.sess->epoch != epoch || c->conn.sess->expired ||
+        c->lease->lapsed)
         return;
     end = sent_boot_ms + timeout_ms(c) - zkl__lease_margin_ms(c) - ensemble_lag_ms(c);
     if (end > c->lease->end) {
@@ -147,7 +148,7 @@ bool zkl__hold_alive(zkl_client *c, uint64_t epoch)
     bool alive;
     int64_t now = zkl__boot_ms();
     pthread_mutex_lock(&c->mu);
-    alive = c->sess->epoch == epoch && !c->sess->expired && lease_good_locked(c, now);
+    alive = c->conn.sess->epoch == epoch && !c->conn.sess->expired && lease_good_locked(c, now);
     pthread_mutex_unlock(&c->mu);
     return alive;
 }
@@ -156,7 +157,7 @@ int64_t zkl__lease_end(zkl_client *c, uint64_t epoch)
 {
     int64_t end = 0, now = zkl__boot_ms();
     pthread_mutex_lock(&c->mu);
-    if (c->sess->epoch == epoch && !c->sess->expired && lease_good_locked(c, now))
+    if (c->conn.sess->epoch == epoch && !c->conn.sess->expired && lease_good_locked(c, now))
         end = c->lease->end;
     pthread_mutex_unlock(&c->mu);
     return end;
@@ -175,7 +176,7 @@ zkl_status zkl__lease_remaining(zkl_client *c, uint64_t epoch, const char *what,
  * a grant needs without a sync. Caller holds c->mu. */
 static bool fresh_locked(const zkl_client *c, uint64_t epoch)
 {
-    return c->sess->epoch == epoch && !c->lease->lapsed &&
+    return c->conn.sess->epoch == epoch && !c->lease->lapsed &&
            c->lease->end > zkl__boot_ms() + renew_interval_ms(c);
 }
 
@@ -183,7 +184,7 @@ bool zkl__lease_fresh(zkl_client *c, uint64_t epoch)
 {
     bool fresh;
     pthread_mutex_lock(&c->mu);
-    fresh = !c->sess->expired && fresh_locked(c, epoch);
+    fresh = !c->conn.sess->expired && fresh_locked(c, epoch);
     pthread_mutex_unlock(&c->mu);
     return fresh;
 }
@@ -203,7 +204,8 @@ int zkl__lease_after_sync(zkl_client *c, zkl__session *s)
 {
     int rc;
     pthread_mutex_lock(&c->mu);
-    rc = s->epoch == c->sess->epoch && lease_good_locked(c, zkl__boot_ms()) ? ZOK : ZCONNECTIONLOSS;
+    rc = s->epoch == c->conn.sess->epoch && lease_good_locked(c, zkl__boot_ms()) ? ZOK
+                                                                                 : ZCONNECTIONLOSS;
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -232,12 +234,12 @@ static void renewed(int rc, const char *value, const void *data)
 /* Send a renewal if one is due; 0 if sent, else when to look again (now_ms based). */
 static int64_t renew_locked(zkl_client *c, int64_t now)
 {
-    zkl__session *s = c->sess;
+    zkl__session *s = c->conn.sess;
     renewal *r;
     int rc;
     if (c->lease->holds <= 0 && c->lease->acquires <= 0)
         return INT64_MAX; /* nothing held or wanted: no traffic */
-    if (s->expired || !c->connected || c->lease->lapsed)
+    if (s->expired || !c->conn.connected || c->lease->lapsed)
         return INT64_MAX; /* a state change wakes the worker */
     if (c->lease->renew_at > now)
         return c->lease->renew_at;
@@ -273,7 +275,7 @@ static bool lapsed_locked(zkl_client *c)
     bool due = c->lease->lapse_due;
     c->lease->lapse_due = false;
     if ((c->lease->holds <= 0 && !due) || c->lease->lapsed || c->lease->end == 0 ||
-        c->sess->expired)
+        c->conn.sess->expired)
         return false;
     if (zkl__boot_ms() < c->lease->end)
         return false;

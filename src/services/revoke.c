@@ -46,7 +46,7 @@ struct zkl__revs {
     zkl__revwatch *list; /* utlist */
     int64_t retry_at_us; /* a watch that could not be sent is tried again then (0: none) */
     int failures;        /* watches not sent in a row (the retry's back-off) */
-    uint64_t connects;   /* c->connects when the watches were last armed */
+    uint64_t connects;   /* c->conn.connects when the watches were last armed */
     bool dirty;          /* something for the phase to do */
 };
 
@@ -238,8 +238,8 @@ int64_t zkl__revs_turn(zkl_client *c, int64_t now_us)
 {
     struct zkl__revs *v = c->revs;
     zkl__revwatch *r;
-    if (v->connects != c->connects) { /* (re)connected: armed again */
-        v->connects = c->connects;
+    if (v->connects != c->conn.connects) { /* (re)connected: armed again */
+        v->connects = c->conn.connects;
         v->dirty = true;
     }
     if (v->retry_at_us > 0 && now_us >= v->retry_at_us) { /* a watch not sent: again now */
@@ -300,8 +300,8 @@ zkl_status zkl_revoke(zkl_client *c, const char *node)
                          "a Curator LeaderLatch waiting behind it, which would then never see it "
                          "go (leave the election instead: zkl_latch_leave)",
                          node);
-    st =
-        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, set_marker, (void *)node, &rc);
+    st = zkl__retrying(c, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, set_marker, (void *)node,
+                       &rc);
     if (st != ZKL_OK)
         return st;
     if (rc == ZNONODE) /* already released: nothing to revoke (as Curator's Revoker) */

@@ -15,9 +15,9 @@
 static int64_t backoff_end(zkl_client *c, int *attempt, int64_t deadline)
 {
     int64_t delay, until;
-    delay = (int64_t)c->opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
-    if (delay > c->opts.retry_max_ms)
-        delay = c->opts.retry_max_ms;
+    delay = (int64_t)c->cfg.opts.retry_base_ms << (*attempt < 20 ? *attempt : 20);
+    if (delay > c->cfg.opts.retry_max_ms)
+        delay = c->cfg.opts.retry_max_ms;
     (*attempt)++;
     until = zkl__now_ms() + delay;
     return until > deadline ? deadline : until;
@@ -41,12 +41,12 @@ bool zkl__backoff(zkl_client *c, int *attempt, int64_t deadline)
     uint64_t gen;
     bool canceled;
     /* a request: at most retry_max tries, unless it waits for ever */
-    if (*attempt >= c->opts.retry_max && deadline != INT64_MAX)
+    if (*attempt >= c->cfg.opts.retry_max && deadline != INT64_MAX)
         return false;
     until = backoff_end(c, attempt, deadline);
     pthread_mutex_lock(&c->mu);
-    gen = c->state_gen;
-    while (!c->closing && !c->canceled && c->state_gen == gen) {
+    gen = c->conn.state_gen;
+    while (!c->closing && !c->canceled && c->conn.state_gen == gen) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, until) == ETIMEDOUT)
             break;
     }

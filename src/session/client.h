@@ -118,7 +118,7 @@ typedef struct zkl__hooks {
     /* requests: a request routed through the leader, sent at sent_boot_ms
      * (zkl__boot_ms) on session epoch, was answered with rc; takes c->mu */
     void (*answered)(struct zkl_client *c, uint64_t epoch, int64_t sent_boot_ms, int rc);
-    /* session: a new session became c->sess (c->mu held) */
+    /* session: a new session became c->conn.sess (c->mu held) */
     void (*installed_locked)(struct zkl_client *c);
     /* session: s's handle is closed: the ZooKeeper client will call nothing
      * of it again (c->mu held) */
@@ -149,89 +149,142 @@ struct zkl__revs;    /* services/revoke.h */
 struct zkl__lease;   /* services/lease.h */
 struct zkl__engine;  /* core/engine/engine.c */
 
-struct zkl_client {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;  /* waiters: state change, watch event, cancel, drained */
-    pthread_cond_t wcv; /* the worker's own: work queued for it, state change, closing */
+/*
+ * The client is the parts below, each kept by one owner, and the few
+ * fields that tie them together. DESIGN: which lock guards what.
+ *  - c->mu guards every part but the poller's queue and the listeners
+ *    (below, each with its own mutex), and the set-up, which is written
+ *    at open before any other thread runs and only read after (but
+ *    process_hints, an atomic); the counters of requests are atomics,
+ *    counted without any lock.
+ *  - The lock order of the library is in docs/ARCHITECTURE.md ("Lock
+ *    order"); a part's mutex says where it sits there.
+ */
+
+/* What zkl_client_open was given and found (client/client.c): read-only
+ * once open returns. */
+typedef struct zkl__setup {
     char *connect;
     zkl_client_options opts;
     char *auth_digest;
     char *node_data;
-    struct ACL_vector acl; /* for every create; ZOO_OPEN_ACL_UNSAFE when empty */
+    int node_data_len;
+    struct ACL_vector acl;     /* for every create; ZOO_OPEN_ACL_UNSAFE when empty */
+    zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or unknown (set at open) */
+    char lag_note[160];        /* unknown: why, for the acquires' refusal */
+    /* acquires started from now on use the in-process room (core/engine/inproc.h):
+     * zkl_client_set_process_hints, ZKL_PROCESS_HINTS (the one field set later) */
+    _Atomic bool process_hints;
+} zkl__setup;
+
+/* The session and the connection's state (session/session.c, session/events.c),
+ * under c->mu. */
+typedef struct zkl__conn {
     zkl__session *sess;
     zkl__session *pending; /* being opened: its events count before it is installed */
     uint64_t next_epoch;
     uint64_t state_gen; /* bumped on every connection event */
     uint64_t connects;  /* bumped on every CONNECTED and RECONNECTED */
     int64_t suspended_at;
+    int granted_timeout;  /* the session timeout the server granted (ms), 0 before */
+    zkl_conn_state state; /* the last told */
     zkl__event evq[ZKL_EVQ_MAX];
-    /* counters; requests is atomic as calls are sent without c->mu, and so
-     * are its split by kind (zkl__count_request) and the lost sessions */
-    _Atomic uint64_t requests;
-    _Atomic uint64_t req_kind[ZKL__REQ_KINDS];
-    _Atomic uint64_t sessions_lost;
+    int evq_head, evq_len;
+    bool connected;
+    bool ever_connected;
     _Atomic uint64_t lease_expired_epoch; /* the last session whose lease ran out */
-    struct zkl__lockobj *objs; /* the lock objects made on it (core/objects/lockobj.c), under mu */
-    double created;            /* when it was opened, Unix seconds (the metrics' _created) */
-    uint64_t watch_events, sessions;
-    pthread_t worker;
+} zkl__conn;
+
+/* The worker thread (client/worker.c; its kick and alarm: session/worker_link.c),
+ * under c->mu. */
+typedef struct zkl__worker_state {
+    pthread_t thread;
+    bool started;
+    pthread_cond_t cv; /* the worker's own: work queued for it, state change, closing */
     /* the zkl__now_us() time the sleeping worker wakes at; 0 while it runs
      * (a phase that lets go of mu starts the loop over when it is back) */
-    int64_t worker_wake_us;
-    int wfd; /* the eventfd the worker sleeps on in ppoll (-1: on wcv) */
+    int64_t wake_us;
+    int wfd; /* the eventfd the worker sleeps on in ppoll (-1: on cv) */
     int afd; /* its alarm, a timerfd beside wfd (-1: none; base/wakefd.h) */
     /* the time afd is set to while the worker sleeps on it, else 0: its own
      * wake-up, or earlier for a held-back delete (zkl__worker_alarm_locked) */
-    int64_t worker_alarm_us;
-    bool worker_kicked;    /* wfd written since the worker went to sleep */
-    uint64_t worker_wakes; /* sleeps it woke from, for whatever reason (tests count them) */
-    bool worker_started;
+    int64_t alarm_us;
+    bool kicked;    /* wfd written since the worker went to sleep */
+    uint64_t wakes; /* sleeps it woke from, for whatever reason (tests count them) */
+} zkl__worker_state;
+
+/* The poller (session/transport.c). */
+typedef struct zkl__poller_state {
+    pthread_t thread;
+    bool started, stop;           /* stop: under c->mu */
+    int fd;                       /* its eventfd */
+    void (*put)(zkl__session *s); /* lets go of a session it polled */
+    zkl__session *live;           /* the handles it polls, under c->mu */
+    pthread_mutex_t dq_mu;        /* guards dq_head, dq_tail: a leaf */
+    struct zkl__delivery *dq_head, *dq_tail;
+    /* held by the poller from its poll's end through the deliveries it runs;
+     * a fork() waits a round out (client/fork.c). Made and freed with c->mu,
+     * taken above it. */
+    pthread_mutex_t round_mu;
+} zkl__poller_state;
+
+/* What the metrics and zkl_client_stats_get count (core/objects/series.c,
+ * stats.c, metrics.c), under c->mu but the atomics. */
+typedef struct zkl__tally {
+    /* requests is atomic as calls are sent without c->mu, and so are its
+     * split by kind (zkl__count_request) and the lost sessions */
+    _Atomic uint64_t requests;
+    _Atomic uint64_t req_kind[ZKL__REQ_KINDS];
+    _Atomic uint64_t sessions_lost;
+    uint64_t watch_events, sessions;
+    double created;              /* when it was opened, Unix seconds (the metrics' _created) */
+    struct zkl__holdmark *marks; /* the live holds' tallies (core/objects/stats.c) */
+    struct zkl__series *series;  /* what the metrics count into (core/objects/series.h) */
+    int series_idle;             /* of them, those no live object counts into */
+    uint64_t series_clock;       /* counts series going idle: their eviction order */
+    char *name;                  /* the metrics' client label (zkl_client_set_name) */
+    unsigned number;             /* 1, 2, ...: its place among the process's opens */
+} zkl__tally;
+
+/* The hold-state listeners (session/events.c): their own recursive mutex,
+ * held while the worker calls them, taken above c->mu. */
+typedef struct zkl__listeners {
+    pthread_mutex_t mu;
+    zkl__listener *v;
+    int n, cap, next_id;
+} zkl__listeners;
+
+/* Its place in the registry of open clients (client/fork.c), under the
+ * registry's mutex. */
+typedef struct zkl__reg_entry {
+    struct zkl_client *prev, *next;
+    /* this process is a fork() child of the one that opened it: set by the
+     * fork handler before the child runs anything else */
+    bool forked;
+} zkl__reg_entry;
+
+struct zkl_client {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* waiters: state change, watch event, cancel, drained */
+    zkl__setup cfg;
+    zkl__conn conn;
+    zkl__worker_state wk;
+    zkl__poller_state pl;
+    zkl__tally tally;
+    zkl__listeners lsn;
+    zkl__reg_entry reg;
     zkl__hooks hooks;
+    /* the services' and the core's parts, each its own file's */
     struct zkl__cleanup *cleanup;
     struct zkl__revs *revs;
     struct zkl__lease *lease;
-    struct zkl__engine *engine;  /* the core's, once it has run an operation */
-    struct zkl__holdmark *marks; /* the live holds' tallies (core/objects/stats.c), under mu */
-    struct zkl__series *series;  /* what the metrics count into (core/objects/series.h), under mu */
-    int series_idle;             /* of them, those no live object counts into */
-    uint64_t series_clock;       /* counts series going idle: their eviction order */
-    char *name;                  /* the metrics' client label (zkl_client_set_name), under mu */
-    unsigned number;             /* 1, 2, ...: its place among the process's opens */
-    /* listeners: their own recursive mutex, held while the worker calls them */
-    pthread_mutex_t listen_mu;
-    zkl__listener *listeners;
-    /* the small fields, packed together */
-    int n_listeners, cap_listeners, next_listener_id;
-    zkl_conn_state state;
-    int node_data_len;
-    int evq_head, evq_len;
-    int handles;    /* live lock objects made on this client */
-    int writes_out; /* async guarded writes sent, not yet reported (core/async/write.c) */
-    int granted_timeout;
-    zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or unknown (set at open) */
-    char lag_note[160];        /* unknown: why, for the acquires' refusal */
-    /* acquires started from now on use the in-process room (core/engine/inproc.h):
-     * zkl_client_set_process_hints, ZKL_PROCESS_HINTS */
-    _Atomic bool process_hints;
-    bool locks_ready; /* mu, cv, wcv and listen_mu are initialised */
-    bool connected;
-    bool ever_connected;
+    struct zkl__engine *engine; /* the core's, once it has run an operation */
+    struct zkl__lockobj *objs;  /* the lock objects made on it (core/objects/lockobj.c), under mu */
+    int handles;                /* live lock objects made on this client */
+    int writes_out;   /* async guarded writes sent, not yet reported (core/async/write.c) */
+    bool locks_ready; /* mu, cv, wk.cv, lsn.mu and pl's mutexes are initialised */
     bool closing;
     bool canceled; /* zkl_client_cancel: every wait ends with ZKL_ECANCELED */
-    /* this process is a fork() child of the one that opened it (client/fork.c) */
-    bool forked;
-    struct zkl_client *reg_prev, *reg_next; /* the open clients (client/fork.c) */
-    /* the poller (session/transport.c) */
-    pthread_t poller;
-    bool poller_started, poller_stop;    /* poller_stop: under mu */
-    int pfd;                             /* its eventfd */
-    void (*poller_put)(zkl__session *s); /* lets go of a session it polled */
-    zkl__session *live;                  /* the handles it polls, under mu */
-    pthread_mutex_t dq_mu;               /* guards dq_head, dq_tail */
-    /* held by the poller from its poll's end through the deliveries it runs;
-     * a fork() waits a round out (client/fork.c). Made and freed with mu. */
-    pthread_mutex_t round_mu;
-    struct zkl__delivery *dq_head, *dq_tail;
 };
 
 /*
@@ -241,12 +294,12 @@ struct zkl_client {
  */
 static inline bool zkl__forked(const struct zkl_client *c)
 {
-    return c->forked;
+    return c->reg.forked;
 }
 /* Whether c's acquires use what other clients of the process know (core/engine/inproc.h). */
 static inline bool zkl__process_hints(struct zkl_client *c)
 {
-    return atomic_load(&c->process_hints);
+    return atomic_load(&c->cfg.process_hints);
 }
 
 /* ZKL_ECLOSED for fn (NULL: no prefix): the client is closing, or is a forked
@@ -271,7 +324,7 @@ void zkl__session_put(zkl__session *s);
 zkl_status zkl__session_try_get_locked(struct zkl_client *c, zkl__session **out);
 /* Tell waits to look again (the changed_locked hook). Caller holds c->mu. */
 void zkl__changed_locked(struct zkl_client *c);
-/* c->sess if it is session epoch, connected and not lost; else NULL. Caller holds c->mu. */
+/* c->conn.sess if it is session epoch, connected and not lost; else NULL. Caller holds c->mu. */
 zkl__session *zkl__session_live_locked(struct zkl_client *c, uint64_t epoch);
 /* The current session's id and password, as the private ZooKeeper client has
  * them (the tests' expiries open a handle of their own on it). Takes c->mu. */
@@ -305,7 +358,7 @@ void zkl__worker_kick_locked(struct zkl_client *c);
 /*
  * Work is due at the zkl__now_us() time at: a sleeping worker is to wake by
  * then, but not now. Its alarm is moved (no thread switch), or it is kicked
- * where it has none (no timerfd, or asleep on wcv). One user: held-back
+ * where it has none (no timerfd, or asleep on wk.cv). One user: held-back
  * deletes (services/cleanup.c), so zkl__worker_alarm_back_locked can put the
  * alarm back once none is left. Caller holds c->mu.
  */

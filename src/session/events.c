@@ -33,56 +33,56 @@ bool zkl__in_callback(const zkl_client *c)
 
 void zkl__event_push_locked(zkl_client *c, const zkl__session *s, zkl_conn_state st)
 {
-    c->state = st;
+    c->conn.state = st;
     if (st == ZKL_STATE_LOST)
-        atomic_fetch_add(&c->sessions_lost, 1);
+        atomic_fetch_add(&c->tally.sessions_lost, 1);
     else if (st == ZKL_STATE_LEASE_EXPIRED)
-        atomic_store(&c->lease_expired_epoch, s->epoch);
-    if (c->evq_len == ZKL_EVQ_MAX) { /* callback far behind: keep the newest */
-        c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
-        c->evq_len--;
+        atomic_store(&c->conn.lease_expired_epoch, s->epoch);
+    if (c->conn.evq_len == ZKL_EVQ_MAX) { /* callback far behind: keep the newest */
+        c->conn.evq_head = (c->conn.evq_head + 1) % ZKL_EVQ_MAX;
+        c->conn.evq_len--;
     }
-    c->evq[(c->evq_head + c->evq_len) % ZKL_EVQ_MAX].state = st;
-    c->evq[(c->evq_head + c->evq_len) % ZKL_EVQ_MAX].epoch = s->epoch;
-    c->evq_len++;
+    c->conn.evq[(c->conn.evq_head + c->conn.evq_len) % ZKL_EVQ_MAX].state = st;
+    c->conn.evq[(c->conn.evq_head + c->conn.evq_len) % ZKL_EVQ_MAX].epoch = s->epoch;
+    c->conn.evq_len++;
 }
 
 void zkl__events_clear_locked(zkl_client *c)
 {
-    c->evq_len = 0;
-    c->evq_head = 0;
+    c->conn.evq_len = 0;
+    c->conn.evq_head = 0;
 }
 
 static void dispatch_listeners(zkl_client *c, zkl__event ev)
 {
     int i, j;
-    pthread_mutex_lock(&c->listen_mu);
-    for (i = 0; i < c->n_listeners; i++) {
-        zkl__listener l = c->listeners[i];
+    pthread_mutex_lock(&c->lsn.mu);
+    for (i = 0; i < c->lsn.n; i++) {
+        zkl__listener l = c->lsn.v[i];
         if (!l.removed)
             l.fn(ev.state, ev.epoch, l.ctx);
     }
-    for (i = j = 0; i < c->n_listeners; i++) /* drop those removed meanwhile */
-        if (!c->listeners[i].removed)
-            c->listeners[j++] = c->listeners[i];
-    c->n_listeners = j;
-    pthread_mutex_unlock(&c->listen_mu);
+    for (i = j = 0; i < c->lsn.n; i++) /* drop those removed meanwhile */
+        if (!c->lsn.v[i].removed)
+            c->lsn.v[j++] = c->lsn.v[i];
+    c->lsn.n = j;
+    pthread_mutex_unlock(&c->lsn.mu);
 }
 
 int64_t zkl__events_turn(zkl_client *c)
 {
     zkl__event ev;
-    if (c->evq_len == 0)
+    if (c->conn.evq_len == 0)
         return INT64_MAX;
-    ev = c->evq[c->evq_head];
-    c->evq_head = (c->evq_head + 1) % ZKL_EVQ_MAX;
-    c->evq_len--;
+    ev = c->conn.evq[c->conn.evq_head];
+    c->conn.evq_head = (c->conn.evq_head + 1) % ZKL_EVQ_MAX;
+    c->conn.evq_len--;
     if ((ev.state == ZKL_STATE_LOST || ev.state == ZKL_STATE_LEASE_EXPIRED) &&
         c->hooks.holds_lost_locked) /* counted before anyone is told */
         c->hooks.holds_lost_locked(c, ev.epoch, ev.state == ZKL_STATE_LEASE_EXPIRED);
     pthread_mutex_unlock(&c->mu);
-    if (c->opts.on_state)
-        c->opts.on_state(c, ev.state, c->opts.state_userdata);
+    if (c->cfg.opts.on_state)
+        c->cfg.opts.on_state(c, ev.state, c->cfg.opts.state_userdata);
     dispatch_listeners(c, ev);
     pthread_mutex_lock(&c->mu);
     return 0;
@@ -92,33 +92,33 @@ int zkl__listener_add(zkl_client *c, zkl__listener_fn fn, void *ctx)
 {
     int id;
     zkl__listener *l;
-    pthread_mutex_lock(&c->listen_mu);
-    if (c->n_listeners == c->cap_listeners) {
-        int cap = c->cap_listeners ? c->cap_listeners * 2 : 8;
-        zkl__listener *v = realloc(c->listeners, (size_t)cap * sizeof *v);
+    pthread_mutex_lock(&c->lsn.mu);
+    if (c->lsn.n == c->lsn.cap) {
+        int cap = c->lsn.cap ? c->lsn.cap * 2 : 8;
+        zkl__listener *v = realloc(c->lsn.v, (size_t)cap * sizeof *v);
         if (!v) {
-            pthread_mutex_unlock(&c->listen_mu);
+            pthread_mutex_unlock(&c->lsn.mu);
             return 0;
         }
-        c->listeners = v;
-        c->cap_listeners = cap;
+        c->lsn.v = v;
+        c->lsn.cap = cap;
     }
-    id = ++c->next_listener_id;
-    l = &c->listeners[c->n_listeners++];
+    id = ++c->lsn.next_id;
+    l = &c->lsn.v[c->lsn.n++];
     l->fn = fn;
     l->ctx = ctx;
     l->id = id;
     l->removed = false;
-    pthread_mutex_unlock(&c->listen_mu);
+    pthread_mutex_unlock(&c->lsn.mu);
     return id;
 }
 
 void zkl__listener_remove(zkl_client *c, int id)
 {
     int i;
-    pthread_mutex_lock(&c->listen_mu); /* recursive: fine from inside a listener */
-    for (i = 0; i < c->n_listeners; i++)
-        if (c->listeners[i].id == id)
-            c->listeners[i].removed = true;
-    pthread_mutex_unlock(&c->listen_mu);
+    pthread_mutex_lock(&c->lsn.mu); /* recursive: fine from inside a listener */
+    for (i = 0; i < c->lsn.n; i++)
+        if (c->lsn.v[i].id == id)
+            c->lsn.v[i].removed = true;
+    pthread_mutex_unlock(&c->lsn.mu);
 }

@@ -37,13 +37,14 @@ static void event_delay_fault(zkl_client *c, int state)
 static void connected_locked(zkl_client *c, zkl__session *s, int64_t id, int timeout)
 {
     s->id = id;
-    c->granted_timeout = timeout;
-    if (c->connected)
+    c->conn.granted_timeout = timeout;
+    if (c->conn.connected)
         return;
-    c->connected = true;
-    c->connects++;
-    zkl__event_push_locked(c, s, c->ever_connected ? ZKL_STATE_RECONNECTED : ZKL_STATE_CONNECTED);
-    c->ever_connected = true;
+    c->conn.connected = true;
+    c->conn.connects++;
+    zkl__event_push_locked(c, s,
+                           c->conn.ever_connected ? ZKL_STATE_RECONNECTED : ZKL_STATE_CONNECTED);
+    c->conn.ever_connected = true;
 }
 
 static void session_event(zkl__session *s, int state, int64_t id, int timeout, unsigned n);
@@ -124,21 +125,21 @@ static void session_event(zkl__session *s, int state, int64_t id, int timeout, u
         return;
     }
     s->events_applied = n;
-    if ((s == c->sess || s == c->pending) && !s->expired) {
+    if ((s == c->conn.sess || s == c->conn.pending) && !s->expired) {
         if (state == ZOO_CONNECTED_STATE) {
             connected_locked(c, s, id, timeout);
         } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
             s->expired = true;
-            c->connected = false;
-            if (c->ever_connected)
+            c->conn.connected = false;
+            if (c->conn.ever_connected)
                 zkl__event_push_locked(c, s, ZKL_STATE_LOST);
-        } else if (c->connected) { /* CONNECTING / ASSOCIATING: the link dropped */
-            c->connected = false;
-            c->suspended_at = zkl__now_ms();
+        } else if (c->conn.connected) { /* CONNECTING / ASSOCIATING: the link dropped */
+            c->conn.connected = false;
+            c->conn.suspended_at = zkl__now_ms();
             zkl__event_push_locked(c, s, ZKL_STATE_SUSPENDED);
         }
     }
-    c->state_gen++;
+    c->conn.state_gen++;
     zkl__changed_locked(c);
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
@@ -170,18 +171,18 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     pthread_mutex_init(&s->zmu, NULL);
     zkl__log_init();
     pthread_mutex_lock(&c->mu);
-    c->pending = s;
-    c->sessions++;
+    c->conn.pending = s;
+    c->tally.sessions++;
     pthread_mutex_unlock(&c->mu);
     ZKL_HANDOFF(s);
-    zh = zookeeper_init2(c->connect, s->watcher, c->opts.session_timeout_ms, NULL, s, 0,
+    zh = zookeeper_init2(c->cfg.connect, s->watcher, c->cfg.opts.session_timeout_ms, NULL, s, 0,
                          zkl__zk_log_trampoline);
     e = errno;
     pthread_mutex_lock(&c->mu);
-    c->pending = NULL;
+    c->conn.pending = NULL;
     s->zh = zh;
     if (zh) {
-        c->sess = s;
+        c->conn.sess = s;
         if (c->hooks.installed_locked)
             c->hooks.installed_locked(c); /* e.g. the new session has proved nothing yet */
     }
@@ -198,8 +199,9 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
      * as the Java client does. */
     zkl__zk_enter(s);
     zoo_set_servers_resolution_delay(zh, -1);
-    if (c->auth_digest)
-        zoo_add_auth(zh, "digest", c->auth_digest, (int)strlen(c->auth_digest), auth_done, NULL);
+    if (c->cfg.auth_digest)
+        zoo_add_auth(zh, "digest", c->cfg.auth_digest, (int)strlen(c->cfg.auth_digest), auth_done,
+                     NULL);
     zkl__zk_leave(s);
     pthread_mutex_lock(&c->mu);
     zkl__poller_add_locked(c, s); /* (st: nothing connects before the poller polls it) */
@@ -237,7 +239,7 @@ zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
             pthread_mutex_unlock(&c->mu);
             return zkl__fail(ZKL_ECANCELED, "canceled");
         }
-        if (!c->sess->expired)
+        if (!c->conn.sess->expired)
             break;
         if (zkl__on_worker(c)) { /* the worker opens the next one: not while it waits here */
             pthread_mutex_unlock(&c->mu);
@@ -250,8 +252,8 @@ zkl_status zkl__session_get(zkl_client *c, int64_t deadline, zkl__session **out)
             return zkl__fail(ZKL_ETIMEDOUT, "no live session before the deadline");
         }
     }
-    c->sess->refs++;
-    *out = c->sess;
+    c->conn.sess->refs++;
+    *out = c->conn.sess;
     pthread_mutex_unlock(&c->mu);
     return ZKL_OK;
 }
@@ -275,10 +277,10 @@ zkl_status zkl__session_try_get_locked(zkl_client *c, zkl__session **out)
         return zkl__closed_fail(c, NULL);
     if (c->canceled)
         return zkl__fail(ZKL_ECANCELED, "canceled");
-    if (c->sess->expired)
+    if (c->conn.sess->expired)
         return ZKL__RESTART;
-    c->sess->refs++;
-    *out = c->sess;
+    c->conn.sess->refs++;
+    *out = c->conn.sess;
     return ZKL_OK;
 }
 
@@ -293,7 +295,7 @@ clientid_t zkl__session_client_id(zkl_client *c)
 {
     clientid_t cid = {0};
     pthread_mutex_lock(&c->mu);
-    zkl__session *s = c->sess;
+    zkl__session *s = c->conn.sess;
     if (s && s->zh)
         cid = *ZKL_ZK(s, zoo_client_id(s->zh));
     pthread_mutex_unlock(&c->mu);
@@ -302,18 +304,18 @@ clientid_t zkl__session_client_id(zkl_client *c)
 
 zkl__session *zkl__session_live_locked(zkl_client *c, uint64_t epoch)
 {
-    zkl__session *s = c->sess;
-    return c->connected && s->epoch == epoch && !s->expired ? s : NULL;
+    zkl__session *s = c->conn.sess;
+    return c->conn.connected && s->epoch == epoch && !s->expired ? s : NULL;
 }
 
 void zkl__session_lose_locked(zkl_client *c, zkl_conn_state first)
 {
     if (first)
-        zkl__event_push_locked(c, c->sess, first);
-    c->sess->expired = true;
-    c->connected = false;
-    zkl__event_push_locked(c, c->sess, ZKL_STATE_LOST);
-    c->state_gen++;
+        zkl__event_push_locked(c, c->conn.sess, first);
+    c->conn.sess->expired = true;
+    c->conn.connected = false;
+    zkl__event_push_locked(c, c->conn.sess, ZKL_STATE_LOST);
+    c->conn.state_gen++;
     zkl__changed_locked(c);
     zkl__worker_kick_locked(c);
 }
@@ -321,19 +323,19 @@ void zkl__session_lose_locked(zkl_client *c, zkl_conn_state first)
 /* Open the next session in place of the lost one. Caller holds c->mu. */
 static void replace_locked(zkl_client *c)
 {
-    zkl__session *old = c->sess, *s;
-    uint64_t epoch = ++c->next_epoch;
-    c->connected = false;
+    zkl__session *old = c->conn.sess, *s;
+    uint64_t epoch = ++c->conn.next_epoch;
+    c->conn.connected = false;
     pthread_mutex_unlock(&c->mu);
-    s = zkl__session_open(c, epoch); /* installs itself as c->sess */
+    s = zkl__session_open(c, epoch); /* installs itself as c->conn.sess */
     pthread_mutex_lock(&c->mu);
     if (!s) {
         zkl__log(ZKL_LOG_ERROR, "could not open a new session; retrying");
-        zkl__cond_wait_until(&c->wcv, &c->mu, zkl__now_ms() + ZKL_SESSION_REOPEN_MS);
+        zkl__cond_wait_until(&c->wk.cv, &c->mu, zkl__now_ms() + ZKL_SESSION_REOPEN_MS);
         return;
     }
     old->retired = true;
-    c->state_gen++;
+    c->conn.state_gen++;
     zkl__changed_locked(c);
     pthread_mutex_unlock(&c->mu);
     zkl__session_put(old);
@@ -344,17 +346,18 @@ int64_t zkl__session_turn(zkl_client *c, int64_t now_us)
 {
     /* A session that never connected has nothing to lose: the ZooKeeper
      * client keeps trying, and it is fresh when it gets through. */
-    if (!c->sess->expired && !c->connected && c->sess->id != 0) {
+    if (!c->conn.sess->expired && !c->conn.connected && c->conn.sess->id != 0) {
         /* Curator's rule: suspended for a whole session timeout means lost. */
-        int64_t limit = c->suspended_at +
-                        (c->granted_timeout > 0 ? c->granted_timeout : c->opts.session_timeout_ms);
+        int64_t limit =
+            c->conn.suspended_at + (c->conn.granted_timeout > 0 ? c->conn.granted_timeout
+                                                                : c->cfg.opts.session_timeout_ms);
         if (now_us < limit * 1000)
             return limit * 1000;
         zkl__log(ZKL_LOG_WARN, "suspended for a session timeout: session lost");
         zkl__session_lose_locked(c, 0);
         return 0;
     }
-    if (!c->sess->expired)
+    if (!c->conn.sess->expired)
         return INT64_MAX;
     replace_locked(c);
     return 0;
@@ -364,7 +367,7 @@ bool zkl__epoch_alive(zkl_client *c, uint64_t epoch)
 {
     bool alive;
     pthread_mutex_lock(&c->mu);
-    alive = c->sess->epoch == epoch && !c->sess->expired;
+    alive = c->conn.sess->epoch == epoch && !c->conn.sess->expired;
     pthread_mutex_unlock(&c->mu);
     return alive;
 }
@@ -373,7 +376,7 @@ bool zkl__connected(zkl_client *c)
 {
     bool connected;
     pthread_mutex_lock(&c->mu);
-    connected = c->connected;
+    connected = c->conn.connected;
     pthread_mutex_unlock(&c->mu);
     return connected;
 }
@@ -387,7 +390,7 @@ uint64_t zkl__state_gen(zkl_client *c)
 {
     uint64_t g;
     pthread_mutex_lock(&c->mu);
-    g = c->state_gen;
+    g = c->conn.state_gen;
     pthread_mutex_unlock(&c->mu);
     return g;
 }
@@ -396,7 +399,7 @@ uint64_t zkl__epoch(zkl_client *c)
 {
     uint64_t e;
     pthread_mutex_lock(&c->mu);
-    e = c->sess->epoch;
+    e = c->conn.sess->epoch;
     pthread_mutex_unlock(&c->mu);
     return e;
 }
@@ -415,7 +418,7 @@ zkl_status zkl__closed_fail(const zkl_client *c, const char *fn)
     const char *sep = fn ? ": " : "";
     if (!fn)
         fn = "";
-    if (c->forked)
+    if (c->reg.forked)
         return zkl__fail(ZKL_ECLOSED,
                          "%s%sthe client was opened by the parent of this fork()ed process: "
                          "here it holds nothing and can only be closed (open a new client)",

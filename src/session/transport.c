@@ -6,7 +6,7 @@
  *
  * Threads: any thread calls on a handle under its session's zmu (a leaf:
  * nothing of ours is taken under it), and the call writes its request to
- * the socket itself. The poller polls every live handle (c->live) and its
+ * the socket itself. The poller polls every live handle (c->pl.live) and its
  * own eventfd, calls zookeeper_process under zmu, and then runs what the
  * callbacks deferred, holding nothing, in the order they ran.
  *
@@ -107,16 +107,16 @@ static void give_to_poller(zkl_client *c)
         return;
     if ((late = ZKL_FAULT(c, HANDOVER_MS, NULL)) > 0) /* this thread preempted */
         zkl__sleep_ms(late);
-    pthread_mutex_lock(&c->dq_mu);
-    if (c->dq_tail)
-        c->dq_tail->next = mine_head;
+    pthread_mutex_lock(&c->pl.dq_mu);
+    if (c->pl.dq_tail)
+        c->pl.dq_tail->next = mine_head;
     else
-        c->dq_head = mine_head;
-    c->dq_tail = mine_tail;
-    pthread_mutex_unlock(&c->dq_mu);
+        c->pl.dq_head = mine_head;
+    c->pl.dq_tail = mine_tail;
+    pthread_mutex_unlock(&c->pl.dq_mu);
     mine_head = mine_tail = NULL;
-    if (c->pfd >= 0)
-        zkl__wakefd_wake(c->pfd);
+    if (c->pl.fd >= 0)
+        zkl__wakefd_wake(c->pl.fd);
 }
 
 void zkl__zk_leave(zkl__session *s)
@@ -131,9 +131,9 @@ void zkl__zk_leave(zkl__session *s)
     --zk_depth;
     pthread_mutex_unlock(&xid_mu);
     pthread_mutex_unlock(&s->zmu);
-    if (kick && c->pfd >= 0)
-        zkl__wakefd_wake(c->pfd);
-    if (zk_depth == 0 && mine_head && !pthread_equal(pthread_self(), c->poller))
+    if (kick && c->pl.fd >= 0)
+        zkl__wakefd_wake(c->pl.fd);
+    if (zk_depth == 0 && mine_head && !pthread_equal(pthread_self(), c->pl.thread))
         give_to_poller(c);
 }
 
@@ -231,19 +231,19 @@ void zkl__zk_close(zkl__session *s)
 
 void zkl__poller_add_locked(zkl_client *c, zkl__session *s)
 {
-    if (!c->poller_started)
+    if (!c->pl.started)
         return; /* (a forked child's: no poller) */
-    DL_PREPEND2(c->live, s, lprev, lnext);
+    DL_PREPEND2(c->pl.live, s, lprev, lnext);
     s->listed = true;
-    if (c->pfd >= 0)
-        zkl__wakefd_wake(c->pfd);
+    if (c->pl.fd >= 0)
+        zkl__wakefd_wake(c->pl.fd);
 }
 
 void zkl__poller_remove_locked(zkl_client *c, zkl__session *s)
 {
     if (!s->listed)
         return;
-    DL_DELETE2(c->live, s, lprev, lnext);
+    DL_DELETE2(c->pl.live, s, lprev, lnext);
     s->listed = false;
 }
 
@@ -351,16 +351,16 @@ static void *poller_main(void *arg)
         int n = 0, i, stall, timeout = ZKL_POLLER_MAX_SLEEP_MS;
         zkl__delivery *q;
         pthread_mutex_lock(&c->mu);
-        if (c->poller_stop && !c->live) {
+        if (c->pl.stop && !c->pl.live) {
             pthread_mutex_unlock(&c->mu);
             break;
         }
-        for (zkl__session *s = c->live; s && n < ZKL_POLL_HANDLES_MAX; s = s->lnext) {
+        for (zkl__session *s = c->pl.live; s && n < ZKL_POLL_HANDLES_MAX; s = s->lnext) {
             s->refs++;
             ss[n++] = s;
         }
         pthread_mutex_unlock(&c->mu);
-        p[0].fd = c->pfd;
+        p[0].fd = c->pl.fd;
         p[0].events = POLLIN;
         for (i = 0; i < n; i++) {
             int fd = -1, interest = 0, ms;
@@ -385,10 +385,10 @@ static void *poller_main(void *arg)
         p[0].revents = 0;
         if (poll(p, (nfds_t)n + 1, timeout) < 0 && errno != EINTR)
             zkl__log(ZKL_LOG_ERROR, "the poller's poll: %s", strerror(errno));
-        pthread_mutex_lock(&c->round_mu); /* (a fork() waits for the round) */
+        pthread_mutex_lock(&c->pl.round_mu); /* (a fork() waits for the round) */
         if (p[0].revents) {
             uint64_t v;
-            (void)!read(c->pfd, &v, sizeof v);
+            (void)!read(c->pl.fd, &v, sizeof v);
         }
         if ((stall = ZKL_FAULT(c, POLLER_STALL_MS, NULL)) > 0) /* a loaded machine */
             zkl__sleep_ms(stall);
@@ -403,55 +403,55 @@ static void *poller_main(void *arg)
                 zkl__sleep_ms(stall); /* (replies in hand: a fork() waits them out) */
             deliveries_run_mine();
         }
-        pthread_mutex_lock(&c->dq_mu);
-        q = c->dq_head;
-        c->dq_head = c->dq_tail = NULL;
-        pthread_mutex_unlock(&c->dq_mu);
+        pthread_mutex_lock(&c->pl.dq_mu);
+        q = c->pl.dq_head;
+        c->pl.dq_head = c->pl.dq_tail = NULL;
+        pthread_mutex_unlock(&c->pl.dq_mu);
         run_list(q);
         for (i = 0; i < n; i++)
-            c->poller_put(ss[i]); /* may close it, here: its deliveries run at once */
-        pthread_mutex_unlock(&c->round_mu);
+            c->pl.put(ss[i]); /* may close it, here: its deliveries run at once */
+        pthread_mutex_unlock(&c->pl.round_mu);
     }
     return NULL;
 }
 
 int zkl__poller_start(zkl_client *c, void (*put)(zkl__session *s))
 {
-    c->poller_put = put;
-    c->pfd = -1;
-    pthread_mutex_init(&c->dq_mu, NULL);
-    c->pfd = zkl__wakefd_new();
-    if (c->pfd < 0)
+    c->pl.put = put;
+    c->pl.fd = -1;
+    pthread_mutex_init(&c->pl.dq_mu, NULL);
+    c->pl.fd = zkl__wakefd_new();
+    if (c->pl.fd < 0)
         return -1;
-    if (pthread_create(&c->poller, NULL, poller_main, c) != 0) {
-        zkl__wakefd_close(c->pfd);
-        c->pfd = -1;
+    if (pthread_create(&c->pl.thread, NULL, poller_main, c) != 0) {
+        zkl__wakefd_close(c->pl.fd);
+        c->pl.fd = -1;
         return -1;
     }
-    c->poller_started = true;
+    c->pl.started = true;
     return 0;
 }
 
 void zkl__poller_stop(zkl_client *c)
 {
-    if (!c->poller_started)
+    if (!c->pl.started)
         return;
-    if (c->forked) { /* the poller is the parent's: this process has only the descriptor */
-        zkl__wakefd_close(c->pfd);
-        c->pfd = -1;
-        c->poller_started = false;
+    if (c->reg.forked) { /* the poller is the parent's: this process has only the descriptor */
+        zkl__wakefd_close(c->pl.fd);
+        c->pl.fd = -1;
+        c->pl.started = false;
         return;
     }
     pthread_mutex_lock(&c->mu);
-    c->poller_stop = true;
+    c->pl.stop = true;
     pthread_mutex_unlock(&c->mu);
-    zkl__wakefd_wake(c->pfd);
-    if (!pthread_equal(pthread_self(), c->poller))
-        pthread_join(c->poller, NULL);
+    zkl__wakefd_wake(c->pl.fd);
+    if (!pthread_equal(pthread_self(), c->pl.thread))
+        pthread_join(c->pl.thread, NULL);
     else
-        pthread_detach(c->poller);
-    c->poller_started = false;
-    zkl__wakefd_close(c->pfd);
-    c->pfd = -1;
-    pthread_mutex_destroy(&c->dq_mu);
+        pthread_detach(c->pl.thread);
+    c->pl.started = false;
+    zkl__wakefd_close(c->pl.fd);
+    c->pl.fd = -1;
+    pthread_mutex_destroy(&c->pl.dq_mu);
 }

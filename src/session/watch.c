@@ -100,7 +100,7 @@ static void watch_fire(zkl__watch *w, int type)
 {
     zkl_client *c = w->c;
     pthread_mutex_lock(&c->mu);
-    c->watch_events++;
+    c->tally.watch_events++;
     w->fired = true;
     w->deleted = type == ZOO_DELETED_EVENT;
     pthread_cond_broadcast(&c->cv);
@@ -116,8 +116,8 @@ bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only)
     bool fired;
     pthread_mutex_lock(&c->mu);
     fired = w->fired;
-    *deleted_only = fired && w->deleted && c->state_gen == gen && !c->sess->expired &&
-                    !c->canceled && w->s == c->sess;
+    *deleted_only = fired && w->deleted && c->conn.state_gen == gen && !c->conn.sess->expired &&
+                    !c->canceled && w->s == c->conn.sess;
     pthread_mutex_unlock(&c->mu);
     return fired;
 }

@@ -201,7 +201,7 @@ static void pokes_arm(struct pokes *p, zkl_client *c, zhandle_t *zh, const char 
         snprintf(node, sizeof node, "%s/p%d", p->base, i);
         cr_assert_eq(zoo_create(zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
         pthread_mutex_lock(&c->mu); /* (keeps the session) */
-        rc = zkl__zk_send_wget(c->sess, node, poke_watcher, NULL, poke_armed, &armed);
+        rc = zkl__zk_send_wget(c->conn.sess, node, poke_watcher, NULL, poke_armed, &armed);
         pthread_mutex_unlock(&c->mu);
         cr_assert_eq(rc, ZOK);
         cr_assert(zkt_wait_for(pokes_armed, &armed, 10000) && atomic_load(&armed) == 1,

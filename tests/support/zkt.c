@@ -227,12 +227,12 @@ uint64_t zkt_lock_requests(zkl_client *c)
 
 uint64_t zkt_list_requests(zkl_client *c)
 {
-    return atomic_load(&c->req_kind[ZKL__REQ_LIST]);
+    return atomic_load(&c->tally.req_kind[ZKL__REQ_LIST]);
 }
 
 uint64_t zkt_exists_requests(zkl_client *c)
 {
-    return atomic_load(&c->req_kind[ZKL__REQ_EXISTS]);
+    return atomic_load(&c->tally.req_kind[ZKL__REQ_EXISTS]);
 }
 
 uint64_t zkt_requests_settle(zkl_client *c)
@@ -307,7 +307,7 @@ void zkt_fault_dispatch_pause(zkl_client *c, int us)
 void zkt_state_event(zkl_client *c, zkl_conn_state st)
 {
     pthread_mutex_lock(&c->mu);
-    zkl__event_push_locked(c, c->sess, st);
+    zkl__event_push_locked(c, c->conn.sess, st);
     zkl__worker_kick_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
@@ -343,7 +343,7 @@ static int session_ended(void *arg)
     struct session_seen *w = arg;
     int ended;
     pthread_mutex_lock(&w->c->mu);
-    ended = w->c->sess->epoch != w->epoch || w->c->sess->expired;
+    ended = w->c->conn.sess->epoch != w->epoch || w->c->conn.sess->expired;
     pthread_mutex_unlock(&w->c->mu);
     return ended;
 }
@@ -352,7 +352,7 @@ void zkt_expire_seen(zkl_client *c)
 {
     struct session_seen w = {c, 0};
     pthread_mutex_lock(&c->mu);
-    w.epoch = c->sess->epoch;
+    w.epoch = c->conn.sess->epoch;
     pthread_mutex_unlock(&c->mu);
     zkt_expire(c);
     cr_assert(zkt_wait_for(session_ended, &w, 10000), "the client never saw its session end");
@@ -372,7 +372,7 @@ uint64_t zkt_worker_wakes(zkl_client *c)
 {
     uint64_t n;
     pthread_mutex_lock(&c->mu);
-    n = c->worker_wakes;
+    n = c->wk.wakes;
     pthread_mutex_unlock(&c->mu);
     return n;
 }

@@ -102,7 +102,7 @@ static zkl__step_result after_parents(zkl__acq *op, int rc)
         op->step = zkl__step_create;
         return ZKL__STEP_AGAIN;
     }
-    if (rc == ZNONODE && zkl__chroot_of(op->c->connect)) {
+    if (rc == ZNONODE && zkl__chroot_of(op->c->cfg.connect)) {
         /* the root always exists: what is missing is the chroot */
         op->step = step_chroot;
         return ZKL__STEP_AGAIN;
@@ -348,8 +348,8 @@ static int create_mode(const zkl__acq *op)
 static void track_create(zkl__acq *op)
 {
     zkl_client *c = op->c;
-    const void *data = op->a.data ? op->a.data : c->node_data;
-    int len = op->a.data ? op->a.data_len : c->node_data_len, rc;
+    const void *data = op->a.data ? op->a.data : c->cfg.node_data;
+    int len = op->a.data ? op->a.data_len : c->cfg.node_data_len, rc;
     zkl__req *k =
         zkl__req_create(op->s, op->want, data, len, create_mode(op), zkl__acq_notify, op, &rc);
     zkl__acq_track(op, k, rc);
@@ -359,8 +359,8 @@ static void track_create(zkl__acq *op)
 static void send_create(zkl__acq *op)
 {
     zkl_client *c = op->c;
-    const void *data = op->a.data ? op->a.data : c->node_data;
-    int len = op->a.data ? op->a.data_len : c->node_data_len, rc;
+    const void *data = op->a.data ? op->a.data : c->cfg.node_data;
+    int len = op->a.data ? op->a.data_len : c->cfg.node_data_len, rc;
     int mode = create_mode(op);
     zkl__req *k;
     zkl__heldback *d;

@@ -173,7 +173,7 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
     zkl__acq_flag(&op->mu_flags, ZKL__AM_BLOCKING, blocking);
     op->bell_seq = -1;
     if ((a->driver->facts & ZKL__D_HEAD_HOLDS) && zkl__process_hints(c))
-        op->inproc = zkl__inproc_get(zkl__chroot_of(c->connect),
+        op->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect),
                                      a->path); /* NULL without memory: hints are only hints */
     op->done_fn = done_fn;
     op->done_arg = arg;

@@ -64,13 +64,13 @@ zkl__step_result zkl__step_start(zkl__acq *op)
 {
     zkl_client *c = op->c;
     zkl_status st;
-    if (c->lag_source == ZKL_LAG_UNKNOWN) /* (set at open, before any acquire) */
+    if (c->cfg.lag_source == ZKL_LAG_UNKNOWN) /* (set at open, before any acquire) */
         return finish(op, zkl__fail(ZKL_EINVAL,
                                     "acquiring %s: no lease can be bounded: %s; set "
                                     "ensemble_lag_ms (zklock --ensemble-lag MS) to syncLimit x "
                                     "tickTime + tickTime/2 (0 for a standalone server), or add "
                                     "conf to the server's 4lw.commands.whitelist",
-                                    op->a.path, c->lag_note));
+                                    op->a.path, c->cfg.lag_note));
     if (op->a.not_before) { /* a back-off first: a timer, woken early by a cancel */
         if (zkl__acq_canceled(op))
             return finish(op, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", op->a.path));
@@ -107,8 +107,9 @@ static zkl__step_result step_news(zkl__acq *op)
     zkl_client *c = op->c;
     bool news;
     pthread_mutex_lock(&c->mu);
-    news = c->sess->epoch != op->epoch || c->sess->expired || c->state_gen != op->since_gen ||
-           c->closing || c->canceled || zkl__has(op->mu_flags, ZKL__AM_CANCEL);
+    news = c->conn.sess->epoch != op->epoch || c->conn.sess->expired ||
+           c->conn.state_gen != op->since_gen || c->closing || c->canceled ||
+           zkl__has(op->mu_flags, ZKL__AM_CANCEL);
     pthread_mutex_unlock(&c->mu);
     if (!news && !zkl__acq_sleep(op, op->until))
         return ZKL__STEP_YIELD;

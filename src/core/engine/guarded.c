@@ -127,7 +127,7 @@ zkl_status zkl__guard_outcome(char *const *nodes, int nh, const zkl_write *w, in
 /* The session of holds' epoch, with a reference; ZKL_ELOST if it is not the current one. */
 static zkl_status session_of(zkl_client *c, uint64_t epoch, zkl__session **s, const char *fn)
 {
-    zkl_status st = zkl__session_get(c, zkl__now_ms() + c->opts.connect_timeout_ms, s);
+    zkl_status st = zkl__session_get(c, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, s);
     if (st != ZKL_OK)
         return st;
     if ((*s)->epoch != epoch) {
@@ -156,7 +156,7 @@ static size_t acl_bytes(const struct ACL_vector *acl)
  */
 static size_t request_bytes(const zkl__guard *g, const zkl_write *w, size_t n)
 {
-    const struct ACL_vector *acl = g->c->acl.count ? &g->c->acl : &ZOO_OPEN_ACL_UNSAFE;
+    const struct ACL_vector *acl = g->c->cfg.acl.count ? &g->c->cfg.acl : &ZOO_OPEN_ACL_UNSAFE;
     size_t b = 8 + 9;
     for (int k = 0; k < g->n; k++)
         b += 9 + 4 + strlen(g->nodes[k]) + 4; /* a check: path, version */
@@ -251,7 +251,7 @@ zkl_status zkl__guarded_write(const zkl__hold *holds, int nh, zkl_write *w, size
         failed = &unused;
     if ((st = zkl__guard_prepare(holds, nh, w, n, failed, fn, &g)) != ZKL_OK)
         return st;
-    prev = zkl__call_deadline(zkl__now_ms() + holds[0].c->opts.connect_timeout_ms);
+    prev = zkl__call_deadline(zkl__now_ms() + holds[0].c->cfg.opts.connect_timeout_ms);
     rc = zkl__zk_guarded(g.s, g.nodes, g.n, w, (int)n, &bad);
     zkl__call_deadline(prev);
     zkl__session_put(g.s);

@@ -137,7 +137,7 @@ static int exists_try(zkl__session *s, void *arg)
 static zkl_status stat_of(zkl_client *c, const char *path, struct Stat *stat, int *rc)
 {
     exists_arg arg = {path, stat};
-    return zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, exists_try, &arg, rc);
+    return zkl__retrying(c, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, exists_try, &arg, rc);
 }
 
 zkl_status zkl__hold_token(zkl_client *c, const zkl__hold *hold, int64_t *token)
@@ -211,7 +211,7 @@ zkl_status zkl__participants(zkl_client *c, const char *path, const char *const 
     zkl__list_arg arg = {path, &kids};
     int rc;
     zkl_status st =
-        zkl__retrying(c, zkl__now_ms() + c->opts.connect_timeout_ms, zkl__list_try, &arg, &rc);
+        zkl__retrying(c, zkl__now_ms() + c->cfg.opts.connect_timeout_ms, zkl__list_try, &arg, &rc);
     if (st != ZKL_OK)
         return st;
     if (rc == ZNONODE) {

@@ -188,7 +188,7 @@ bool zkl__acq_changed(zkl__acq *op)
     zkl_client *c = op->c;
     bool changed;
     pthread_mutex_lock(&c->mu);
-    changed = c->state_gen != op->since_gen || c->canceled || c->closing ||
+    changed = c->conn.state_gen != op->since_gen || c->canceled || c->closing ||
               zkl__has(op->mu_flags, ZKL__AM_CANCEL);
     pthread_mutex_unlock(&c->mu);
     return changed;

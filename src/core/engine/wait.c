@@ -185,7 +185,7 @@ static bool ahead_was_head(const zkl__acq *op)
 static bool news_locked(const zkl__acq *op)
 {
     const zkl_client *c = op->c;
-    return c->state_gen != op->gen || c->closing || c->canceled ||
+    return c->conn.state_gen != op->gen || c->closing || c->canceled ||
            zkl__has(op->mu_flags, ZKL__AM_CANCEL);
 }
 

@@ -36,7 +36,7 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->mine = mine;
     /* what is noted of the line outlives an acquire while the object lives
      * (NULL without memory: only hints are lost) */
-    o->inproc = zkl__inproc_get(zkl__chroot_of(c->connect), path);
+    o->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect), path);
     zkl__inproc_object(o->inproc, 1);
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
@@ -60,7 +60,7 @@ zkl_status zkl__lockobj_add_part(zkl__lockobj *o, const char *side, unsigned tra
 
 void zkl__lockobj_detach(zkl__lockobj *o)
 {
-    /* (in a fork()ed child no worker calls it, and listen_mu may be held by
+    /* (in a fork()ed child no worker calls it, and lsn.mu may be held by
      * a thread that is not here) */
     if (o->listener && !zkl__forked(o->c))
         zkl__listener_remove(o->c, o->listener);

@@ -78,7 +78,7 @@ static zkl_client *first(const clients *cl)
 
 static zkl_client *next(const clients *cl, const zkl_client *c)
 {
-    return cl->one ? NULL : c->reg_next;
+    return cl->one ? NULL : c->reg.next;
 }
 
 #define EACH_CLIENT(cl, c) for (zkl_client *c = first(cl); c; c = next(cl, c))
@@ -87,10 +87,10 @@ static zkl_client *next(const clients *cl, const zkl_client *c)
 static void client_label(out *o, const zkl_client *c)
 {
     put(o, "client=\"");
-    if (c->name)
-        put_value(o, c->name);
+    if (c->tally.name)
+        put_value(o, c->tally.name);
     else
-        put(o, "%u", c->number);
+        put(o, "%u", c->tally.number);
     put(o, "\"");
 }
 
@@ -113,7 +113,7 @@ static void lock_counter(out *o, const clients *cl, const char *name, const char
     EACH_CLIENT(cl, c)
     {
         pthread_mutex_lock(&c->mu);
-        DL_FOREACH(c->series, s)
+        DL_FOREACH(c->tally.series, s)
         {
             _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)&s->stats + field);
             if (handoffs &&
@@ -160,7 +160,7 @@ static void lock_histogram(out *o, const clients *cl, const char *name, const ch
     EACH_CLIENT(cl, c)
     {
         pthread_mutex_lock(&c->mu);
-        DL_FOREACH(c->series, s)
+        DL_FOREACH(c->tally.series, s)
         series_histogram(o, c, s, name, hold ? &s->stats.hold : &s->stats.wait);
         pthread_mutex_unlock(&c->mu);
     }
@@ -222,7 +222,7 @@ static void elect_family_write(out *o, const clients *cl, const char *name, cons
     EACH_CLIENT(cl, c)
     {
         pthread_mutex_lock(&c->mu);
-        DL_FOREACH(c->series, s)
+        DL_FOREACH(c->tally.series, s)
         if (s->traits & ZKL__PART_ELECTS)
             elect_samples(o, c, s, name, f);
         pthread_mutex_unlock(&c->mu);
@@ -259,9 +259,9 @@ typedef enum client_count {
 static uint64_t client_value(zkl_client *c, client_count which)
 {
     switch (which) {
-    case WATCH_EVENTS: return c->watch_events;
-    case SESSIONS: return c->sessions;
-    case SESSIONS_LOST: return GET(c->sessions_lost);
+    case WATCH_EVENTS: return c->tally.watch_events;
+    case SESSIONS: return c->tally.sessions;
+    case SESSIONS_LOST: return GET(c->tally.sessions_lost);
     default: return zkl__cleanup_queued_locked(c);
     }
 }
@@ -277,7 +277,7 @@ static void client_counter(out *o, const clients *cl, const char *name, const ch
         client_label(o, c);
         put(o, "} %llu\n%s_created{", (unsigned long long)client_value(c, which), name);
         client_label(o, c);
-        put(o, "} %.3f\n", c->created);
+        put(o, "} %.3f\n", c->tally.created);
         pthread_mutex_unlock(&c->mu);
     }
 }
@@ -297,10 +297,10 @@ static void client_requests(out *o, const clients *cl)
         for (k = 0; k < ZKL__REQ_KINDS; k++) {
             put(o, "zklock_requests_total{");
             client_label(o, c);
-            put(o, ",kind=\"%s\"} %llu\n", kinds[k], (unsigned long long)GET(c->req_kind[k]));
+            put(o, ",kind=\"%s\"} %llu\n", kinds[k], (unsigned long long)GET(c->tally.req_kind[k]));
             put(o, "zklock_requests_created{");
             client_label(o, c);
-            put(o, ",kind=\"%s\"} %.3f\n", kinds[k], c->created);
+            put(o, ",kind=\"%s\"} %.3f\n", kinds[k], c->tally.created);
         }
         pthread_mutex_unlock(&c->mu);
     }

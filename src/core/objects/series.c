@@ -18,10 +18,10 @@ static void series_free(zkl__series *s)
 static zkl__series *take_locked(zkl_client *c, const char *path, const char *side)
 {
     zkl__series *s;
-    DL_FOREACH(c->series, s)
+    DL_FOREACH(c->tally.series, s)
     if (s->side == side && !strcmp(s->path, path)) {
         if (s->refs++ == 0)
-            c->series_idle--;
+            c->tally.series_idle--;
         return s;
     }
     return NULL;
@@ -46,7 +46,7 @@ zkl__series *zkl__series_get(zkl_client *c, const char *path, const char *side, 
     made->refs = 1;
     pthread_mutex_lock(&c->mu);
     if (!(s = take_locked(c, path, side))) { /* (or made meanwhile by another thread) */
-        DL_APPEND(c->series, made);
+        DL_APPEND(c->tally.series, made);
         c->hooks.series_free = zkl__series_free_all;
     }
     pthread_mutex_unlock(&c->mu);
@@ -63,17 +63,17 @@ void zkl__series_put(zkl_client *c, zkl__series *s)
         return;
     pthread_mutex_lock(&c->mu);
     if (--s->refs == 0) {
-        s->idle_since = ++c->series_clock;
-        c->series_idle++;
+        s->idle_since = ++c->tally.series_clock;
+        c->tally.series_idle++;
     }
-    if (c->series_idle > ZKL_SERIES_KEPT) {
-        DL_FOREACH(c->series, it)
+    if (c->tally.series_idle > ZKL_SERIES_KEPT) {
+        DL_FOREACH(c->tally.series, it)
         if (it->refs == 0 && (!oldest || it->idle_since < oldest->idle_since))
             oldest = it;
     }
     if (oldest) {
-        DL_DELETE(c->series, oldest);
-        c->series_idle--;
+        DL_DELETE(c->tally.series, oldest);
+        c->tally.series_idle--;
     }
     pthread_mutex_unlock(&c->mu);
     if (oldest)
@@ -84,9 +84,9 @@ void zkl__series_free_all(zkl_client *c)
 {
     zkl__stats_free_all(c); /* (tallies left by a fork()ed child's holds) */
     zkl__series *s, *tmp;
-    DL_FOREACH_SAFE(c->series, s, tmp)
+    DL_FOREACH_SAFE(c->tally.series, s, tmp)
     {
-        DL_DELETE(c->series, s);
+        DL_DELETE(c->tally.series, s);
         series_free(s);
     }
 }

@@ -28,10 +28,10 @@ typedef struct zkl__series {
     const char *side; /* static: "mutex", "read", "write", "semaphore" */
     unsigned traits;  /* ZKL__PART_*: which families beyond the common ones it has */
     zkl__lockstats stats;
-    double created;                  /* Unix seconds: the series' _created */
-    int refs;                        /* live lock objects counting into it */
-    uint64_t idle_since;             /* c->series_clock when refs fell to 0 (the eviction order) */
-    struct zkl__series *prev, *next; /* c->series (utlist), under c->mu */
+    double created;      /* Unix seconds: the series' _created */
+    int refs;            /* live lock objects counting into it */
+    uint64_t idle_since; /* c->tally.series_clock when refs fell to 0 (the eviction order) */
+    struct zkl__series *prev, *next; /* c->tally.series (utlist), under c->mu */
 } zkl__series;
 
 /* The series of (path, side) on c, with one more reference: found or made

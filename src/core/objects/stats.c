@@ -28,7 +28,7 @@ static void observe(zkl__hist *h, int64_t us)
     ADD(h->sum_us, (uint64_t)us);
 }
 
-/* A live hold's tally: in c->marks, under c->mu. */
+/* A live hold's tally: in c->tally.marks, under c->mu. */
 typedef struct zkl__holdmark {
     zkl__lockstats *stats;
     const char *owner; /* where its hold is kept: inside a lock object */
@@ -50,7 +50,7 @@ void zkl__stats_mark(zkl__lockstats *s, zkl_client *c, zkl__hold *h, const void 
     m->granted_us = h->granted_us;
     h->mark = m;
     pthread_mutex_lock(&c->mu);
-    DL_APPEND2(c->marks, m, prev, next);
+    DL_APPEND2(c->tally.marks, m, prev, next);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -62,7 +62,7 @@ static bool unmark(zkl_client *c, zkl__hold *h)
         return false;
     pthread_mutex_lock(&c->mu);
     counted = h->mark->counted;
-    DL_DELETE2(c->marks, h->mark, prev, next);
+    DL_DELETE2(c->tally.marks, h->mark, prev, next);
     pthread_mutex_unlock(&c->mu);
     free(h->mark);
     h->mark = NULL;
@@ -113,13 +113,14 @@ void zkl__stats_released(zkl__lockstats *s, zkl_client *c, zkl__hold *h, zkl_sta
 {
     if (unmark(c, h) || !s) /* (its loss was counted when told) */
         return;
-    hold_ended(s, h->granted_us, st == ZKL_ELOST, atomic_load(&c->lease_expired_epoch) == h->epoch);
+    hold_ended(s, h->granted_us, st == ZKL_ELOST,
+               atomic_load(&c->conn.lease_expired_epoch) == h->epoch);
 }
 
 void zkl__stats_lost_locked(zkl_client *c, uint64_t epoch, bool lease_expired)
 {
     zkl__holdmark *m;
-    DL_FOREACH2(c->marks, m, next)
+    DL_FOREACH2(c->tally.marks, m, next)
     {
         if (m->epoch != epoch || m->counted)
             continue;
@@ -173,11 +174,12 @@ void zkl__stats_forget(zkl_client *c, const void *obj, size_t size)
     const char *lo = obj, *hi = lo + size;
     zkl__holdmark *m, *tmp;
     pthread_mutex_lock(&c->mu);
-    DL_FOREACH_SAFE2(c->marks, m, tmp, next)
+    DL_FOREACH_SAFE2(c->tally.marks, m, tmp, next)
     {
         if (m->owner >= lo && m->owner < hi) {
-            /* (m is in the list it walks: c->marks is not NULL) */
-            DL_DELETE2(c->marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
+            /* (m is in the list it walks: c->tally.marks is not NULL) */
+            DL_DELETE2(c->tally.marks, m, prev,
+                       next); // NOLINT(clang-analyzer-core.NullDereference)
             free(m);
         }
     }
@@ -187,9 +189,9 @@ void zkl__stats_forget(zkl_client *c, const void *obj, size_t size)
 void zkl__stats_free_all(zkl_client *c)
 {
     zkl__holdmark *m, *tmp;
-    DL_FOREACH_SAFE2(c->marks, m, tmp, next)
+    DL_FOREACH_SAFE2(c->tally.marks, m, tmp, next)
     {
-        DL_DELETE2(c->marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
+        DL_DELETE2(c->tally.marks, m, prev, next); // NOLINT(clang-analyzer-core.NullDereference)
         free(m);
     }
 }
