@@ -55,8 +55,10 @@ static unsigned seed;
 static int64_t last_beat;
 
 /* --proxy 1: the session goes through the tests' TCP proxy, one per server,
- * in this process, so that the nemesis can slow the link: SIGUSR1 sets
- * every chunk's delay to the milliseconds in LOG.delay, SIGUSR2 ends it. */
+ * in this process, so that the nemesis can slow the link: on SIGWINCH (by
+ * default ignored, so that one that comes before the mask is set costs
+ * nothing) and once at start, every chunk's delay is set to the
+ * milliseconds in LOG.delay (0 or no file: none). */
 #define MAX_SERVERS 8
 static fp_proxy *proxies[MAX_SERVERS];
 static int nproxies;
@@ -80,23 +82,29 @@ static const char *proxied(const char *zk)
     return hosts;
 }
 
+static void set_delay(void)
+{
+    char name[600];
+    int ms = 0, i;
+    FILE *f;
+    snprintf(name, sizeof name, "%s.delay", logname);
+    if ((f = fopen(name, "r"))) {
+        if (fscanf(f, "%d", &ms) != 1)
+            ms = 0;
+        fclose(f);
+    }
+    for (i = 0; i < nproxies; i++)
+        fp_delay(proxies[i], ms);
+}
+
 static void *slow_link(void *arg)
 {
     sigset_t *set = arg;
-    char name[600];
+    set_delay();
     for (;;) {
-        int sig = 0, ms = 0, i;
-        FILE *f;
-        if (sigwait(set, &sig) != 0)
-            continue;
-        snprintf(name, sizeof name, "%s.delay", logname);
-        if (sig == SIGUSR1 && (f = fopen(name, "r"))) {
-            if (fscanf(f, "%d", &ms) != 1)
-                ms = 0;
-            fclose(f);
-        }
-        for (i = 0; i < nproxies; i++)
-            fp_delay(proxies[i], ms);
+        int sig = 0;
+        if (sigwait(set, &sig) == 0)
+            set_delay();
     }
     return NULL;
 }
@@ -437,9 +445,8 @@ int main(int argc, char **argv)
     zkl_log_set(NULL, ZKL_LOG_ERROR, NULL);
     beat(); /* its life begins: a restarted client's gap ends here */
     sigemptyset(&usr);
-    sigaddset(&usr, SIGUSR1);
-    sigaddset(&usr, SIGUSR2);
-    pthread_sigmask(SIG_BLOCK, &usr, NULL); /* (before any thread: slow_link takes them) */
+    sigaddset(&usr, SIGWINCH);
+    pthread_sigmask(SIG_BLOCK, &usr, NULL); /* (before any thread: slow_link takes it) */
     if (proxy) {
         const char *via = proxied(zk);
         if (!via || pthread_create(&slow, NULL, slow_link, &usr) != 0)
