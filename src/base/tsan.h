@@ -1,9 +1,10 @@
 /*
  * tsan.h - happens-before annotations for ThreadSanitizer at the points where
- * a pointer crosses into libzookeeper_mt and comes back on its completion
- * thread. The library is not instrumented, so TSan cannot see its internal
- * queue locks; without these marks every completion looks like a race.
- * They compile to nothing in other builds.
+ * a pointer crosses into the ZooKeeper client and comes back in a delivery
+ * on another thread (the poller's). The client is not instrumented, so TSan
+ * cannot see its internal locks; without these marks every completion looks
+ * like a race. They compile to nothing in other builds. (ZKL_PUBLISH, not
+ * "hand-off": that word is the lock passing to its next holder.)
  */
 #ifndef ZKL_TSAN_H
 #define ZKL_TSAN_H
@@ -20,11 +21,11 @@
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 /* Before handing p to the ZooKeeper client. */
-#define ZKL_HANDOFF(p) __tsan_release((void *)(p))
+#define ZKL_PUBLISH(p) __tsan_release((void *)(p))
 /* First thing in a callback that received p. */
 #define ZKL_RECEIVED(p) __tsan_acquire((void *)(p))
 #else
-#define ZKL_HANDOFF(p) ((void)0)
+#define ZKL_PUBLISH(p) ((void)0)
 #define ZKL_RECEIVED(p) ((void)0)
 #endif
 

@@ -40,7 +40,7 @@ call *zkl__call_new(zkl__session *s)
     k->c = s->c;
     k->epoch = s->epoch;
     k->sent = zkl__boot_ms();
-    ZKL_HANDOFF(k);
+    ZKL_PUBLISH(k);
     return k;
 }
 
@@ -65,7 +65,7 @@ call *zkl__call_new_told(zkl__session *s, void (*fn)(void *arg), void *arg)
 void zkl__call_proves(call *k)
 {
     k->proves = true;
-    ZKL_HANDOFF(k);
+    ZKL_PUBLISH(k);
 }
 
 void zkl__call_free(call *k)

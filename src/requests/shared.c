@@ -85,7 +85,7 @@ static int send_listing(lgroup *g)
     if (g->l->closed)
         return ZCLOSING;
     zkl__count_request(g->s->c, ZKL__REQ_LIST);
-    ZKL_HANDOFF(g);
+    ZKL_PUBLISH(g);
     return ZKL_ZK(g->s, zoo_aget_children(g->s->zh, g->path, 0, on_listing, g));
 }
 

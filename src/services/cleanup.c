@@ -241,7 +241,7 @@ int zkl__delete_async(zkl__session *s, const char *path)
     c->cleanup->flying_n++;
     DL_PREPEND(c->cleanup->flying, d);
     pthread_mutex_unlock(&c->mu);
-    ZKL_HANDOFF(d);
+    ZKL_PUBLISH(d);
     rc = zkl__zk_send_delete(s, path, on_async_delete, d);
     if (rc != ZOK) {
         pthread_mutex_lock(&c->mu);

@@ -255,7 +255,7 @@ static int64_t renew_locked(zkl_client *c, int64_t now)
     c->lease->renewing = true;
     s->refs++;
     pthread_mutex_unlock(&c->mu);
-    ZKL_HANDOFF(r);
+    ZKL_PUBLISH(r);
     count_sync(c);
     rc = zkl__zk_send_sync(s, renewed, r);
     zkl__session_put(s);

@@ -217,7 +217,7 @@ static void arm_locked(zkl_client *c, zkl__revwatch *r, zkl__session *s)
     r->refs += 2; /* the reply and the watch */
     r->zk_refs += 2;
     r->armed_on = s;
-    ZKL_HANDOFF(r);
+    ZKL_PUBLISH(r);
     rc = zkl__zk_send_wget(s, r->node, rev_watcher, r, rev_data, r);
     if (rc == ZOK) {
         c->revs->failures = 0;

@@ -174,7 +174,7 @@ zkl__session *zkl__session_open(zkl_client *c, uint64_t epoch)
     c->conn.pending = s;
     c->tally.sessions++;
     pthread_mutex_unlock(&c->mu);
-    ZKL_HANDOFF(s);
+    ZKL_PUBLISH(s);
     zh = zookeeper_init2(c->cfg.connect, s->watcher, c->cfg.opts.session_timeout_ms, NULL, s, 0,
                          zkl__zk_log_trampoline);
     e = errno;

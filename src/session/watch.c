@@ -24,7 +24,7 @@ zkl__watch *zkl__watch_new(zkl__session *s)
     pthread_mutex_lock(&c->mu);
     DL_PREPEND(s->watches, w);
     pthread_mutex_unlock(&c->mu);
-    ZKL_HANDOFF(w);
+    ZKL_PUBLISH(w);
     return w;
 }
 
