@@ -53,7 +53,7 @@ struct zkl_observer {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* callbacks ending, the operation ending (destroy) */
     unsigned flags;
-    zkl__acq *op; /* the steps, until they end */
+    zkl__acq *aq; /* the steps, until they end */
     zkl_observe_fn fn;
     void *ud;
     int calling; /* callbacks running */
@@ -96,7 +96,7 @@ static void observer_free(zkl_observer *o)
 static bool to_free_locked(zkl_observer *o)
 {
     bool go = (o->flags & F_DESTROYED) && !(o->flags & F_FREED) && o->calling == 0 &&
-              o->busy == 0 && !o->op && o->reports == 0;
+              o->busy == 0 && !o->aq && o->reports == 0;
     if (go)
         o->flags |= F_FREED;
     return go;
@@ -158,87 +158,87 @@ static void post(zkl_observer *o, ob_report *r)
 
 /* ---- the steps ---- */
 
-/* The observer of op (done_arg). */
-static zkl_observer *of(const zkl__acq *op)
+/* The observer of aq (done_arg). */
+static zkl_observer *of(const zkl__acq *aq)
 {
-    return op->done_arg;
+    return aq->done_arg;
 }
 
-static zkl__step_result step_start(zkl__acq *op);
-static zkl__step_result step_list(zkl__acq *op);
+static zkl__step_result step_start(zkl__acq *aq);
+static zkl__step_result step_list(zkl__acq *aq);
 
-/* A new watch token in op->prim (on the head's name, or NULL: the path) that readies op. */
-static bool arm(zkl__acq *op, const char *name)
+/* A new watch token in aq->prim (on the head's name, or NULL: the path) that readies aq. */
+static bool arm(zkl__acq *aq, const char *name)
 {
-    zkl__armed_clear(&op->prim);
-    return zkl__armed_new(op, &op->prim, name);
+    zkl__armed_clear(&aq->prim);
+    return zkl__armed_new(aq, &aq->prim, name);
 }
 
 /* Let go of the place's requests and watch (the session stays). */
-static void forget(zkl__acq *op)
+static void forget(zkl__acq *aq)
 {
-    zkl__acq_untrack(op);
-    zkl__armed_clear(&op->prim);
-    zkl__names_free(&op->kids);
+    zkl__acq_untrack(aq);
+    zkl__armed_clear(&aq->prim);
+    zkl__names_free(&aq->kids);
 }
 
 /* The session went: start again in the next, after a short pause. */
-static zkl__step_result restart(zkl__acq *op)
+static zkl__step_result restart(zkl__acq *aq)
 {
-    forget(op);
-    if (op->s)
-        zkl__session_put(op->s);
-    op->s = NULL;
+    forget(aq);
+    if (aq->s)
+        zkl__session_put(aq->s);
+    aq->s = NULL;
     /* a pause unless the session's news comes first: a dying session that
      * the client still counts alive would only fail each look at once */
-    op->until = zkl__now_ms() + zkl__retry_delay_ms(op->restarts++, 4);
-    op->since_gen = zkl__state_gen(op->c);
-    op->step = step_start;
+    aq->until = zkl__now_ms() + zkl__retry_delay_ms(aq->restarts++, 4);
+    aq->since_gen = zkl__state_gen(aq->c);
+    aq->step = step_start;
     return ZKL__STEP_AGAIN;
 }
 
 /* A request's rc that was not the answer looked for: retry, start over, or stop. */
-static zkl__step_result trouble(zkl__acq *op, int rc)
+static zkl__step_result trouble(zkl__acq *aq, int rc)
 {
-    forget(op);
+    forget(aq);
     switch (zkl__rc_kind_of(rc)) {
-    case ZKL__RC_SESSION: return restart(op);
+    case ZKL__RC_SESSION: return restart(aq);
     case ZKL__RC_RETRY:
-    case ZKL__RC_NOMEM: return zkl__acq_backoff(op, step_list, "observing");
-    default: return zkl__acq_fail(op, zkl__rc_status(rc, "observe", op->a.path));
+    case ZKL__RC_NOMEM: return zkl__acq_backoff(aq, step_list, "observing");
+    default: return zkl__acq_fail(aq, zkl__rc_status(rc, "observe", aq->a.path));
     }
 }
 
-static zkl__step_result step_start(zkl__acq *op)
+static zkl__step_result step_start(zkl__acq *aq)
 {
-    zkl_client *c = op->c;
+    zkl_client *c = aq->c;
     zkl_status st;
-    if (zkl__acq_canceled(op))
-        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
-    if (op->until && !zkl__acq_changed(op) && !zkl__acq_sleep(op, op->until))
+    if (zkl__acq_canceled(aq))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", aq->a.path));
+    if (aq->until && !zkl__acq_changed(aq) && !zkl__acq_sleep(aq, aq->until))
         return ZKL__STEP_YIELD;
-    op->until = 0;
+    aq->until = 0;
     pthread_mutex_lock(&c->mu);
-    st = zkl__session_try_get_locked(c, &op->s);
+    st = zkl__session_try_get_locked(c, &aq->s);
     pthread_mutex_unlock(&c->mu);
-    if (st == ZKL__RESTART) /* the worker opens the next session: its news readies op */
+    if (st == ZKL__RESTART) /* the worker opens the next session: its news readies aq */
         return ZKL__STEP_YIELD;
     if (st != ZKL_OK)
-        return zkl__acq_fail(op, st);
-    op->epoch = op->s->epoch;
-    op->since_gen = zkl__state_gen(c);
-    op->step = step_list;
+        return zkl__acq_fail(aq, st);
+    aq->epoch = aq->s->epoch;
+    aq->since_gen = zkl__state_gen(c);
+    aq->step = step_list;
     return ZKL__STEP_AGAIN;
 }
 
 /* Tell what was seen if it differs from what was told (leader taken over). */
-static zkl__step_result tell(zkl__acq *op, zkl_leader *seen)
+static zkl__step_result tell(zkl__acq *aq, zkl_leader *seen)
 {
-    zkl_observer *o = of(op);
+    zkl_observer *o = of(aq);
     ob_report *r;
     char *node = NULL;
     bool same;
-    op->attempt = 0; /* a look came through: the back-off starts afresh */
+    aq->attempt = 0; /* a look came through: the back-off starts afresh */
     same = o->told && ((!seen->node && !o->told_node) ||
                        (seen->node && o->told_node && strcmp(seen->node, o->told_node) == 0));
     if (same) {
@@ -249,8 +249,8 @@ static zkl__step_result tell(zkl__acq *op, zkl_leader *seen)
     if (!r || (seen->node && !(node = strdup(seen->node)))) {
         free(r);
         zkl_leader_clear(seen);
-        forget(op); /* told nothing: the next look tells it */
-        return zkl__acq_backoff(op, step_list, "observing");
+        forget(aq); /* told nothing: the next look tells it */
+        return zkl__acq_backoff(aq, step_list, "observing");
     }
     r->leader = *seen;
     free(o->told_node);
@@ -261,103 +261,103 @@ static zkl__step_result tell(zkl__acq *op, zkl_leader *seen)
 }
 
 /* Asleep until the watch fires, the session goes, or the connection comes back. */
-static zkl__step_result step_watching(zkl__acq *op)
+static zkl__step_result step_watching(zkl__acq *aq)
 {
     bool deleted;
-    if (zkl__acq_canceled(op))
-        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
-    if (!zkl__epoch_alive(op->c, op->epoch))
-        return restart(op);
-    if (op->prim.w && !zkl__watch_fired(op->prim.w, op->gen, &deleted) &&
-        (zkl__state_gen(op->c) == op->gen || !zkl__connected(op->c)))
+    if (zkl__acq_canceled(aq))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", aq->a.path));
+    if (!zkl__epoch_alive(aq->c, aq->epoch))
+        return restart(aq);
+    if (aq->prim.w && !zkl__watch_fired(aq->prim.w, aq->gen, &deleted) &&
+        (zkl__state_gen(aq->c) == aq->gen || !zkl__connected(aq->c)))
         return ZKL__STEP_YIELD; /* (back in the same session, the server answers for the watch;
                                    a look costs one listing, and misses nothing meanwhile) */
-    forget(op);
-    op->step = step_list;
+    forget(aq);
+    aq->step = step_list;
     return ZKL__STEP_AGAIN;
 }
 
 /* The empty election's watch is answered: kids (ZOK) or the path's absence (ZNONODE). */
-static zkl__step_result step_empty_armed(zkl__acq *op)
+static zkl__step_result step_empty_armed(zkl__acq *aq)
 {
     zkl_leader none;
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    if (op->k[0])
-        zkl__req_settle(op->k[0], op->prim.w, rc);
-    if (rc == ZOK && of(op)->by_kids) {
-        zkl__req_take_kids(op->k[0], &op->kids);
-        if (op->kids.n > 0) { /* one joined meanwhile: look again */
-            forget(op);
-            op->step = step_list;
+    rc = aq->rcs[0];
+    if (aq->k[0])
+        zkl__req_settle(aq->k[0], aq->prim.w, rc);
+    if (rc == ZOK && of(aq)->by_kids) {
+        zkl__req_take_kids(aq->k[0], &aq->kids);
+        if (aq->kids.n > 0) { /* one joined meanwhile: look again */
+            forget(aq);
+            aq->step = step_list;
             return ZKL__STEP_AGAIN;
         }
-        zkl__names_free(&op->kids);
+        zkl__names_free(&aq->kids);
     } else if (rc == ZOK) { /* the path came back (exists): look again */
-        forget(op);
-        op->step = step_list;
+        forget(aq);
+        aq->step = step_list;
         return ZKL__STEP_AGAIN;
     } else if (rc != ZNONODE) {
-        return trouble(op, rc);
-    } else if (of(op)->by_kids) { /* the parent went meanwhile */
-        forget(op);
-        op->step = step_list;
+        return trouble(aq, rc);
+    } else if (of(aq)->by_kids) { /* the parent went meanwhile */
+        forget(aq);
+        aq->step = step_list;
         return ZKL__STEP_AGAIN;
     }
-    zkl__acq_untrack(op);
+    zkl__acq_untrack(aq);
     memset(&none, 0, sizeof none);
-    op->step = step_watching;
-    return tell(op, &none);
+    aq->step = step_watching;
+    return tell(aq, &none);
 }
 
 /* Watch for a join: the child list, or (no parent) the path's creation. */
-static zkl__step_result watch_empty(zkl__acq *op, bool parent)
+static zkl__step_result watch_empty(zkl__acq *aq, bool parent)
 {
     zkl__req *k = NULL;
     int rc = ZSYSTEMERROR;
-    forget(op);
-    op->gen = zkl__state_gen(op->c);
-    if (arm(op, NULL))
-        k = parent ? zkl__req_children(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc)
-                   : zkl__req_wexists(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    of(op)->by_kids = parent;
-    op->step = step_empty_armed;
+    forget(aq);
+    aq->gen = zkl__state_gen(aq->c);
+    if (arm(aq, NULL))
+        k = parent ? zkl__req_children(aq->s, aq->a.path, aq->prim.w, zkl__acq_notify, aq, &rc)
+                   : zkl__req_wexists(aq->s, aq->a.path, aq->prim.w, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    of(aq)->by_kids = parent;
+    aq->step = step_empty_armed;
     return ZKL__STEP_AGAIN;
 }
 
 /* The head's data and watch are answered. */
-static zkl__step_result step_head(zkl__acq *op)
+static zkl__step_result step_head(zkl__acq *aq)
 {
     zkl_leader seen;
     struct Stat st;
     char *data = NULL;
     int len = 0, rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    if (op->k[0])
-        zkl__req_settle(op->k[0], op->prim.w, rc);
+    rc = aq->rcs[0];
+    if (aq->k[0])
+        zkl__req_settle(aq->k[0], aq->prim.w, rc);
     if (rc == ZNONODE) { /* it went after the listing (a hand-off): look again */
-        forget(op);
-        op->step = step_list;
+        forget(aq);
+        aq->step = step_list;
         return ZKL__STEP_AGAIN;
     }
     if (rc != ZOK)
-        return trouble(op, rc);
-    st = zkl__req_stat(op->k[0]);
-    zkl__req_take_data(op->k[0], &data, &len);
-    zkl__acq_untrack(op);
+        return trouble(aq, rc);
+    st = zkl__req_stat(aq->k[0]);
+    zkl__req_take_data(aq->k[0], &data, &len);
+    zkl__acq_untrack(aq);
     memset(&seen, 0, sizeof seen);
-    seen.members = of(op)->members;
-    if (st.ephemeralOwner != 0 && zkl__acq_seq(op, op->prim.name) >= 0) {
+    seen.members = of(aq)->members;
+    if (st.ephemeralOwner != 0 && zkl__acq_seq(aq, aq->prim.name) >= 0) {
         seen.present = true;
         seen.token = st.czxid;
         seen.id_len = (size_t)len;
         seen.id = malloc((size_t)len + 1);
-        seen.node = zkl__path_join(op->a.path, op->prim.name);
+        seen.node = zkl__path_join(aq->a.path, aq->prim.name);
         if (seen.id) {
             if (len > 0)
                 memcpy(seen.id, data, (size_t)len);
@@ -367,17 +367,17 @@ static zkl__step_result step_head(zkl__acq *op)
     free(data);
     if (seen.present && (!seen.id || !seen.node)) {
         zkl_leader_clear(&seen);
-        return trouble(op, ZSYSTEMERROR);
+        return trouble(aq, ZSYSTEMERROR);
     }
-    op->step = step_watching;
-    return tell(op, &seen);
+    aq->step = step_watching;
+    return tell(aq, &seen);
 }
 
 /*
  * A listing to look at: the election is of its latch- nodes if there are
  * any, else of its lock- nodes (a selector's); the head as they sort it.
  */
-static zkl__step_result step_look(zkl__acq *op)
+static zkl__step_result step_look(zkl__acq *aq)
 {
     const zkl__driver *d = &zkl__mutex_driver;
     zkl__req *k = NULL;
@@ -385,78 +385,78 @@ static zkl__step_result step_look(zkl__acq *op)
     int32_t seq;
     int rc = ZSYSTEMERROR;
     char *head, *node;
-    for (i = 0; i < op->kids.n; i++)
-        if (zkl__seq_of(op->kids.v[i], zkl__latch_driver.sort_markers, &seq) == ZKL_OK)
+    for (i = 0; i < aq->kids.n; i++)
+        if (zkl__seq_of(aq->kids.v[i], zkl__latch_driver.sort_markers, &seq) == ZKL_OK)
             d = &zkl__latch_driver;
-    op->a.driver = d;
-    for (i = 0; i < op->kids.n; i++)
-        if (zkl__seq_of(op->kids.v[i], d->sort_markers, &seq) == ZKL_OK)
+    aq->a.driver = d;
+    for (i = 0; i < aq->kids.n; i++)
+        if (zkl__seq_of(aq->kids.v[i], d->sort_markers, &seq) == ZKL_OK)
             members++;
-    if (zkl__sort_names(op->kids.v, op->kids.n, d->sort_markers) != ZKL_OK)
-        return trouble(op, ZSYSTEMERROR);
-    head = op->kids.v[0];
-    if (!(node = zkl__path_join(op->a.path, head)) || !arm(op, head)) {
+    if (zkl__sort_names(aq->kids.v, aq->kids.n, d->sort_markers) != ZKL_OK)
+        return trouble(aq, ZSYSTEMERROR);
+    head = aq->kids.v[0];
+    if (!(node = zkl__path_join(aq->a.path, head)) || !arm(aq, head)) {
         free(node);
-        return trouble(op, ZSYSTEMERROR);
+        return trouble(aq, ZSYSTEMERROR);
     }
-    of(op)->members = members;
-    op->gen = zkl__state_gen(op->c);
-    k = zkl__req_wget_data(op->s, node, op->prim.w, zkl__acq_notify, op, &rc);
+    of(aq)->members = members;
+    aq->gen = zkl__state_gen(aq->c);
+    k = zkl__req_wget_data(aq->s, node, aq->prim.w, zkl__acq_notify, aq, &rc);
     free(node);
-    zkl__names_free(&op->kids);
-    zkl__acq_track(op, k, rc);
-    op->step = step_head;
+    zkl__names_free(&aq->kids);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_head;
     return ZKL__STEP_AGAIN;
 }
 
-static zkl__step_result step_listed(zkl__acq *op)
+static zkl__step_result step_listed(zkl__acq *aq)
 {
     int rc;
-    if (!zkl__acq_listing(op, &rc))
+    if (!zkl__acq_listing(aq, &rc))
         return ZKL__STEP_YIELD;
     if (rc == ZNONODE)
-        return watch_empty(op, false);
+        return watch_empty(aq, false);
     if (rc != ZOK)
-        return trouble(op, rc);
-    if (!zkl__epoch_alive(op->c, op->epoch)) /* a listing read as the session ended */
-        return restart(op);
-    if (op->kids.n == 0)
-        return watch_empty(op, true);
-    op->step = step_look;
+        return trouble(aq, rc);
+    if (!zkl__epoch_alive(aq->c, aq->epoch)) /* a listing read as the session ended */
+        return restart(aq);
+    if (aq->kids.n == 0)
+        return watch_empty(aq, true);
+    aq->step = step_look;
     return ZKL__STEP_AGAIN;
 }
 
-static zkl__step_result step_list(zkl__acq *op)
+static zkl__step_result step_list(zkl__acq *aq)
 {
     zkl__req *k;
     int rc;
-    if (zkl__acq_canceled(op))
-        return zkl__acq_fail(op, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", op->a.path));
-    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_listed;
+    if (zkl__acq_canceled(aq))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ECANCELED, "observing %s was canceled", aq->a.path));
+    k = zkl__req_children(aq->s, aq->a.path, NULL, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_listed;
     return ZKL__STEP_AGAIN;
 }
 
 /* The steps ended (on the worker): canceled by destroy, or stopped on their own. */
-static void ob_done(zkl__acq *op, void *arg)
+static void ob_done(zkl__acq *aq, void *arg)
 {
     zkl_observer *o = arg;
-    zkl_status st = op->st;
+    zkl_status st = aq->st;
     ob_report *r = NULL;
     bool go;
     pthread_mutex_lock(&o->mu);
     if (!(o->flags & F_DESTROYED) && (r = calloc(1, sizeof *r)) != NULL) {
         r->st = st != ZKL_OK ? st : ZKL_ECANCELED;
-        r->msg = op->msg;
-        op->msg = NULL;
+        r->msg = aq->msg;
+        aq->msg = NULL;
     }
     pthread_mutex_unlock(&o->mu);
     if (r)
         post(o, r); /* its last (no memory: it stops untold, and destroy still frees it) */
-    zkl__acq_free(op);
+    zkl__acq_free(aq);
     pthread_mutex_lock(&o->mu);
-    o->op = NULL;
+    o->aq = NULL;
     pthread_cond_broadcast(&o->cv);
     go = to_free_locked(o);
     pthread_mutex_unlock(&o->mu);
@@ -495,17 +495,17 @@ zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn
     a.path = o->obj.path;
     a.driver = &zkl__mutex_driver; /* until a listing says which */
     a.deadline = INT64_MAX;
-    o->op = zkl__acq_new(c, &a, false, ob_done, o);
-    if (!o->op) {
+    o->aq = zkl__acq_new(c, &a, false, ob_done, o);
+    if (!o->aq) {
         o->flags |= F_DESTROYED | F_FREED;
         observer_free(o);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
-    zkl__inproc_put(o->op->inproc); /* an observer takes no place in line */
-    o->op->inproc = NULL;
-    o->op->step = step_start;
+    zkl__inproc_put(o->aq->inproc); /* an observer takes no place in line */
+    o->aq->inproc = NULL;
+    o->aq->step = step_start;
     *out = o;
-    zkl__acq_start_async(o->op);
+    zkl__acq_start_async(o->aq);
     return ZKL_OK;
 }
 
@@ -520,10 +520,10 @@ zkl_status zkl_observer_destroy(zkl_observer *o)
         return zkl__fail(ZKL_EINVAL, "zkl_observer_destroy: observer is NULL");
     c = o->obj.c;
     if (zkl__forked(c)) { /* its steps are the parent's: nothing runs them here */
-        if (o->op) {      /* (its requests and watch are the session's, freed at close) */
-            free(o->op->prim.name);
-            zkl__names_free(&o->op->kids);
-            zkl__acq_free(o->op);
+        if (o->aq) {      /* (its requests and watch are the session's, freed at close) */
+            free(o->aq->prim.name);
+            zkl__names_free(&o->aq->kids);
+            zkl__acq_free(o->aq);
         }
         observer_free(o);
         return ZKL_OK;
@@ -531,9 +531,9 @@ zkl_status zkl_observer_destroy(zkl_observer *o)
     pthread_mutex_lock(&o->mu);
     o->flags |= F_DESTROYED;
     o->busy++; /* this destroy: nothing frees o while it waits */
-    if (o->op) {
+    if (o->aq) {
         pthread_mutex_lock(&c->mu);
-        (void)zkl__acq_cancel_locked(o->op);
+        (void)zkl__acq_cancel_locked(o->aq);
         pthread_mutex_unlock(&c->mu);
     }
     inside = o->calling > 0 && pthread_equal(o->caller, pthread_self());
@@ -544,7 +544,7 @@ zkl_status zkl_observer_destroy(zkl_observer *o)
      * that dispatches), bounded all the same. */
     end = zkl__now_ms() + ZKL_OBSERVER_SETTLE_MS;
     if (!zkl__on_worker(c) && !zkl__in_callback(c) && !zkl__reports_by_dispatch(c))
-        while ((o->op || o->reports) && zkl__now_ms() < end)
+        while ((o->aq || o->reports) && zkl__now_ms() < end)
             zkl__cond_wait_until(&o->cv, &o->mu, end);
     o->busy--;
     go = to_free_locked(o);

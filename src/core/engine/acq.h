@@ -60,9 +60,9 @@ struct zkl__engine {
 
 /* What a step did: go on with the next step at once, or wait to be readied. */
 typedef enum zkl__step_result { ZKL__STEP_AGAIN, ZKL__STEP_YIELD } zkl__step_result;
-typedef zkl__step_result (*zkl__step)(zkl__acq *op);
+typedef zkl__step_result (*zkl__step)(zkl__acq *aq);
 
-/* A data or child watch the op keeps (the watched node, the one before it). */
+/* A data or child watch the acquire keeps (the watched node, the one before it). */
 typedef struct zkl__armed {
     char *name; /* the child's basename (NULL: the child list) */
     zkl__watch *w;
@@ -75,8 +75,8 @@ typedef struct zkl__armed {
     bool persistent;
 } zkl__armed;
 
-/* Reported when an op is done (engine.c's owner: blocking waiter or async handle). */
-typedef void (*zkl__acq_done_fn)(zkl__acq *op, void *arg);
+/* Reported when an acquire is done (engine.c's owner: blocking waiter or async handle). */
+typedef void (*zkl__acq_done_fn)(zkl__acq *aq, void *arg);
 
 /* Where an async operation is in the engine (a blocking one stays IDLE until DONE). */
 typedef enum zkl__run {
@@ -192,93 +192,93 @@ struct zkl__acq {
     zkl__acq *rnext;       /* the ready list */
 };
 
-/* Whether op may use part (ZKL__HINT_*) of the in-process room: it has a
+/* Whether aq may use part (ZKL__HINT_*) of the in-process room: it has a
  * record (the client's hints on), and the part is not turned off (tests). */
-static inline bool zkl__hint(const zkl__acq *op, unsigned part)
+static inline bool zkl__hint(const zkl__acq *aq, unsigned part)
 {
-    return op->inproc != NULL && ((unsigned)ZKL_TUNE(op->c, HINTS, ZKL__HINTS_ALL) & part) != 0;
+    return aq->inproc != NULL && ((unsigned)ZKL_TUNE(aq->c, HINTS, ZKL__HINTS_ALL) & part) != 0;
 }
 
 /* ---- engine.c: who runs what ---- */
 
 /*
- * A new op for args a (copied: a's strings must outlive the op). blocking:
+ * A new aq for args a (copied: a's strings must outlive the acquire). blocking:
  * run by the caller (zkl__acq_run_blocking), else by the worker, which calls
- * done_fn(op, arg) on its thread when it is done. NULL on no memory.
+ * done_fn(aq, arg) on its thread when it is done. NULL on no memory.
  */
 zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
                        zkl__acq_done_fn done_fn, void *arg);
 /* The client's engine, made if need be (NULL: no memory). Caller holds c->mu. */
 struct zkl__engine *zkl__engine_locked(zkl_client *c);
 /* Start it: the blocking owner runs it to the end; an async one goes to the worker. */
-void zkl__acq_run_blocking(zkl__acq *op);
-void zkl__acq_start_async(zkl__acq *op);
-/* Free a done op (nothing of it is in flight any more). */
-void zkl__acq_free(zkl__acq *op);
-/* Ask a live op to stop with ZKL_ECANCELED; false if it is done or granted already. Caller holds
+void zkl__acq_run_blocking(zkl__acq *aq);
+void zkl__acq_start_async(zkl__acq *aq);
+/* Free a done aq (nothing of it is in flight any more). */
+void zkl__acq_free(zkl__acq *aq);
+/* Ask a live aq to stop with ZKL_ECANCELED; false if it is done or granted already. Caller holds
  * c->mu. */
-bool zkl__acq_cancel_locked(zkl__acq *op);
+bool zkl__acq_cancel_locked(zkl__acq *aq);
 
-/* ---- op.c: what steps share ---- */
+/* ---- acq.c: what steps share ---- */
 
 /* Our create no longer counts in flight (inproc.h); idempotent. */
-void zkl__acq_flight_end(zkl__acq *op);
-/* op no longer awaits a note (inproc.h, wait.c); idempotent. */
-void zkl__acq_unawait(zkl__acq *op);
-/* Readies op (a reply came, a watch fired): c->mu held / not held. */
-void zkl__acq_ready_locked(zkl__acq *op);
-/* For a watch token: it fired (c->mu held); arg is the op. */
-void zkl__acq_ready_locked_fn(void *op);
+void zkl__acq_flight_end(zkl__acq *aq);
+/* aq no longer awaits a note (inproc.h, wait.c); idempotent. */
+void zkl__acq_unawait(zkl__acq *aq);
+/* Readies aq (a reply came, a watch fired): c->mu held / not held. */
+void zkl__acq_ready_locked(zkl__acq *aq);
+/* For a watch token: it fired (c->mu held); arg is the acquire. */
+void zkl__acq_ready_locked_fn(void *aq);
 /* For zkl__req: a reply came (a ZooKeeper delivery, no lock held). */
-void zkl__acq_notify(void *op);
+void zkl__acq_notify(void *aq);
 /*
- * The bell of op's node seq (inproc.h: zkl__inproc_bell): false if not set.
- * When it rings, ZKL__AM_BELL is set and op readied.
+ * The bell of aq's node seq (inproc.h: zkl__inproc_bell): false if not set.
+ * When it rings, ZKL__AM_BELL is set and aq readied.
  */
-bool zkl__acq_bell_at(zkl__acq *op, int32_t seq);
+bool zkl__acq_bell_at(zkl__acq *aq, int32_t seq);
 /* A zkl__bell_fn for a joiner's await (inproc.h: zkl__inproc_await): sets ZKL__AM_NOTED. */
-void zkl__acq_noted(void *c, void *op);
-/* The sequence of node name in op's line (by its driver's markers), -1 if it has none. */
-int32_t zkl__acq_seq(const zkl__acq *op, const char *name);
-/* Whether op is its client's only live operation. */
-bool zkl__acq_alone(zkl__acq *op);
+void zkl__acq_noted(void *c, void *aq);
+/* The sequence of node name in aq's line (by its driver's markers), -1 if it has none. */
+int32_t zkl__acq_seq(const zkl__acq *aq, const char *name);
+/* Whether aq is its client's only live operation. */
+bool zkl__acq_alone(zkl__acq *aq);
 
-/* Requests of the op: track what was sent (k may be NULL: its rc was a send failure). */
-void zkl__acq_track(zkl__acq *op, zkl__req *k, int send_rc);
+/* Requests of the acquire: track what was sent (k may be NULL: its rc was a send failure). */
+void zkl__acq_track(zkl__acq *aq, zkl__req *k, int send_rc);
 /*
  * Whether every tracked request is answered (or the call deadline passed:
- * those not answered read ZOPERATIONTIMEOUT); op->rcs then has each rc.
+ * those not answered read ZOPERATIONTIMEOUT); aq->rcs then has each rc.
  * Not yet: the step's timer is set to the call deadline.
  */
-bool zkl__acq_answered(zkl__acq *op);
-/* The one tracked listing is in (false: not yet): its rc, and its names in op->kids if ZOK. */
-bool zkl__acq_listing(zkl__acq *op, int *rc);
+bool zkl__acq_answered(zkl__acq *aq);
+/* The one tracked listing is in (false: not yet): its rc, and its names in aq->kids if ZOK. */
+bool zkl__acq_listing(zkl__acq *aq, int *rc);
 /* Let go of the tracked requests (after reading them). */
-void zkl__acq_untrack(zkl__acq *op);
+void zkl__acq_untrack(zkl__acq *aq);
 /* Wait until the zkl__now_ms() time at (or the connection state changes): true once due. */
-bool zkl__acq_sleep(zkl__acq *op, int64_t at);
-/* The connection state, cancel flag or closing changed since op->gen. */
-bool zkl__acq_changed(zkl__acq *op);
+bool zkl__acq_sleep(zkl__acq *aq, int64_t at);
+/* The connection state, cancel flag or closing changed since aq->gen. */
+bool zkl__acq_changed(zkl__acq *aq);
 
 /* ---- the steps: where each part begins ---- */
-zkl__step_result zkl__step_start(zkl__acq *op);  /* grant.c: a session, a place */
-zkl__step_result zkl__step_create(zkl__acq *op); /* create.c: our node */
-zkl__step_result zkl__step_wait(zkl__acq *op);   /* wait.c: the line, from the listing */
-zkl__step_result zkl__step_grant(zkl__acq *op);  /* grant.c: the lease, the hold */
+zkl__step_result zkl__step_start(zkl__acq *aq);  /* grant.c: a session, a place */
+zkl__step_result zkl__step_create(zkl__acq *aq); /* create.c: our node */
+zkl__step_result zkl__step_wait(zkl__acq *aq);   /* wait.c: the line, from the listing */
+zkl__step_result zkl__step_grant(zkl__acq *aq);  /* grant.c: the lease, the hold */
 /* Finish with st: cleanup of our node (if any), then done. */
-zkl__step_result zkl__acq_fail(zkl__acq *op, zkl_status st);
+zkl__step_result zkl__acq_fail(zkl__acq *aq, zkl_status st);
 /* The place is lost (ZKL__RESTART): start again, or give up. */
-zkl__step_result zkl__acq_restart(zkl__acq *op);
+zkl__step_result zkl__acq_restart(zkl__acq *aq);
 /* Retry after a backoff: resume at step, or give up with "doing". */
-zkl__step_result zkl__acq_backoff(zkl__acq *op, zkl__step step, const char *doing);
+zkl__step_result zkl__acq_backoff(zkl__acq *aq, zkl__step step, const char *doing);
 /* The session's server id (0 before it connected). */
 int64_t zkl__session_id(zkl__session *s);
-/* zkl_client_cancel, or this op's cancel. */
-bool zkl__acq_canceled(zkl__acq *op);
-/* The op stopped retrying: canceled (ZKL_ECANCELED) or past its deadline (ZKL_ETIMEDOUT). */
-zkl_status zkl__acq_gave_up(zkl__acq *op, const char *doing);
+/* zkl_client_cancel, or this acquire's cancel. */
+bool zkl__acq_canceled(zkl__acq *aq);
+/* The acquire stopped retrying: canceled (ZKL_ECANCELED) or past its deadline (ZKL_ETIMEDOUT). */
+zkl_status zkl__acq_gave_up(zkl__acq *aq, const char *doing);
 void zkl__armed_clear(zkl__armed *x);
-/* A new watch token in slot x (clear; name: the child's, NULL: the child list) that readies op. */
-bool zkl__armed_new(zkl__acq *op, zkl__armed *x, const char *name);
+/* A new watch token in slot x (clear; name: the child's, NULL: the child list) that readies aq. */
+bool zkl__armed_new(zkl__acq *aq, zkl__armed *x, const char *name);
 
 #endif

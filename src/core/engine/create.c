@@ -35,218 +35,218 @@ static int create_fault(zkl_client *c)
     return ZKL_FAULT(c, CREATE_REPLY_LOST, NULL) ? 2 : 0;
 }
 
-static zkl_status new_prefix(zkl__acq *op)
+static zkl_status new_prefix(zkl__acq *aq)
 {
     char uuid[37];
-    if (!ZKL_FAULT(op->c, NEXT_UUID, uuid) && zkl__uuid4(uuid) != ZKL_OK)
+    if (!ZKL_FAULT(aq->c, NEXT_UUID, uuid) && zkl__uuid4(uuid) != ZKL_OK)
         return zkl__fail(ZKL_ESYS, "no random numbers for the protected prefix");
-    memcpy(op->prefix, "_c_", 3);
-    memcpy(op->prefix + 3, uuid, 36);
-    op->prefix[39] = '-';
-    op->prefix[40] = '\0';
+    memcpy(aq->prefix, "_c_", 3);
+    memcpy(aq->prefix + 3, uuid, 36);
+    aq->prefix[39] = '-';
+    aq->prefix[40] = '\0';
     return ZKL_OK;
 }
 
 /* The path to ask for: path/prefix + lock name (+ the fixed suffix); NULL on no memory. */
-static char *make_want(const zkl__acq *op)
+static char *make_want(const zkl__acq *aq)
 {
-    const zkl__acquire_args *a = &op->a;
+    const zkl__acquire_args *a = &aq->a;
     const char *suffix = a->fixed_suffix ? a->fixed_suffix : "";
-    size_t n = strlen(a->path) + 1 + strlen(op->prefix) + strlen(a->driver->lock_name) +
+    size_t n = strlen(a->path) + 1 + strlen(aq->prefix) + strlen(a->driver->lock_name) +
                strlen(suffix) + 1;
     char *want = malloc(n);
     if (want)
-        snprintf(want, n, "%s/%s%s%s", a->path, op->prefix, a->driver->lock_name, suffix);
+        snprintf(want, n, "%s/%s%s%s", a->path, aq->prefix, a->driver->lock_name, suffix);
     return want;
 }
 
-static zkl__step_result after_create(zkl__acq *op, int rc);
-static zkl__step_result step_recover(zkl__acq *op);
-static void track_create(zkl__acq *op);
+static zkl__step_result after_create(zkl__acq *aq, int rc);
+static zkl__step_result step_recover(zkl__acq *aq);
+static void track_create(zkl__acq *aq);
 
 /* ---- the chroot, made by a job of its own (services/chroot.h) ---- */
 
-static zkl__step_result chroot_done(zkl__acq *op, zkl_status st)
+static zkl__step_result chroot_done(zkl__acq *aq, zkl_status st)
 {
-    zkl__chroot_end(op->chroot);
-    op->chroot = NULL;
+    zkl__chroot_end(aq->chroot);
+    aq->chroot = NULL;
     if (st != ZKL_OK)
-        return zkl__acq_fail(op, st);
-    op->step = zkl__step_create;
+        return zkl__acq_fail(aq, st);
+    aq->step = zkl__step_create;
     return ZKL__STEP_AGAIN;
 }
 
 /* The job started, then looked at whenever it tells or its timer is due. */
-static zkl__step_result step_chroot(zkl__acq *op)
+static zkl__step_result step_chroot(zkl__acq *aq)
 {
     zkl_status st;
     int64_t wake;
-    if (zkl__acq_canceled(op))
-        return chroot_done(op, zkl__acq_gave_up(op, "making the chroot for"));
-    if (!op->chroot &&
-        (st = zkl__chroot_start(op->c, op->a.deadline, zkl__acq_notify, op, &op->chroot)) != ZKL_OK)
-        return zkl__acq_fail(op, st);
-    if (zkl__chroot_poll(op->chroot, &st, &wake))
-        return chroot_done(op, st);
-    (void)zkl__acq_sleep(op, wake);
+    if (zkl__acq_canceled(aq))
+        return chroot_done(aq, zkl__acq_gave_up(aq, "making the chroot for"));
+    if (!aq->chroot &&
+        (st = zkl__chroot_start(aq->c, aq->a.deadline, zkl__acq_notify, aq, &aq->chroot)) != ZKL_OK)
+        return zkl__acq_fail(aq, st);
+    if (zkl__chroot_poll(aq->chroot, &st, &wake))
+        return chroot_done(aq, st);
+    (void)zkl__acq_sleep(aq, wake);
     return ZKL__STEP_YIELD;
 }
 
 /* ---- the parents: made as containers, bottom-up as Curator 5.7+ ---- */
 
-static zkl__step_result after_parents(zkl__acq *op, int rc)
+static zkl__step_result after_parents(zkl__acq *aq, int rc)
 {
-    free(op->mk);
-    op->mk = NULL;
+    free(aq->mk);
+    aq->mk = NULL;
     if (rc == ZOK) {
-        op->step = zkl__step_create;
+        aq->step = zkl__step_create;
         return ZKL__STEP_AGAIN;
     }
-    if (rc == ZNONODE && zkl__chroot_of(op->c->cfg.connect)) {
+    if (rc == ZNONODE && zkl__chroot_of(aq->c->cfg.connect)) {
         /* the root always exists: what is missing is the chroot */
-        op->step = step_chroot;
+        aq->step = step_chroot;
         return ZKL__STEP_AGAIN;
     }
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
-        return zkl__acq_backoff(op, zkl__step_create, "creating the parents of");
-    return zkl__acq_fail(op, zkl__rc_status(rc, "create", op->a.path));
+        return zkl__acq_backoff(aq, zkl__step_create, "creating the parents of");
+    return zkl__acq_fail(aq, zkl__rc_status(rc, "create", aq->a.path));
 }
 
-static zkl__step_result step_mkdir(zkl__acq *op);
+static zkl__step_result step_mkdir(zkl__acq *aq);
 
-/* op->mk made (or there already): the next level down, or done. */
-static zkl__step_result step_mkdir_done(zkl__acq *op)
+/* aq->mk made (or there already): the next level down, or done. */
+static zkl__step_result step_mkdir_done(zkl__acq *aq)
 {
     size_t len, next;
     int rc;
     char *mk;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    zkl__acq_untrack(op);
-    if (++op->mk_at > ZKL_PARENT_LEVELS_MAX) /* bounded, whatever the server answers */
-        return after_parents(op, rc == ZNODEEXISTS ? ZOK : rc);
+    rc = aq->rcs[0];
+    zkl__acq_untrack(aq);
+    if (++aq->mk_at > ZKL_PARENT_LEVELS_MAX) /* bounded, whatever the server answers */
+        return after_parents(aq, rc == ZNODEEXISTS ? ZOK : rc);
     if (rc == ZNONODE) { /* its parent is missing too: that first */
-        len = zkl__path_parent_len(op->mk);
+        len = zkl__path_parent_len(aq->mk);
         if (len == 0)
-            return after_parents(op, rc);
-        op->mk[len] = '\0';
-        op->step = step_mkdir;
+            return after_parents(aq, rc);
+        aq->mk[len] = '\0';
+        aq->step = step_mkdir;
         return ZKL__STEP_AGAIN;
     }
     if (rc != ZOK && rc != ZNODEEXISTS)
-        return after_parents(op, rc);
-    len = strlen(op->mk);
-    if (len >= strlen(op->a.path))
-        return after_parents(op, ZOK);
-    for (next = len + 1; op->a.path[next] && op->a.path[next] != '/'; next++)
+        return after_parents(aq, rc);
+    len = strlen(aq->mk);
+    if (len >= strlen(aq->a.path))
+        return after_parents(aq, ZOK);
+    for (next = len + 1; aq->a.path[next] && aq->a.path[next] != '/'; next++)
         ;
-    if (!(mk = strndup(op->a.path, next)))
-        return after_parents(op, ZSYSTEMERROR);
-    free(op->mk);
-    op->mk = mk;
-    op->step = step_mkdir;
+    if (!(mk = strndup(aq->a.path, next)))
+        return after_parents(aq, ZSYSTEMERROR);
+    free(aq->mk);
+    aq->mk = mk;
+    aq->step = step_mkdir;
     return ZKL__STEP_AGAIN;
 }
 
-static zkl__step_result step_mkdir(zkl__acq *op)
+static zkl__step_result step_mkdir(zkl__acq *aq)
 {
     int rc;
-    zkl__req *k = zkl__req_create(op->s, op->mk, "", 0, ZOO_CONTAINER, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_mkdir_done;
+    zkl__req *k = zkl__req_create(aq->s, aq->mk, "", 0, ZOO_CONTAINER, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_mkdir_done;
     return ZKL__STEP_AGAIN;
 }
 
 /* The parent is missing: make it (and the chroot, if that is what is missing). */
-static zkl__step_result make_parents(zkl__acq *op)
+static zkl__step_result make_parents(zkl__acq *aq)
 {
-    if (++op->parents > ZKL_PARENT_TRIES)
-        return zkl__acq_fail(op, zkl__from_zk(ZNONODE, "create parents of", op->a.path));
-    free(op->mk);
-    if (!(op->mk = strdup(op->a.path)))
-        return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory"));
-    op->mk_at = 0;
-    op->step = step_mkdir;
+    if (++aq->parents > ZKL_PARENT_TRIES)
+        return zkl__acq_fail(aq, zkl__from_zk(ZNONODE, "create parents of", aq->a.path));
+    free(aq->mk);
+    if (!(aq->mk = strdup(aq->a.path)))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ENOMEM, "out of memory"));
+    aq->mk_at = 0;
+    aq->step = step_mkdir;
     return ZKL__STEP_AGAIN;
 }
 
 /* ---- recovery after a create whose reply was lost ---- */
 
-static zkl__step_result after_recover(zkl__acq *op, int rc)
+static zkl__step_result after_recover(zkl__acq *aq, int rc)
 {
     zkl_status st;
     if (rc == ZOK) {
-        op->step = zkl__step_wait;
+        aq->step = zkl__step_wait;
         return ZKL__STEP_AGAIN;
     }
     if (rc == ZNONODE) { /* nothing reached the server: create again */
-        op->flags &= ~ZKL__AF_UNCERTAIN;
-        if ((st = new_prefix(op)) != ZKL_OK)
-            return zkl__acq_fail(op, st);
-        op->step = zkl__step_create;
+        aq->flags &= ~ZKL__AF_UNCERTAIN;
+        if ((st = new_prefix(aq)) != ZKL_OK)
+            return zkl__acq_fail(aq, st);
+        aq->step = zkl__step_create;
         return ZKL__STEP_AGAIN;
     }
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
-        return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");
-    return zkl__acq_fail(op, zkl__rc_status(rc, "list", op->a.path));
+        return zkl__acq_backoff(aq, zkl__step_create, "creating the lock node under");
+    return zkl__acq_fail(aq, zkl__rc_status(rc, "list", aq->a.path));
 }
 
 /* The node with our prefix: adopted if our session owns it, else deleted. */
-static zkl__step_result step_adopting(zkl__acq *op)
+static zkl__step_result step_adopting(zkl__acq *aq)
 {
     struct Stat st;
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
+    rc = aq->rcs[0];
     if (rc == ZOK)
-        st = zkl__req_stat(op->k[0]);
-    zkl__acq_untrack(op);
-    if (rc == ZOK && st.ephemeralOwner == zkl__session_id(op->s)) {
-        op->name = zkl__path_basename(op->node);
-        op->czxid = st.czxid;
-        op->flags |= ZKL__AF_HAVE_KIDS;
-        op->flags &= ~ZKL__AF_UNCERTAIN;
-        zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", op->node);
-        return after_recover(op, ZOK);
+        st = zkl__req_stat(aq->k[0]);
+    zkl__acq_untrack(aq);
+    if (rc == ZOK && st.ephemeralOwner == zkl__session_id(aq->s)) {
+        aq->name = zkl__path_basename(aq->node);
+        aq->czxid = st.czxid;
+        aq->flags |= ZKL__AF_HAVE_KIDS;
+        aq->flags &= ~ZKL__AF_UNCERTAIN;
+        zkl__log(ZKL_LOG_INFO, "adopted %s after an uncertain create", aq->node);
+        return after_recover(aq, ZOK);
     }
     if (rc == ZOK) { /* a node of another (dying) session: not ours to adopt */
         zkl__log(ZKL_LOG_WARN, "%s carries our prefix but belongs to session %llx: deleting it",
-                 op->node, (unsigned long long)st.ephemeralOwner);
-        zkl__bg_delete(op->c, op->node, NULL);
+                 aq->node, (unsigned long long)st.ephemeralOwner);
+        zkl__bg_delete(aq->c, aq->node, NULL);
         rc = ZNONODE;
     }
-    free(op->node);
-    op->node = NULL;
-    zkl__names_free(&op->kids);
-    op->flags &= ~ZKL__AF_HAVE_KIDS;
-    return after_recover(op, rc);
+    free(aq->node);
+    aq->node = NULL;
+    zkl__names_free(&aq->kids);
+    aq->flags &= ~ZKL__AF_HAVE_KIDS;
+    return after_recover(aq, rc);
 }
 
 /* The listing by our prefix: a node to look at, or nothing reached the server. */
 /* The listing by our prefix, after the sync: a node to look at, or nothing reached the server. */
-static zkl__step_result step_recovering(zkl__acq *op)
+static zkl__step_result step_recovering(zkl__acq *aq)
 {
     zkl__req *k;
     long idx;
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[op->nk - 2]; /* the sync: without it, the listing proves nothing */
-    if (rc == ZOK && (rc = op->rcs[op->nk - 1]) == ZOK)
-        zkl__req_take_kids(op->k[op->nk - 1], &op->kids);
-    zkl__acq_untrack(op);
+    rc = aq->rcs[aq->nk - 2]; /* the sync: without it, the listing proves nothing */
+    if (rc == ZOK && (rc = aq->rcs[aq->nk - 1]) == ZOK)
+        zkl__req_take_kids(aq->k[aq->nk - 1], &aq->kids);
+    zkl__acq_untrack(aq);
     if (rc != ZOK)
-        return after_recover(op, rc);
-    idx = zkl__find_prefix(op->kids.v, op->kids.n, op->prefix);
-    if (idx < 0 || !(op->node = zkl__path_join(op->a.path, op->kids.v[idx]))) {
-        zkl__names_free(&op->kids);
-        return after_recover(op, idx < 0 ? ZNONODE : ZSYSTEMERROR);
+        return after_recover(aq, rc);
+    idx = zkl__find_prefix(aq->kids.v, aq->kids.n, aq->prefix);
+    if (idx < 0 || !(aq->node = zkl__path_join(aq->a.path, aq->kids.v[idx]))) {
+        zkl__names_free(&aq->kids);
+        return after_recover(aq, idx < 0 ? ZNONODE : ZSYSTEMERROR);
     }
-    k = zkl__req_exists(op->s, op->node, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_adopting;
+    k = zkl__req_exists(aq->s, aq->node, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_adopting;
     return ZKL__STEP_AGAIN;
 }
 
@@ -260,64 +260,64 @@ static zkl__step_result step_recovering(zkl__acq *op)
  * with our create still pending holds back until the create is decided.
  * One more request, pipelined, on this rare path only.
  */
-static zkl__step_result step_recover(zkl__acq *op)
+static zkl__step_result step_recover(zkl__acq *aq)
 {
     int rc;
     zkl__req *k;
-    if (op->fault == CREATE_LATE) { /* the test's pending create, decided by the sync */
-        op->fault = 0;
-        track_create(op);
+    if (aq->fault == CREATE_LATE) { /* the test's pending create, decided by the sync */
+        aq->fault = 0;
+        track_create(aq);
     }
-    k = zkl__req_sync(op->s, op->a.path, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    k = zkl__req_children(op->s, op->a.path, NULL, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_recovering;
+    k = zkl__req_sync(aq->s, aq->a.path, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    k = zkl__req_children(aq->s, aq->a.path, NULL, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_recovering;
     return ZKL__STEP_AGAIN;
 }
 
 /* ---- the create ---- */
 
 /* The create and its listing are answered. */
-static zkl__step_result step_created(zkl__acq *op)
+static zkl__step_result step_created(zkl__acq *aq)
 {
     struct Stat stat;
     int rc, list_rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
-    list_rc = op->nk > 1 ? op->rcs[1] : ZNOTHING;
-    if (op->fault == 2 && rc == ZOK)
+    rc = aq->rcs[0];
+    list_rc = aq->nk > 1 ? aq->rcs[1] : ZNOTHING;
+    if (aq->fault == 2 && rc == ZOK)
         rc = ZCONNECTIONLOSS; /* the reply "never arrived" */
     else if (rc == ZOK) {
-        zkl__req_take_created(op->k[0], &op->node, &stat);
-        op->czxid = op->merged ? 0 : stat.czxid; /* fetched if asked for (zkl__hold_token) */
-        op->name = zkl__path_basename(op->node);
+        zkl__req_take_created(aq->k[0], &aq->node, &stat);
+        aq->czxid = aq->merged ? 0 : stat.czxid; /* fetched if asked for (zkl__hold_token) */
+        aq->name = zkl__path_basename(aq->node);
         if (list_rc == ZOK)
-            zkl__req_take_kids(op->k[1], &op->kids);
-        zkl__acq_flag(&op->flags, ZKL__AF_HAVE_KIDS, list_rc == ZOK);
+            zkl__req_take_kids(aq->k[1], &aq->kids);
+        zkl__acq_flag(&aq->flags, ZKL__AF_HAVE_KIDS, list_rc == ZOK);
     }
-    zkl__acq_untrack(op);
-    if (op->merged) {
+    zkl__acq_untrack(aq);
+    if (aq->merged) {
         if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) { /* applied or not, they must go */
             zkl__heldback *d;
-            for (d = op->merged; d; d = d->next)
-                zkl__bg_delete(op->c, d->path, NULL);
-            zkl__held_back_done(op->merged, true);
+            for (d = aq->merged; d; d = d->next)
+                zkl__bg_delete(aq->c, d->path, NULL);
+            zkl__held_back_done(aq->merged, true);
         } else {
-            zkl__held_back_done(op->merged, rc == ZOK);
+            zkl__held_back_done(aq->merged, rc == ZOK);
         }
-        op->merged = NULL;
-        zkl__acq_flag(&op->flags, ZKL__AF_CARRIED, rc == ZOK);
+        aq->merged = NULL;
+        zkl__acq_flag(&aq->flags, ZKL__AF_CARRIED, rc == ZOK);
         if (rc != ZOK && rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
             zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
             /* nothing applied (a delete failed, or no memory): a plain create next */
-            op->flags |= ZKL__AF_NO_CARRY;
-            op->step = zkl__step_create;
+            aq->flags |= ZKL__AF_NO_CARRY;
+            aq->step = zkl__step_create;
             return ZKL__STEP_AGAIN;
         }
     }
-    return after_create(op, rc);
+    return after_create(aq, rc);
 }
 
 /* A test that runs something after the next listing gets one (base/fault.h). */
@@ -331,108 +331,108 @@ static zkl__step_result step_created(zkl__acq *op)
  * "known predecessor"); if not, its first round lists, one round trip
  * later.
  */
-static bool unlisted_join(const zkl__acq *op, int mode)
+static bool unlisted_join(const zkl__acq *aq, int mode)
 {
-    return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
-           op->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(op->c) &&
-           zkl__hint(op, ZKL__HINT_MADE) &&
-           zkl__inproc_others_joined(op->inproc, zkl__session_id(op->s));
+    return (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
+           aq->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(aq->c) &&
+           zkl__hint(aq, ZKL__HINT_MADE) &&
+           zkl__inproc_others_joined(aq->inproc, zkl__session_id(aq->s));
 }
 
-static int create_mode(const zkl__acq *op)
+static int create_mode(const zkl__acq *aq)
 {
-    return op->a.fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
+    return aq->a.fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
 }
 
-/* The create of op->want alone, tracked. */
-static void track_create(zkl__acq *op)
+/* The create of aq->want alone, tracked. */
+static void track_create(zkl__acq *aq)
 {
-    zkl_client *c = op->c;
-    const void *data = op->a.data ? op->a.data : c->cfg.node_data;
-    int len = op->a.data ? op->a.data_len : c->cfg.node_data_len, rc;
+    zkl_client *c = aq->c;
+    const void *data = aq->a.data ? aq->a.data : c->cfg.node_data;
+    int len = aq->a.data ? aq->a.data_len : c->cfg.node_data_len, rc;
     zkl__req *k =
-        zkl__req_create(op->s, op->want, data, len, create_mode(op), zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
+        zkl__req_create(aq->s, aq->want, data, len, create_mode(aq), zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
 }
 
 /* Send the create with the first listing behind it (one round trip). */
-static void send_create(zkl__acq *op)
+static void send_create(zkl__acq *aq)
 {
-    zkl_client *c = op->c;
-    const void *data = op->a.data ? op->a.data : c->cfg.node_data;
-    int len = op->a.data ? op->a.data_len : c->cfg.node_data_len, rc;
-    int mode = create_mode(op);
+    zkl_client *c = aq->c;
+    const void *data = aq->a.data ? aq->a.data : c->cfg.node_data;
+    int len = aq->a.data ? aq->a.data_len : c->cfg.node_data_len, rc;
+    int mode = create_mode(aq);
     zkl__req *k;
     zkl__heldback *d;
     char *del[ZKL_MULTI_MAX];
     int ndel = 0;
-    op->fault = create_fault(c);
-    if (op->fault == 1 || op->fault == CREATE_LATE) { /* "lost before it was sent" (LATE: later) */
-        zkl__acq_track(op, NULL, ZCONNECTIONLOSS);
+    aq->fault = create_fault(c);
+    if (aq->fault == 1 || aq->fault == CREATE_LATE) { /* "lost before it was sent" (LATE: later) */
+        zkl__acq_track(aq, NULL, ZCONNECTIONLOSS);
         return;
     }
     /* this client's held-back deletes ride in one multi with the create */
-    op->merged = op->a.token_lazy && !zkl__has(op->flags, ZKL__AF_NO_CARRY) && !op->fault
-                     ? zkl__take_held_back(op->s)
+    aq->merged = aq->a.token_lazy && !zkl__has(aq->flags, ZKL__AF_NO_CARRY) && !aq->fault
+                     ? zkl__take_held_back(aq->s)
                      : NULL;
-    op->flags &= ~ZKL__AF_NO_CARRY;
-    for (d = op->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
+    aq->flags &= ~ZKL__AF_NO_CARRY;
+    for (d = aq->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
         del[ndel++] = d->path;
-    if (op->merged) {
-        k = zkl__req_multi_create(op->s, del, ndel, op->want, data, len, mode, zkl__acq_notify, op,
+    if (aq->merged) {
+        k = zkl__req_multi_create(aq->s, del, ndel, aq->want, data, len, mode, zkl__acq_notify, aq,
                                   &rc);
-        zkl__acq_track(op, k, rc);
+        zkl__acq_track(aq, k, rc);
     } else {
-        track_create(op);
-        k = op->k[op->nk - 1];
+        track_create(aq);
+        k = aq->k[aq->nk - 1];
     }
-    if (!k || op->fault)
+    if (!k || aq->fault)
         return;
-    if (!zkl__has(op->flags, ZKL__AF_IN_FLIGHT) && (op->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
+    if (!zkl__has(aq->flags, ZKL__AF_IN_FLIGHT) && (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
         mode == ZOO_EPHEMERAL_SEQUENTIAL)
-        zkl__acq_flag(&op->flags, ZKL__AF_IN_FLIGHT, zkl__inproc_create_sent(op->inproc));
-    if (op->a.known_granted || zkl__acq_flag(&op->flags, ZKL__AF_UNLISTED, unlisted_join(op, mode)))
+        zkl__acq_flag(&aq->flags, ZKL__AF_IN_FLIGHT, zkl__inproc_create_sent(aq->inproc));
+    if (aq->a.known_granted || zkl__acq_flag(&aq->flags, ZKL__AF_UNLISTED, unlisted_join(aq, mode)))
         return;
-    k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
+    k = zkl__req_children_shared(aq->s, aq->a.path, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
 }
 
-zkl__step_result zkl__step_create(zkl__acq *op)
+zkl__step_result zkl__step_create(zkl__acq *aq)
 {
     zkl_status st;
-    if (!op->prefix[0] && (st = new_prefix(op)) != ZKL_OK)
-        return zkl__acq_fail(op, st);
-    if (zkl__has(op->flags, ZKL__AF_UNCERTAIN)) {
-        op->step = step_recover;
+    if (!aq->prefix[0] && (st = new_prefix(aq)) != ZKL_OK)
+        return zkl__acq_fail(aq, st);
+    if (zkl__has(aq->flags, ZKL__AF_UNCERTAIN)) {
+        aq->step = step_recover;
         return ZKL__STEP_AGAIN;
     }
-    free(op->want);
-    if (!(op->want = make_want(op)))
-        return zkl__acq_fail(op, zkl__fail(ZKL_ENOMEM, "out of memory"));
-    send_create(op);
-    op->step = step_created;
+    free(aq->want);
+    if (!(aq->want = make_want(aq)))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ENOMEM, "out of memory"));
+    send_create(aq);
+    aq->step = step_created;
     return ZKL__STEP_AGAIN;
 }
 
-static zkl__step_result after_create(zkl__acq *op, int rc)
+static zkl__step_result after_create(zkl__acq *aq, int rc)
 {
     switch (zkl__rc_kind_of(rc)) {
     case ZKL__RC_OK:
-        free(op->want); /* a pending wait keeps only what it needs */
-        op->want = NULL;
-        op->step = op->a.known_granted ? zkl__step_grant : zkl__step_wait;
+        free(aq->want); /* a pending wait keeps only what it needs */
+        aq->want = NULL;
+        aq->step = aq->a.known_granted ? zkl__step_grant : zkl__step_wait;
         return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
-        op->flags |= ZKL__AF_UNCERTAIN;
-        return zkl__acq_backoff(op, zkl__step_create, "creating the lock node under");
+        aq->flags |= ZKL__AF_UNCERTAIN;
+        return zkl__acq_backoff(aq, zkl__step_create, "creating the lock node under");
     case ZKL__RC_NOMEM: /* no memory for the reply's results: the node may well exist */
-        op->flags |= ZKL__AF_UNCERTAIN;
+        aq->flags |= ZKL__AF_UNCERTAIN;
         return zkl__acq_fail(
-            op, zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", op->a.path));
-    case ZKL__RC_SESSION: op->flags |= ZKL__AF_UNCERTAIN; return zkl__acq_restart(op);
+            aq, zkl__fail(ZKL_ENOMEM, "out of memory creating the lock node under %s", aq->a.path));
+    case ZKL__RC_SESSION: aq->flags |= ZKL__AF_UNCERTAIN; return zkl__acq_restart(aq);
     default:
         if (rc == ZNONODE)
-            return make_parents(op);
-        return zkl__acq_fail(op, zkl__from_zk(rc, "create", op->want));
+            return make_parents(aq);
+        return zkl__acq_fail(aq, zkl__from_zk(rc, "create", aq->want));
     }
 }

@@ -46,28 +46,28 @@
 
 /* ---- the timer heap (async operations only; c->mu held) ---- */
 
-static void heap_set(struct zkl__engine *e, size_t i, zkl__acq *op)
+static void heap_set(struct zkl__engine *e, size_t i, zkl__acq *aq)
 {
-    e->heap[i] = op;
-    op->heap_at = i + 1;
+    e->heap[i] = aq;
+    aq->heap_at = i + 1;
 }
 
 static void heap_up(struct zkl__engine *e, size_t i)
 {
-    zkl__acq *op = e->heap[i];
-    while (i > 0 && e->heap[(i - 1) / 2]->wake_ms > op->wake_ms) {
+    zkl__acq *aq = e->heap[i];
+    while (i > 0 && e->heap[(i - 1) / 2]->wake_ms > aq->wake_ms) {
         heap_set(e, i, e->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
-    heap_set(e, i, op);
+    heap_set(e, i, aq);
 }
 
 static void heap_down(struct zkl__engine *e, size_t i)
 {
-    zkl__acq *op = e->heap[i];
+    zkl__acq *aq = e->heap[i];
     for (;;) {
         size_t l = 2 * i + 1, m = i;
-        int64_t best = op->wake_ms;
+        int64_t best = aq->wake_ms;
         if (l < e->heap_n && e->heap[l]->wake_ms < best)
             best = e->heap[m = l]->wake_ms;
         if (l + 1 < e->heap_n && e->heap[l + 1]->wake_ms < best)
@@ -77,30 +77,30 @@ static void heap_down(struct zkl__engine *e, size_t i)
         heap_set(e, i, e->heap[m]);
         i = m;
     }
-    heap_set(e, i, op);
+    heap_set(e, i, aq);
 }
 
-static void heap_remove(struct zkl__engine *e, zkl__acq *op)
+static void heap_remove(struct zkl__engine *e, zkl__acq *aq)
 {
-    size_t i = op->heap_at - 1;
+    size_t i = aq->heap_at - 1;
     zkl__acq *last;
-    if (!op->heap_at)
+    if (!aq->heap_at)
         return;
-    op->heap_at = 0;
+    aq->heap_at = 0;
     last = e->heap[--e->heap_n];
-    if (last == op)
+    if (last == aq)
         return;
     heap_set(e, i, last);
     heap_up(e, i);
     heap_down(e, last->heap_at - 1);
 }
 
-/* Put op's timer in the heap (or take it out: none). false: no memory (the
+/* Put aq's timer in the heap (or take it out: none). false: no memory (the
  * operation then only runs when something happens, and is readied at once). */
-static bool heap_update(struct zkl__engine *e, zkl__acq *op)
+static bool heap_update(struct zkl__engine *e, zkl__acq *aq)
 {
-    heap_remove(e, op);
-    if (op->wake_ms == INT64_MAX)
+    heap_remove(e, aq);
+    if (aq->wake_ms == INT64_MAX)
         return true;
     if (e->heap_n == e->heap_cap) {
         size_t cap = e->heap_cap ? e->heap_cap * 2 : ZKL_ENGINE_HEAP_FIRST;
@@ -110,8 +110,8 @@ static bool heap_update(struct zkl__engine *e, zkl__acq *op)
         e->heap = h;
         e->heap_cap = cap;
     }
-    heap_set(e, e->heap_n++, op);
-    heap_up(e, op->heap_at - 1);
+    heap_set(e, e->heap_n++, aq);
+    heap_up(e, aq->heap_at - 1);
     return true;
 }
 
@@ -120,9 +120,9 @@ static bool heap_update(struct zkl__engine *e, zkl__acq *op)
 /* The changed_locked hook: every live operation looks again. */
 static void changed_locked(zkl_client *c)
 {
-    zkl__acq *op;
-    DL_FOREACH(c->engine->live, op)
-    zkl__acq_ready_locked(op);
+    zkl__acq *aq;
+    DL_FOREACH(c->engine->live, aq)
+    zkl__acq_ready_locked(aq);
 }
 
 static int64_t engine_turn(zkl_client *c, int64_t now_us);
@@ -158,77 +158,77 @@ struct zkl__engine *zkl__engine_locked(zkl_client *c)
 zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
                        zkl__acq_done_fn done_fn, void *arg)
 {
-    zkl__acq *op = calloc(1, sizeof *op);
+    zkl__acq *aq = calloc(1, sizeof *aq);
     int64_t floor = zkl__now_ms() + ZKL_CALL_MIN_MS;
-    if (!op)
+    if (!aq)
         return NULL;
-    op->c = c;
-    op->a = *a;
-    op->step = zkl__step_start;
-    op->wake_ms = INT64_MAX;
-    op->wfd = -1;
+    aq->c = c;
+    aq->a = *a;
+    aq->step = zkl__step_start;
+    aq->wake_ms = INT64_MAX;
+    aq->wfd = -1;
     /* every request on the way gives up at the deadline, but gets at least
      * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
-    op->call_until = a->deadline > floor ? a->deadline : floor;
-    zkl__acq_flag(&op->mu_flags, ZKL__AM_BLOCKING, blocking);
-    op->bell_seq = -1;
+    aq->call_until = a->deadline > floor ? a->deadline : floor;
+    zkl__acq_flag(&aq->mu_flags, ZKL__AM_BLOCKING, blocking);
+    aq->bell_seq = -1;
     if ((a->driver->facts & ZKL__D_HEAD_HOLDS) && zkl__process_hints(c))
-        op->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect),
+        aq->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect),
                                      a->path); /* NULL without memory: hints are only hints */
-    op->done_fn = done_fn;
-    op->done_arg = arg;
+    aq->done_fn = done_fn;
+    aq->done_arg = arg;
     pthread_mutex_lock(&c->mu);
     if (!zkl__engine_locked(c)) {
         pthread_mutex_unlock(&c->mu);
-        zkl__inproc_put(op->inproc);
-        free(op);
+        zkl__inproc_put(aq->inproc);
+        free(aq);
         return NULL;
     }
-    DL_APPEND(c->engine->live, op);
+    DL_APPEND(c->engine->live, aq);
     c->engine->nlive++;
     pthread_mutex_unlock(&c->mu);
-    return op;
+    return aq;
 }
 
-void zkl__acq_free(zkl__acq *op)
+void zkl__acq_free(zkl__acq *aq)
 {
     zkl_client *c;
-    if (!op)
+    if (!aq)
         return;
-    c = op->c;
-    /* nothing of the in-process record may point at op once it is freed */
-    zkl__acq_unawait(op);
-    zkl__acq_flight_end(op);
-    zkl__inproc_drop(op->inproc, op->bell_seq, op);
-    zkl__inproc_put(op->inproc);
-    zkl__chroot_end(op->chroot); /* an op freed as it made the chroot */
+    c = aq->c;
+    /* nothing of the in-process record may point at aq once it is freed */
+    zkl__acq_unawait(aq);
+    zkl__acq_flight_end(aq);
+    zkl__inproc_drop(aq->inproc, aq->bell_seq, aq);
+    zkl__inproc_put(aq->inproc);
+    zkl__chroot_end(aq->chroot); /* an acquire freed as it made the chroot */
     pthread_mutex_lock(&c->mu);
-    heap_remove(c->engine, op);
-    DL_DELETE(c->engine->live, op);
+    heap_remove(c->engine, aq);
+    DL_DELETE(c->engine->live, aq);
     c->engine->nlive--;
     pthread_mutex_unlock(&c->mu);
-    free(op->hold.node);
-    free(op->msg);
-    free(op->blocker);
-    free(op);
+    free(aq->hold.node);
+    free(aq->msg);
+    free(aq->blocker);
+    free(aq);
 }
 
-bool zkl__acq_cancel_locked(zkl__acq *op)
+bool zkl__acq_cancel_locked(zkl__acq *aq)
 {
-    bool live = op->state != ZKL__RUN_DONE && !(op->mu_flags & ZKL__AM_GRANTED);
+    bool live = aq->state != ZKL__RUN_DONE && !(aq->mu_flags & ZKL__AM_GRANTED);
     if (live) {
-        op->mu_flags |= ZKL__AM_CANCEL;
-        zkl__acq_ready_locked(op);
+        aq->mu_flags |= ZKL__AM_CANCEL;
+        zkl__acq_ready_locked(aq);
     }
     return live;
 }
 
-/* Run op's steps until one yields or the last is done. */
-static void run_steps(zkl__acq *op)
+/* Run aq's steps until one yields or the last is done. */
+static void run_steps(zkl__acq *aq)
 {
-    while (op->step) {
-        op->wake_ms = INT64_MAX;
-        if (op->step(op) == ZKL__STEP_YIELD)
+    while (aq->step) {
+        aq->wake_ms = INT64_MAX;
+        if (aq->step(aq) == ZKL__STEP_YIELD)
             break;
     }
 }
@@ -236,7 +236,7 @@ static void run_steps(zkl__acq *op)
 #define may_use_fd(c) (!ZKL_FAULT((c), SLEEP_ON_CV, NULL))
 
 /*
- * The blocking owner's sleep until op is ready or op->wake_ms: on cv, or in
+ * The blocking owner's sleep until aq is ready or aq->wake_ms: on cv, or in
  * a process of many clients on an eventfd made at its first sleep
  * (base/wakefd.h: out of the futex hash; an acquire that never waits makes
  * none). A sleep on an eventfd costs more than one on a futex in a short
@@ -248,89 +248,89 @@ static void run_steps(zkl__acq *op)
  * client's in-process hints on (zkl_client_set_process_hints).
  * Returns false at wake_ms. Caller holds c->mu; let go while it sleeps.
  */
-static bool sleep_blocking_locked(zkl__acq *op, pthread_cond_t *cv, bool *no_fd)
+static bool sleep_blocking_locked(zkl__acq *aq, pthread_cond_t *cv, bool *no_fd)
 {
-    zkl_client *c = op->c;
-    if (op->wfd < 0 && !*no_fd && may_use_fd(c)) {
+    zkl_client *c = aq->c;
+    if (aq->wfd < 0 && !*no_fd && may_use_fd(c)) {
         if (!zkl__process_hints(c) || !zkl__many_clients())
             *no_fd = true; /* for this acquire */
         else
-            *no_fd = (op->wfd = zkl__wakefd_new()) < 0;
+            *no_fd = (aq->wfd = zkl__wakefd_new()) < 0;
     }
-    if (op->wfd < 0 || !may_use_fd(c))
-        return zkl__cond_wait_until(cv, &c->mu, op->wake_ms) != ETIMEDOUT;
-    op->mu_flags |= ZKL__AM_ASLEEP;
+    if (aq->wfd < 0 || !may_use_fd(c))
+        return zkl__cond_wait_until(cv, &c->mu, aq->wake_ms) != ETIMEDOUT;
+    aq->mu_flags |= ZKL__AM_ASLEEP;
     pthread_mutex_unlock(&c->mu);
-    zkl__wakefd_sleep_until_us(op->wfd, op->wake_ms == INT64_MAX ? INT64_MAX : op->wake_ms * 1000);
+    zkl__wakefd_sleep_until_us(aq->wfd, aq->wake_ms == INT64_MAX ? INT64_MAX : aq->wake_ms * 1000);
     pthread_mutex_lock(&c->mu);
-    op->mu_flags &= ~ZKL__AM_ASLEEP;
-    return zkl__has(op->mu_flags, ZKL__AM_READY) || zkl__now_ms() < op->wake_ms;
+    aq->mu_flags &= ~ZKL__AM_ASLEEP;
+    return zkl__has(aq->mu_flags, ZKL__AM_READY) || zkl__now_ms() < aq->wake_ms;
 }
 
-void zkl__acq_run_blocking(zkl__acq *op)
+void zkl__acq_run_blocking(zkl__acq *aq)
 {
-    zkl_client *c = op->c;
+    zkl_client *c = aq->c;
     pthread_cond_t cv;
     bool no_fd = false;
     zkl__cond_init(&cv);
     pthread_mutex_lock(&c->mu);
     /* cleared below, before the function returns */
     // cppcheck-suppress autoVariables
-    op->cv = &cv;
+    aq->cv = &cv;
     pthread_mutex_unlock(&c->mu);
     for (;;) {
-        run_steps(op);
+        run_steps(aq);
         pthread_mutex_lock(&c->mu);
-        if (!op->step) {
-            op->state = ZKL__RUN_DONE;
+        if (!aq->step) {
+            aq->state = ZKL__RUN_DONE;
             pthread_mutex_unlock(&c->mu);
             break;
         }
-        while (!zkl__has(op->mu_flags, ZKL__AM_READY))
-            if (!sleep_blocking_locked(op, &cv, &no_fd))
+        while (!zkl__has(aq->mu_flags, ZKL__AM_READY))
+            if (!sleep_blocking_locked(aq, &cv, &no_fd))
                 break;
-        op->mu_flags &= ~ZKL__AM_READY;
+        aq->mu_flags &= ~ZKL__AM_READY;
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_lock(&c->mu); /* done: nothing wakes it any more (asleep is false) */
-    op->cv = NULL;
-    zkl__wakefd_close(op->wfd);
-    op->wfd = -1;
+    aq->cv = NULL;
+    zkl__wakefd_close(aq->wfd);
+    aq->wfd = -1;
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&cv);
-    if (op->st != ZKL_OK) /* the step that failed may have run on another thread */
-        zkl__fail(op->st, "%s", op->msg ? op->msg : "out of memory");
+    if (aq->st != ZKL_OK) /* the step that failed may have run on another thread */
+        zkl__fail(aq->st, "%s", aq->msg ? aq->msg : "out of memory");
 }
 
-void zkl__acq_start_async(zkl__acq *op)
+void zkl__acq_start_async(zkl__acq *aq)
 {
-    pthread_mutex_lock(&op->c->mu);
-    zkl__acq_ready_locked(op);
-    pthread_mutex_unlock(&op->c->mu);
+    pthread_mutex_lock(&aq->c->mu);
+    zkl__acq_ready_locked(aq);
+    pthread_mutex_unlock(&aq->c->mu);
 }
 
 /* Run one ready async operation (c->mu held; released while it runs). */
-static void run_async_locked(zkl_client *c, zkl__acq *op)
+static void run_async_locked(zkl_client *c, zkl__acq *aq)
 {
-    op->state = ZKL__RUN_RUNNING;
-    op->mu_flags &= ~ZKL__AM_READY;
+    aq->state = ZKL__RUN_RUNNING;
+    aq->mu_flags &= ~ZKL__AM_READY;
     pthread_mutex_unlock(&c->mu);
-    run_steps(op);
+    run_steps(aq);
     pthread_mutex_lock(&c->mu);
-    op->state = ZKL__RUN_IDLE;
-    if (!op->step) {
-        op->state = ZKL__RUN_DONE;
-        heap_remove(c->engine, op);
+    aq->state = ZKL__RUN_IDLE;
+    if (!aq->step) {
+        aq->state = ZKL__RUN_DONE;
+        heap_remove(c->engine, aq);
         pthread_mutex_unlock(&c->mu);
-        op->done_fn(op, op->done_arg); /* may free op */
+        aq->done_fn(aq, aq->done_arg); /* may free aq */
         pthread_mutex_lock(&c->mu);
         return;
     }
-    if (!heap_update(c->engine, op))
-        op->mu_flags |= ZKL__AM_READY; /* no room for its timer: keep looking */
-    if (zkl__has(op->mu_flags, ZKL__AM_READY)) {
-        op->mu_flags &= ~ZKL__AM_READY;
-        zkl__acq_ready_locked(op);
+    if (!heap_update(c->engine, aq))
+        aq->mu_flags |= ZKL__AM_READY; /* no room for its timer: keep looking */
+    if (zkl__has(aq->mu_flags, ZKL__AM_READY)) {
+        aq->mu_flags &= ~ZKL__AM_READY;
+        zkl__acq_ready_locked(aq);
     }
 }
 
@@ -358,18 +358,18 @@ static int64_t engine_turn(zkl_client *c, int64_t now_us)
         return 0;
     }
     while (e->heap_n && e->heap[0]->wake_ms <= now_ms) {
-        zkl__acq *op = e->heap[0];
-        heap_remove(e, op);
-        zkl__acq_ready_locked(op);
+        zkl__acq *aq = e->heap[0];
+        heap_remove(e, aq);
+        zkl__acq_ready_locked(aq);
     }
     if (!e->ready)
         return e->heap_n ? e->heap[0]->wake_ms * 1000 : INT64_MAX;
     for (n = 0; n < ZKL_ENGINE_TURN_OPS && e->ready; n++) {
-        zkl__acq *op = e->ready;
-        e->ready = op->rnext;
+        zkl__acq *aq = e->ready;
+        e->ready = aq->rnext;
         if (!e->ready)
             e->ready_end = NULL;
-        run_async_locked(c, op);
+        run_async_locked(c, aq);
     }
     return 0;
 }

@@ -150,7 +150,7 @@ static size_t acl_bytes(const struct ACL_vector *acl)
 
 /*
  * The bytes of the multi as the server reads them (ZKL_SERVER_REQUEST_MAX):
- * the request header (xid, type), each op's header (type, done, err: 9)
+ * the request header (xid, type), each part's header (type, done, err: 9)
  * and request, the closing header. Strings and buffers are a 4-byte length
  * and their bytes.
  */

@@ -46,7 +46,7 @@ typedef struct zkl__guard {
 zkl_status zkl__guard_prepare(const zkl__hold *holds, int nh, const zkl_write *w, size_t n,
                               size_t *failed, const char *fn, zkl__guard *g);
 /*
- * The multi's answer (rc, and bad: the op the server refused, checks of
+ * The multi's answer (rc, and bad: the part the server refused, checks of
  * nodes[0..nh) first, -1: none) as zklock/guard.h's status and *failed.
  * Nothing was applied unless ZKL_OK or ZKL_ECONNLOSS.
  */

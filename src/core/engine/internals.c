@@ -49,23 +49,23 @@ static int hold_back_us(zkl_client *c, bool alone)
 
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
 {
-    zkl__acq *op;
+    zkl__acq *aq;
     zkl_status st = zkl__refuse_on_worker(c, "a blocking acquire");
     if (zkl__forked(c))
         return zkl__closed_fail(c, a->path);
     if (st != ZKL_OK)
         return zkl__fail_prefix(st, "%s: ", a->path);
-    if (!(op = zkl__acq_new(c, a, true, NULL, NULL)))
+    if (!(aq = zkl__acq_new(c, a, true, NULL, NULL)))
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
-    zkl__acq_run_blocking(op);
-    st = op->st;
+    zkl__acq_run_blocking(aq);
+    st = aq->st;
     if (st == ZKL_OK) {
-        *hold = op->hold;
-        op->hold.node = NULL;
+        *hold = aq->hold;
+        aq->hold.node = NULL;
     }
     zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
-    zkl__acq_free(op);
+    zkl__acq_free(aq);
     return st;
 }
 

@@ -29,9 +29,9 @@ static void note_delay(zkl_client *c)
 }
 
 /* The driver grants exactly the head of the line (inproc.h may be used). */
-static bool head_holds(const zkl__acq *op)
+static bool head_holds(const zkl__acq *aq)
 {
-    return (op->a.driver->facts & ZKL__D_HEAD_HOLDS) != 0;
+    return (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) != 0;
 }
 
 /*
@@ -39,10 +39,10 @@ static bool head_holds(const zkl__acq *op)
  * anything we have heard of since happened (a session's watch events come
  * in the order of the changes). Without this, only a listing shows it.
  */
-static bool self_intact(const zkl__acq *op)
+static bool self_intact(const zkl__acq *aq)
 {
     bool deleted;
-    return op->self.w && !zkl__watch_fired(op->self.w, op->gen, &deleted);
+    return aq->self.w && !zkl__watch_fired(aq->self.w, aq->gen, &deleted);
 }
 
 /*
@@ -70,21 +70,21 @@ static bool self_intact(const zkl__acq *op)
  * notification does prove the session alive: the server refuses every
  * request of a session it has begun to close.
  */
-static bool handed_over(const zkl__acq *op, const char *name)
+static bool handed_over(const zkl__acq *aq, const char *name)
 {
-    const zkl__armed *prim = &op->prim;
+    const zkl__armed *prim = &aq->prim;
     bool deleted, intact;
-    if (op->v.watch_parent || !prim->w || !prim->name || prim->ours ||
+    if (aq->v.watch_parent || !prim->w || !prim->name || prim->ours ||
         (name && strcmp(prim->name, name) != 0))
         return false;
-    if (!zkl__watch_fired(prim->w, op->gen, &deleted) || !deleted)
+    if (!zkl__watch_fired(prim->w, aq->gen, &deleted) || !deleted)
         return false;
-    intact = self_intact(op);
+    intact = self_intact(aq);
     if (!intact)
         return false;
-    return (op->v.flags & ZKL__V_HANDOFF) ||
-           (head_holds(op) && intact && zkl__hint(op, ZKL__HINT_SEEN) &&
-            zkl__inproc_seen(op->inproc, prim->name, prim->owner));
+    return (aq->v.flags & ZKL__V_HANDOFF) ||
+           (head_holds(aq) && intact && zkl__hint(aq, ZKL__HINT_SEEN) &&
+            zkl__inproc_seen(aq->inproc, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -101,11 +101,11 @@ static bool armed_keep(zkl__armed *x, const char *name, uint64_t gen)
 enum look { LOOK_HOLDS, LOOK_GONE, LOOK_WAIT, LOOK_RELIST };
 
 /* Our view of the line in kids (one pass, nothing sorted), the driver's verdict. Frees nothing. */
-static enum look look_at(const zkl__acq *op, zkl__names *kids, zkl__line *l, zkl__verdict *v)
+static enum look look_at(const zkl__acq *aq, zkl__names *kids, zkl__line *l, zkl__verdict *v)
 {
-    if (!zkl__view(op->a.driver, kids->v, kids->n, op->name, op->a.ctx, l))
+    if (!zkl__view(aq->a.driver, kids->v, kids->n, aq->name, aq->a.ctx, l))
         return LOOK_GONE; /* our node is gone: session lost, or deleted by someone */
-    *v = zkl__decide(op->a.driver, l, op->a.ctx);
+    *v = zkl__decide(aq->a.driver, l, aq->a.ctx);
     if (v->holds)
         return LOOK_HOLDS;
     if (!v->watch_parent && (v->watch < 0 || (size_t)v->watch + 1 >= l->m))
@@ -113,54 +113,54 @@ static enum look look_at(const zkl__acq *op, zkl__names *kids, zkl__line *l, zkl
     return LOOK_WAIT;
 }
 
-static zkl_status timed_out_waiting(const zkl__acq *op)
+static zkl_status timed_out_waiting(const zkl__acq *aq)
 {
-    if (op->prim.name && op->prim.persistent) /* not a lock node: it is never deleted by one */
+    if (aq->prim.name && aq->prim.persistent) /* not a lock node: it is never deleted by one */
         return zkl__fail(ZKL_ETIMEDOUT,
                          "timed out waiting for %s: the node ahead in line, '%s', is not a lock "
                          "node (no session owns it); a child that sorts ahead of the lock nodes "
                          "blocks every acquirer until it is deleted%s",
-                         op->a.path, op->prim.name, zkl__conn_note(op->c));
-    return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", op->a.path,
-                     zkl__conn_note(op->c));
+                         aq->a.path, aq->prim.name, zkl__conn_note(aq->c));
+    return zkl__fail(ZKL_ETIMEDOUT, "timed out waiting for %s%s", aq->a.path,
+                     zkl__conn_note(aq->c));
 }
 
-static zkl__step_result step_round(zkl__acq *op);
+static zkl__step_result step_round(zkl__acq *aq);
 
 /* A listing that settled it (not LOOK_WAIT); n: its size. */
-static zkl__step_result settle(zkl__acq *op, enum look look, size_t n)
+static zkl__step_result settle(zkl__acq *aq, enum look look, size_t n)
 {
     switch (look) {
-    case LOOK_RELIST: op->step = step_round; return ZKL__STEP_AGAIN;
+    case LOOK_RELIST: aq->step = step_round; return ZKL__STEP_AGAIN;
     case LOOK_HOLDS:
-        zkl__acq_flag(&op->flags, ZKL__AF_ALONE, n == 1);
-        op->step = zkl__step_grant;
+        zkl__acq_flag(&aq->flags, ZKL__AF_ALONE, n == 1);
+        aq->step = zkl__step_grant;
         return ZKL__STEP_AGAIN;
     default: /* LOOK_GONE; the session looked alive just now */
         zkl__log(ZKL_LOG_WARN,
                  "%s/%s is gone while the session lives (deleted by someone else, or "
                  "the session is ending): queuing again",
-                 op->a.path, op->name);
-        return zkl__acq_restart(op);
+                 aq->a.path, aq->name);
+        return zkl__acq_restart(aq);
     }
 }
 
 /* After the watches (rc: arming's) and the wait (slept): stop, or list again. */
-static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
+static zkl__step_result judge(zkl__acq *aq, int rc, zkl_status slept)
 {
-    if (zkl__acq_canceled(op))
-        return zkl__acq_fail(op,
-                             zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", op->a.path));
+    if (zkl__acq_canceled(aq))
+        return zkl__acq_fail(aq,
+                             zkl__fail(ZKL_ECANCELED, "waiting for %s was canceled", aq->a.path));
     if (rc == ZOK || rc == ZNONODE) {
-        op->attempt = 0;
+        aq->attempt = 0;
         if (slept == ZKL_ETIMEDOUT)
-            return zkl__acq_fail(op, timed_out_waiting(op));
-        op->step = step_round;
+            return zkl__acq_fail(aq, timed_out_waiting(aq));
+        aq->step = step_round;
         return ZKL__STEP_AGAIN;
     }
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
-        return zkl__acq_backoff(op, step_round, "waiting for");
-    return zkl__acq_fail(op, zkl__rc_status(rc, "watch", op->a.path));
+        return zkl__acq_backoff(aq, step_round, "waiting for");
+    return zkl__acq_fail(aq, zkl__rc_status(rc, "watch", aq->a.path));
 }
 
 /*
@@ -171,22 +171,22 @@ static zkl__step_result judge(zkl__acq *op, int rc, zkl_status slept)
  * session, of a node not ours). Not for a node of our own session: its
  * going may be our session's end.
  */
-static bool ahead_was_head(const zkl__acq *op)
+static bool ahead_was_head(const zkl__acq *aq)
 {
     bool deleted;
-    return head_holds(op) && self_intact(op) && !(op->v.flags & ZKL__V_HANDOFF) &&
-           !op->v.watch_parent && op->ahead.w && op->ahead.name && !op->ahead.ours && op->prim.w &&
-           !op->prim.ours && zkl__watch_fired(op->ahead.w, op->gen, &deleted) && deleted &&
-           !zkl__watch_fired(op->prim.w, op->gen, &deleted) && zkl__hint(op, ZKL__HINT_SEEN) &&
-           zkl__inproc_seen(op->inproc, op->ahead.name, op->ahead.owner);
+    return head_holds(aq) && self_intact(aq) && !(aq->v.flags & ZKL__V_HANDOFF) &&
+           !aq->v.watch_parent && aq->ahead.w && aq->ahead.name && !aq->ahead.ours && aq->prim.w &&
+           !aq->prim.ours && zkl__watch_fired(aq->ahead.w, aq->gen, &deleted) && deleted &&
+           !zkl__watch_fired(aq->prim.w, aq->gen, &deleted) && zkl__hint(aq, ZKL__HINT_SEEN) &&
+           zkl__inproc_seen(aq->inproc, aq->ahead.name, aq->ahead.owner);
 }
 
 /* The connection state changed since the round began, or the wait is to end (c->mu held). */
-static bool news_locked(const zkl__acq *op)
+static bool news_locked(const zkl__acq *aq)
 {
-    const zkl_client *c = op->c;
-    return c->conn.state_gen != op->gen || c->closing || c->canceled ||
-           zkl__has(op->mu_flags, ZKL__AM_CANCEL);
+    const zkl_client *c = aq->c;
+    return c->conn.state_gen != aq->gen || c->closing || c->canceled ||
+           zkl__has(aq->mu_flags, ZKL__AM_CANCEL);
 }
 
 /* Whether w fired (c->mu held). */
@@ -195,101 +195,101 @@ static bool fired_locked(const zkl__armed *x)
     return x->w && x->w->fired;
 }
 
-static zkl__step_result arm_self(zkl__acq *op);
+static zkl__step_result arm_self(zkl__acq *aq);
 
 /* Asleep on the armed watches until one fires, the state changes or the deadline. */
-static zkl__step_result step_sleeping(zkl__acq *op)
+static zkl__step_result step_sleeping(zkl__acq *aq)
 {
-    zkl_client *c = op->c;
+    zkl_client *c = aq->c;
     zkl_status slept = ZKL_OK;
     bool woke, deleted, bell;
     pthread_mutex_lock(&c->mu);
-    bell = zkl__has(op->mu_flags, ZKL__AM_BELL) && !op->self.w;
-    op->mu_flags &= ~ZKL__AM_BELL;
-    woke = fired_locked(&op->prim) || fired_locked(&op->ahead) || fired_locked(&op->self) ||
-           news_locked(op);
+    bell = zkl__has(aq->mu_flags, ZKL__AM_BELL) && !aq->self.w;
+    aq->mu_flags &= ~ZKL__AM_BELL;
+    woke = fired_locked(&aq->prim) || fired_locked(&aq->ahead) || fired_locked(&aq->self) ||
+           news_locked(aq);
     pthread_mutex_unlock(&c->mu);
     if (bell && !woke)
-        return arm_self(op); /* then asleep again, on both */
-    if (!woke && !zkl__acq_sleep(op, op->a.deadline))
+        return arm_self(aq); /* then asleep again, on both */
+    if (!woke && !zkl__acq_sleep(aq, aq->a.deadline))
         return ZKL__STEP_YIELD;
     if (!woke)
         slept = ZKL_ETIMEDOUT;
     else
-        op->woke_us = zkl__now_us();
-    if (handed_over(op, NULL)) {
-        op->step = zkl__step_grant; /* the hand-off: we hold it without listing again */
+        aq->woke_us = zkl__now_us();
+    if (handed_over(aq, NULL)) {
+        aq->step = zkl__step_grant; /* the hand-off: we hold it without listing again */
         return ZKL__STEP_AGAIN;
     }
-    if (slept == ZKL_OK && !zkl__acq_canceled(op) && ahead_was_head(op)) {
-        zkl__armed_clear(&op->ahead); /* next in line, with no listing */
-        op->v.flags |= ZKL__V_HANDOFF;
+    if (slept == ZKL_OK && !zkl__acq_canceled(aq) && ahead_was_head(aq)) {
+        zkl__armed_clear(&aq->ahead); /* next in line, with no listing */
+        aq->v.flags |= ZKL__V_HANDOFF;
         return ZKL__STEP_AGAIN; /* asleep again, on the node we watch */
     }
     /* unfired tokens are kept for the next round */
-    if (op->v.watch_parent || zkl__watch_fired(op->prim.w, op->gen, &deleted))
-        zkl__armed_clear(&op->prim);
-    if (op->ahead.w && zkl__watch_fired(op->ahead.w, op->gen, &deleted))
-        zkl__armed_clear(&op->ahead);
-    if (op->self.w && zkl__watch_fired(op->self.w, op->gen, &deleted))
-        zkl__armed_clear(&op->self); /* the listing tells whether our node is still there */
-    return judge(op, ZOK, slept);
+    if (aq->v.watch_parent || zkl__watch_fired(aq->prim.w, aq->gen, &deleted))
+        zkl__armed_clear(&aq->prim);
+    if (aq->ahead.w && zkl__watch_fired(aq->ahead.w, aq->gen, &deleted))
+        zkl__armed_clear(&aq->ahead);
+    if (aq->self.w && zkl__watch_fired(aq->self.w, aq->gen, &deleted))
+        zkl__armed_clear(&aq->self); /* the listing tells whether our node is still there */
+    return judge(aq, ZOK, slept);
 }
 
 /* The child-list watch is set; its listing is fresh, so it is decided on first. */
-static zkl__step_result step_armed_children(zkl__acq *op)
+static zkl__step_result step_armed_children(zkl__acq *aq)
 {
     zkl__line line;
     enum look look;
     int rc;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    rc = op->rcs[0];
+    rc = aq->rcs[0];
     if (rc == ZOK)
-        zkl__req_take_kids(op->k[0], &op->kids);
-    if (op->k[0])
-        zkl__req_settle(op->k[0], op->prim.w, rc);
-    zkl__acq_untrack(op);
+        zkl__req_take_kids(aq->k[0], &aq->kids);
+    if (aq->k[0])
+        zkl__req_settle(aq->k[0], aq->prim.w, rc);
+    zkl__acq_untrack(aq);
     if (rc != ZOK) {
-        zkl__armed_clear(&op->prim);
-        return judge(op, rc, ZKL_OK);
+        zkl__armed_clear(&aq->prim);
+        return judge(aq, rc, ZKL_OK);
     }
-    look = look_at(op, &op->kids, &line, &op->v); /* still armed; the token lives until it fires */
-    zkl__names_free(&op->kids);
+    look = look_at(aq, &aq->kids, &line, &aq->v); /* still armed; the token lives until it fires */
+    zkl__names_free(&aq->kids);
     if (look != LOOK_WAIT)
-        return settle(op, look, 0);
-    op->step = step_sleeping;
+        return settle(aq, look, 0);
+    aq->step = step_sleeping;
     return ZKL__STEP_AGAIN;
 }
 
 /* Note what blocks the line, if a child ahead is not a lock node (c->mu taken). */
-static void note_blocker(zkl__acq *op)
+static void note_blocker(zkl__acq *aq)
 {
-    const char *b = op->prim.w && op->prim.persistent ? op->prim.name : NULL;
+    const char *b = aq->prim.w && aq->prim.persistent ? aq->prim.name : NULL;
     char *copy;
-    if (!b && !op->blocker)
+    if (!b && !aq->blocker)
         return;
-    if (b && op->blocker && strcmp(b, op->blocker) == 0)
+    if (b && aq->blocker && strcmp(b, aq->blocker) == 0)
         return;
     copy = b ? strdup(b) : NULL; /* (none: no note) */
-    pthread_mutex_lock(&op->c->mu);
-    free(op->blocker);
-    op->blocker = copy;
-    pthread_mutex_unlock(&op->c->mu);
+    pthread_mutex_lock(&aq->c->mu);
+    free(aq->blocker);
+    aq->blocker = copy;
+    pthread_mutex_unlock(&aq->c->mu);
 }
 
 /* The data watches are set (or not): the watched node's rc decides, or our own node's absence. */
-static zkl__step_result step_armed(zkl__acq *op)
+static zkl__step_result step_armed(zkl__acq *aq)
 {
-    zkl__armed *slot[3] = {&op->prim, &op->ahead, &op->self};
+    zkl__armed *slot[3] = {&aq->prim, &aq->ahead, &aq->self};
     int64_t self;
     int i, rc = ZOK;
-    if (!zkl__acq_answered(op))
+    if (!zkl__acq_answered(aq))
         return ZKL__STEP_YIELD;
-    self = zkl__session_id(op->s);
+    self = zkl__session_id(aq->s);
     for (i = 0; i < 3; i++) {
-        int r = op->rcs[i];
-        zkl__req *k = op->k[i];
+        int r = aq->rcs[i];
+        zkl__req *k = aq->k[i];
         if (r == ZNOTHING) /* kept from an earlier round */
             continue;
         if (k) /* one never sent was settled when its send failed */
@@ -304,67 +304,67 @@ static zkl__step_result step_armed(zkl__acq *op)
         if (i == 0 || (i == 2 && r == ZNONODE && rc == ZOK))
             rc = r; /* our node gone: the listing says so (judge) */
     }
-    zkl__acq_untrack(op);
-    note_blocker(op);
-    if (rc == ZOK && op->prim.w) {
-        op->step = step_sleeping;
+    zkl__acq_untrack(aq);
+    note_blocker(aq);
+    if (rc == ZOK && aq->prim.w) {
+        aq->step = step_sleeping;
         return ZKL__STEP_AGAIN;
     }
-    return judge(op, rc, ZKL_OK);
+    return judge(aq, rc, ZKL_OK);
 }
 
 /* The session of this process that made node name (a mutex's: inproc.h), 0: none noted. */
-static int64_t made_here(const zkl__acq *op, const char *name)
+static int64_t made_here(const zkl__acq *aq, const char *name)
 {
-    return head_holds(op) && zkl__hint(op, ZKL__HINT_MADE)
-               ? zkl__inproc_made_by(op->inproc, name, zkl__acq_seq(op, name))
+    return head_holds(aq) && zkl__hint(aq, ZKL__HINT_MADE)
+               ? zkl__inproc_made_by(aq->inproc, name, zkl__acq_seq(aq, name))
                : 0;
 }
 
 /* Whether another session of this process made node name. */
-static bool made_by_another(const zkl__acq *op, const char *name)
+static bool made_by_another(const zkl__acq *aq, const char *name)
 {
-    int64_t by = made_here(op, name);
-    return by != 0 && by != zkl__session_id(op->s);
+    int64_t by = made_here(aq, name);
+    return by != 0 && by != zkl__session_id(aq->s);
 }
 
 /* A getData with a watch on child name of slot x, tracked at index i (kept: nothing sent). */
-static void arm_one(zkl__acq *op, zkl__armed *x, const char *name, int i)
+static void arm_one(zkl__acq *aq, zkl__armed *x, const char *name, int i)
 {
     zkl__req *k = NULL;
     char *path;
     int rc = ZSYSTEMERROR;
-    if (armed_keep(x, name, op->gen)) {
-        op->k[i] = NULL;
-        op->rcs[i] = ZNOTHING;
+    if (armed_keep(x, name, aq->gen)) {
+        aq->k[i] = NULL;
+        aq->rcs[i] = ZNOTHING;
         return;
     }
-    if (zkl__armed_new(op, x, name) && (path = zkl__path_join(op->a.path, name))) {
-        k = zkl__req_wget(op->s, path, x->w, zkl__acq_notify, op, &rc);
+    if (zkl__armed_new(aq, x, name) && (path = zkl__path_join(aq->a.path, name))) {
+        k = zkl__req_wget(aq->s, path, x->w, zkl__acq_notify, aq, &rc);
         free(path);
     } else if (x->w) {
         zkl__watch_unregistered(x->w); /* never sent */
     }
-    op->k[i] = k;
-    op->rcs[i] = rc;
+    aq->k[i] = k;
+    aq->rcs[i] = rc;
 }
 
 /* Slot i (1: ahead, 2: self) has nothing to send this round. */
-static void arm_none(zkl__acq *op, zkl__armed *x, int i)
+static void arm_none(zkl__acq *aq, zkl__armed *x, int i)
 {
     zkl__armed_clear(x);
-    op->k[i] = NULL;
-    op->rcs[i] = ZNOTHING;
+    aq->k[i] = NULL;
+    aq->rcs[i] = ZNOTHING;
 }
 
 /* The bell rang (inproc.h): our own node is watched now, the node ahead still. */
-static zkl__step_result arm_self(zkl__acq *op)
+static zkl__step_result arm_self(zkl__acq *aq)
 {
-    op->k[0] = op->k[1] = NULL;
-    op->rcs[0] = op->rcs[1] = ZNOTHING;
-    arm_one(op, &op->self, op->name, 2);
-    op->nk = 3;
-    op->step = step_armed;
+    aq->k[0] = aq->k[1] = NULL;
+    aq->rcs[0] = aq->rcs[1] = ZNOTHING;
+    arm_one(aq, &aq->self, aq->name, 2);
+    aq->nk = 3;
+    aq->step = step_armed;
     return ZKL__STEP_AGAIN;
 }
 
@@ -386,22 +386,22 @@ static zkl__step_result arm_self(zkl__acq *op)
  * batch with the watch on the node ahead (docs/design/scale-log.md: measured),
  * for a watch's few hundred bytes beside a session's 38 KiB.
  */
-static bool self_by_bell(zkl__acq *op, const char *prim)
+static bool self_by_bell(zkl__acq *aq, const char *prim)
 {
-    int32_t seq = zkl__acq_seq(op, op->name);
-    return seq > 0 && zkl__acq_seq(op, prim) == seq - 1 && !zkl__acq_alone(op) &&
-           zkl__hint(op, ZKL__HINT_BELL) && zkl__acq_bell_at(op, seq);
+    int32_t seq = zkl__acq_seq(aq, aq->name);
+    return seq > 0 && zkl__acq_seq(aq, prim) == seq - 1 && !zkl__acq_alone(aq) &&
+           zkl__hint(aq, ZKL__HINT_BELL) && zkl__acq_bell_at(aq, seq);
 }
 
 /*
  * Watch the node the driver named and, if it pays, the one before it, in
  * one round trip; children already watched are kept. l: the view the
- * verdict came from, pointers into op->kids (freed here).
+ * verdict came from, pointers into aq->kids (freed here).
  */
-static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
+static zkl__step_result arm_nodes(zkl__acq *aq, const zkl__line *l)
 {
-    const zkl__acquire_args *a = &op->a;
-    const zkl__verdict *v = &op->v;
+    const zkl__acquire_args *a = &aq->a;
+    const zkl__verdict *v = &aq->v;
     /* Look-ahead: its going usually means ours heads the line, and the
      * listing it prompts (made while that node holds) lets its deletion hand
      * us the lock with no listing on the hand-off's path. */
@@ -409,105 +409,105 @@ static zkl__step_result arm_nodes(zkl__acq *op, const zkl__line *l)
      * watched instead: that node's going, once it held here, hands the lock
      * over (handed_over), provided our node is still there. So too for the
      * look-ahead's node (ahead_was_head). */
-    int64_t by = made_here(op, l->v[v->watch]);
-    bool mine = by != 0 && by != zkl__session_id(op->s);
+    int64_t by = made_here(aq, l->v[v->watch]);
+    bool mine = by != 0 && by != zkl__session_id(aq->s);
     bool la = a->lookahead == ZKL__LOOKAHEAD_ON || (a->lookahead == ZKL__LOOKAHEAD_IF_CARRIED &&
-                                                    zkl__has(op->flags, ZKL__AF_CARRIED) && !by);
+                                                    zkl__has(aq->flags, ZKL__AF_CARRIED) && !by);
     const char *aname = la && !(v->flags & (ZKL__V_HANDOFF | ZKL__V_NO_LOOKAHEAD)) && v->watch >= 1
                             ? l->v[v->watch - 1]
                             : NULL;
-    arm_one(op, &op->prim, l->v[v->watch], 0);
+    arm_one(aq, &aq->prim, l->v[v->watch], 0);
     if (aname)
-        arm_one(op, &op->ahead, aname, 1);
+        arm_one(aq, &aq->ahead, aname, 1);
     else
-        arm_none(op, &op->ahead, 1);
-    if ((v->flags & ZKL__V_HANDOFF) || (aname && made_by_another(op, aname)) ||
-        (mine && (op->self.w || !self_by_bell(op, l->v[v->watch]))))
-        arm_one(op, &op->self, op->name, 2);
+        arm_none(aq, &aq->ahead, 1);
+    if ((v->flags & ZKL__V_HANDOFF) || (aname && made_by_another(aq, aname)) ||
+        (mine && (aq->self.w || !self_by_bell(aq, l->v[v->watch]))))
+        arm_one(aq, &aq->self, aq->name, 2);
     else
-        arm_none(op, &op->self, 2);
-    op->nk = 3;
-    zkl__names_free(&op->kids);
-    op->step = step_armed;
+        arm_none(aq, &aq->self, 2);
+    aq->nk = 3;
+    zkl__names_free(&aq->kids);
+    aq->step = step_armed;
     return ZKL__STEP_AGAIN;
 }
 
 /* Watch the child list (the lease count). */
-static zkl__step_result arm_children(zkl__acq *op)
+static zkl__step_result arm_children(zkl__acq *aq)
 {
     zkl__req *k = NULL;
     int rc = ZSYSTEMERROR;
-    zkl__names_free(&op->kids);
-    zkl__armed_clear(&op->prim);
-    zkl__armed_clear(&op->ahead);
-    zkl__armed_clear(&op->self);
-    if (zkl__armed_new(op, &op->prim, NULL))
-        k = zkl__req_children(op->s, op->a.path, op->prim.w, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_armed_children;
+    zkl__names_free(&aq->kids);
+    zkl__armed_clear(&aq->prim);
+    zkl__armed_clear(&aq->ahead);
+    zkl__armed_clear(&aq->self);
+    if (zkl__armed_new(aq, &aq->prim, NULL))
+        k = zkl__req_children(aq->s, aq->a.path, aq->prim.w, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_armed_children;
     return ZKL__STEP_AGAIN;
 }
 
 /* A listing to look at: decide, then watch what the driver named. */
-static zkl__step_result step_look(zkl__acq *op)
+static zkl__step_result step_look(zkl__acq *aq)
 {
     zkl__line line;
     enum look look;
-    (void)ZKL_FAULT(op->c, AFTER_LISTING, NULL);
+    (void)ZKL_FAULT(aq->c, AFTER_LISTING, NULL);
     /* A listing read after our session ended may still show our node (CURATOR-604). */
-    if (!zkl__epoch_alive(op->c, op->epoch)) {
-        zkl__names_free(&op->kids);
-        return zkl__acq_restart(op);
+    if (!zkl__epoch_alive(aq->c, aq->epoch)) {
+        zkl__names_free(&aq->kids);
+        return zkl__acq_restart(aq);
     }
-    look = look_at(op, &op->kids, &line, &op->v);
+    look = look_at(aq, &aq->kids, &line, &aq->v);
     if (look != LOOK_WAIT) {
-        size_t n = op->kids.n;
-        zkl__names_free(&op->kids);
-        return settle(op, look, n);
+        size_t n = aq->kids.n;
+        zkl__names_free(&aq->kids);
+        return settle(aq, look, n);
     }
-    if (zkl__now_ms() >= op->a.deadline) {
-        zkl__names_free(&op->kids);
-        return zkl__acq_fail(op, timed_out_waiting(op));
+    if (zkl__now_ms() >= aq->a.deadline) {
+        zkl__names_free(&aq->kids);
+        return zkl__acq_fail(aq, timed_out_waiting(aq));
     }
-    if (!op->v.watch_parent && handed_over(op, line.v[op->v.watch])) {
+    if (!aq->v.watch_parent && handed_over(aq, line.v[aq->v.watch])) {
         /* the node we wait for went while we listed, after the listing saw
          * it where its going grants: the hand-off, come early */
-        zkl__names_free(&op->kids);
-        op->step = zkl__step_grant;
+        zkl__names_free(&aq->kids);
+        aq->step = zkl__step_grant;
         return ZKL__STEP_AGAIN;
     }
-    return op->v.watch_parent ? arm_children(op) : arm_nodes(op, &line);
+    return aq->v.watch_parent ? arm_children(aq) : arm_nodes(aq, &line);
 }
 
 /* The listing is answered. */
-static zkl__step_result step_listing(zkl__acq *op)
+static zkl__step_result step_listing(zkl__acq *aq)
 {
     int rc;
-    if (!zkl__acq_listing(op, &rc))
+    if (!zkl__acq_listing(aq, &rc))
         return ZKL__STEP_YIELD;
     if (rc == ZNONODE) /* parent gone, so our node too */
         rc = ZOK;
     if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY)
-        return zkl__acq_backoff(op, step_round, "waiting for");
+        return zkl__acq_backoff(aq, step_round, "waiting for");
     if (rc != ZOK)
-        return zkl__acq_fail(op, zkl__rc_status(rc, "list", op->a.path));
-    op->step = step_look;
+        return zkl__acq_fail(aq, zkl__rc_status(rc, "list", aq->a.path));
+    aq->step = step_look;
     return ZKL__STEP_AGAIN;
 }
 
 /* Watch the node name, just ahead of ours, as a listing would have shown it (and our own). */
-static void arm_behind(zkl__acq *op, const char *name)
+static void arm_behind(zkl__acq *aq, const char *name)
 {
     zkl__line l;
     memset(&l, 0, sizeof l);
     l.n = l.m = 2; /* the two names known: that node, then ours */
     l.rank = 1;
     l.v[0] = (char *)name;
-    l.v[1] = (char *)op->name;
-    memset(&op->v, 0, sizeof op->v);
-    op->v.watch = 0;
-    op->v.flags = ZKL__V_NO_LOOKAHEAD;
-    arm_nodes(op, &l);
+    l.v[1] = (char *)aq->name;
+    memset(&aq->v, 0, sizeof aq->v);
+    aq->v.watch = 0;
+    aq->v.flags = ZKL__V_NO_LOOKAHEAD;
+    arm_nodes(aq, &l);
 }
 
 /*
@@ -523,45 +523,45 @@ static void arm_behind(zkl__acq *op, const char *name)
  * such node. As everywhere (inproc.h), every child of the path is taken to be
  * a lock node with a server-made sequence.
  */
-static bool known_predecessor(zkl__acq *op)
+static bool known_predecessor(zkl__acq *aq)
 {
     char name[128];
-    int32_t seq = zkl__acq_seq(op, op->name);
+    int32_t seq = zkl__acq_seq(aq, aq->name);
     int64_t by;
-    if (seq <= 0 || !zkl__hint(op, ZKL__HINT_MADE) || !zkl__epoch_alive(op->c, op->epoch))
+    if (seq <= 0 || !zkl__hint(aq, ZKL__HINT_MADE) || !zkl__epoch_alive(aq->c, aq->epoch))
         return false;
-    by = zkl__inproc_made_at(op->inproc, seq - 1, name, sizeof name);
-    if (by == 0 || by == zkl__session_id(op->s) || zkl__acq_seq(op, name) != seq - 1)
+    by = zkl__inproc_made_at(aq->inproc, seq - 1, name, sizeof name);
+    if (by == 0 || by == zkl__session_id(aq->s) || zkl__acq_seq(aq, name) != seq - 1)
         return false;
-    arm_behind(op, name);
+    arm_behind(aq, name);
     return true;
 }
 
 /* List the line (the round's listing). */
-static zkl__step_result list_now(zkl__acq *op)
+static zkl__step_result list_now(zkl__acq *aq)
 {
     zkl__req *k;
     int rc;
-    k = zkl__req_children_shared(op->s, op->a.path, zkl__acq_notify, op, &rc);
-    zkl__acq_track(op, k, rc);
-    op->step = step_listing;
+    k = zkl__req_children_shared(aq->s, aq->a.path, zkl__acq_notify, aq, &rc);
+    zkl__acq_track(aq, k, rc);
+    aq->step = step_listing;
     return ZKL__STEP_AGAIN;
 }
 
 /* Asleep until the awaited note, the bound, or news: then known, or listed. */
-static zkl__step_result step_await(zkl__acq *op)
+static zkl__step_result step_await(zkl__acq *aq)
 {
     bool rung;
-    pthread_mutex_lock(&op->c->mu);
-    rung = zkl__has(op->mu_flags, ZKL__AM_NOTED);
-    op->mu_flags &= ~ZKL__AM_NOTED;
-    pthread_mutex_unlock(&op->c->mu);
-    if (!rung && !zkl__acq_changed(op) && !zkl__acq_sleep(op, op->await_until))
+    pthread_mutex_lock(&aq->c->mu);
+    rung = zkl__has(aq->mu_flags, ZKL__AM_NOTED);
+    aq->mu_flags &= ~ZKL__AM_NOTED;
+    pthread_mutex_unlock(&aq->c->mu);
+    if (!rung && !zkl__acq_changed(aq) && !zkl__acq_sleep(aq, aq->await_until))
         return ZKL__STEP_YIELD;
-    zkl__acq_unawait(op);
-    if (known_predecessor(op))
+    zkl__acq_unawait(aq);
+    if (known_predecessor(aq))
         return ZKL__STEP_AGAIN;
-    return list_now(op);
+    return list_now(aq);
 }
 
 /*
@@ -580,52 +580,52 @@ static zkl__step_result step_await(zkl__acq *op)
  * hundred ms late; at 100 ms, 38 to 168 joiners a burst still listed, at
  * 500 none (lockbench contended, 1024 sessions). true: awaiting.
  */
-static bool await_note(zkl__acq *op)
+static bool await_note(zkl__acq *aq)
 {
-    int32_t seq = zkl__acq_seq(op, op->name);
-    int64_t until = zkl__now_ms() + ZKL_TUNE(op->c, JOIN_AWAIT_MS, ZKL_JOIN_AWAIT_MS);
-    if (seq <= 0 || !head_holds(op) || !zkl__hint(op, ZKL__HINT_JOIN))
+    int32_t seq = zkl__acq_seq(aq, aq->name);
+    int64_t until = zkl__now_ms() + ZKL_TUNE(aq->c, JOIN_AWAIT_MS, ZKL_JOIN_AWAIT_MS);
+    if (seq <= 0 || !head_holds(aq) || !zkl__hint(aq, ZKL__HINT_JOIN))
         return false;
-    pthread_mutex_lock(&op->c->mu);
-    op->mu_flags &= ~ZKL__AM_NOTED;
-    pthread_mutex_unlock(&op->c->mu);
-    if (!zkl__inproc_await(op->inproc, seq - 1, zkl__acq_noted, op->c, op))
+    pthread_mutex_lock(&aq->c->mu);
+    aq->mu_flags &= ~ZKL__AM_NOTED;
+    pthread_mutex_unlock(&aq->c->mu);
+    if (!zkl__inproc_await(aq->inproc, seq - 1, zkl__acq_noted, aq->c, aq))
         return false;
-    op->flags |= ZKL__AF_AWAITING;
-    op->await_seq = seq - 1;
-    op->since_gen = op->gen; /* zkl__acq_changed: news since the round began */
-    op->await_until = until < op->a.deadline ? until : op->a.deadline;
-    op->step = step_await;
+    aq->flags |= ZKL__AF_AWAITING;
+    aq->await_seq = seq - 1;
+    aq->since_gen = aq->gen; /* zkl__acq_changed: news since the round began */
+    aq->await_until = until < aq->a.deadline ? until : aq->a.deadline;
+    aq->step = step_await;
     return true;
 }
 
 /* One round: a listing (the one the create brought, or a fresh one), a decision, a sleep. */
-static zkl__step_result step_round(zkl__acq *op)
+static zkl__step_result step_round(zkl__acq *aq)
 {
-    op->gen = zkl__state_gen(op->c);
-    if (zkl__has(op->flags, ZKL__AF_HAVE_KIDS)) {
-        op->flags &= ~ZKL__AF_HAVE_KIDS;
-        op->flags &= ~ZKL__AF_UNLISTED;
-        op->step = step_look;
+    aq->gen = zkl__state_gen(aq->c);
+    if (zkl__has(aq->flags, ZKL__AF_HAVE_KIDS)) {
+        aq->flags &= ~ZKL__AF_HAVE_KIDS;
+        aq->flags &= ~ZKL__AF_UNLISTED;
+        aq->step = step_look;
         return ZKL__STEP_AGAIN;
     }
-    if (zkl__has(op->flags, ZKL__AF_UNLISTED)) { /* the first round of a create that went alone */
-        op->flags &= ~ZKL__AF_UNLISTED;
+    if (zkl__has(aq->flags, ZKL__AF_UNLISTED)) { /* the first round of a create that went alone */
+        aq->flags &= ~ZKL__AF_UNLISTED;
         /* known now; else awaited; else maybe noted between the two looks */
-        if (known_predecessor(op) || await_note(op) || known_predecessor(op))
+        if (known_predecessor(aq) || await_note(aq) || known_predecessor(aq))
             return ZKL__STEP_AGAIN;
     }
-    return list_now(op);
+    return list_now(aq);
 }
 
-zkl__step_result zkl__step_wait(zkl__acq *op)
+zkl__step_result zkl__step_wait(zkl__acq *aq)
 {
-    note_delay(op->c);
-    if (head_holds(op) && zkl__hint(op, ZKL__HINT_MADE))
-        zkl__inproc_made(op->inproc, op->name, zkl__acq_seq(op, op->name), zkl__session_id(op->s));
-    zkl__acq_flight_end(op); /* noted: joiners behind it may go on (inproc.h) */
-    op->attempt = 0;
-    op->woke_us = zkl__now_us(); /* the first round's start */
-    op->step = step_round;
+    note_delay(aq->c);
+    if (head_holds(aq) && zkl__hint(aq, ZKL__HINT_MADE))
+        zkl__inproc_made(aq->inproc, aq->name, zkl__acq_seq(aq, aq->name), zkl__session_id(aq->s));
+    zkl__acq_flight_end(aq); /* noted: joiners behind it may go on (inproc.h) */
+    aq->attempt = 0;
+    aq->woke_us = zkl__now_us(); /* the first round's start */
+    aq->step = step_round;
     return ZKL__STEP_AGAIN;
 }
