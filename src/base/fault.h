@@ -57,6 +57,8 @@ struct zkl_client;
     X(CHROOT_PART)    /* free: io: char *, an ancestor of the chroot made or found, on the         \
                          stepping thread, before the next is sent */                               \
     X(LEASE_SYNC)     /* the lease sends a sync (counted by tests apart from the lock's) */        \
+    X(COHORT_QUEUED)  /* process-wide (c NULL): a thread queued behind a local holder, under       \
+                         the cohort's mutex (a test waits for it instead of sleeping) */           \
     X(FREED)          /* c is being freed: forget what was asked of it */                          \
     /* tunables (base/tuning.h) */                                                                 \
     X(HOLD_BACK_US)  /* ZKL_HOLD_BACK_*: a release's delete hold-back */                           \

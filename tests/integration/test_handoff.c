@@ -252,11 +252,12 @@ static int done(void *p)
 /* A second thread queued locally behind the holder of m. */
 static void start_second(struct second *s, zkl_mutex *m, pthread_t *t)
 {
+    unsigned long queued = zkt_cohort_queued();
     memset(s, 0, sizeof *s);
     s->m = m;
     s->timeout_ms = 30000;
     cr_assert_eq(pthread_create(t, NULL, second_main, s), 0);
-    zkt_sleep_ms(200); /* in the cohort's queue by now */
+    cr_assert(zkt_wait_cohort_queued(queued, 20000), "the second thread never queued");
     cr_assert_not(atomic_load(&s->done), "the second thread did not wait");
 }
 
@@ -484,14 +485,16 @@ Test(handoff, write_side_passes_but_not_after_a_downgrade, .timeout = 60)
     struct writer w = {0};
     pthread_t t;
     int64_t token;
+    unsigned long queued;
     ok(zkl_rwlock_create(c, path, &l), "create");
     ok(zkl_rwlock_set_write_local_handoff(l, 10, 10000), "local hand-off");
     /* a plain pass */
     ok(zkl_rwlock_write_acquire(l, 5000), "write");
     ok(zkl_rwlock_write_fencing_token(l, &token), "token");
     w.l = l;
+    queued = zkt_cohort_queued();
     cr_assert_eq(pthread_create(&t, NULL, writer_main, &w), 0);
-    zkt_sleep_ms(200);
+    cr_assert(zkt_wait_cohort_queued(queued, 20000), "the second writer never queued");
     ok(zkl_rwlock_write_release(l), "release: passed on");
     pthread_join(t, NULL);
     ok(w.st, "the second writer");
@@ -503,8 +506,9 @@ Test(handoff, write_side_passes_but_not_after_a_downgrade, .timeout = 60)
     ok(zkl_rwlock_read_acquire(l, 5000), "downgrade");
     memset(&w, 0, sizeof w);
     w.l = l;
+    queued = zkt_cohort_queued();
     cr_assert_eq(pthread_create(&t, NULL, writer_main, &w), 0);
-    zkt_sleep_ms(200);
+    cr_assert(zkt_wait_cohort_queued(queued, 20000), "the second writer never queued");
     ok(zkl_rwlock_write_release(l), "release the write side, keep reading");
     zkt_sleep_ms(300);
     cr_assert_eq(w.st, ZKL_OK, "(still waiting)");

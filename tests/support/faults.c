@@ -36,6 +36,7 @@ typedef struct asked {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static asked slots[CLIENTS];
 static _Atomic int many_clients = -1;
+static _Atomic unsigned long cohort_queued; /* threads queued behind a local holder, ever */
 
 /* The faults that fire a given number of times; the others are values that stay. */
 static int counted(zkl__fault_site site)
@@ -87,6 +88,10 @@ static int answer(zkl_client *c, zkl__fault_site site, void *io)
     int v = site >= ZKL__FAULT_HOLD_BACK_US ? -1 : 0;
     if (site == ZKL__FAULT_MANY_CLIENTS)
         return atomic_load(&many_clients);
+    if (site == ZKL__FAULT_COHORT_QUEUED) {
+        atomic_fetch_add(&cohort_queued, 1);
+        return 0;
+    }
     pthread_mutex_lock(&mu);
     if (site == ZKL__FAULT_FREED) { /* its address may come again, with nothing asked */
         if ((a = find_locked(c)) != NULL)
@@ -203,4 +208,20 @@ uint64_t zkt_lease_syncs(zkl_client *c)
 void zkt_many_clients_from(int n)
 {
     atomic_store(&many_clients, n < 0 ? -1 : n);
+}
+
+unsigned long zkt_cohort_queued(void)
+{
+    return atomic_load(&cohort_queued);
+}
+
+bool zkt_wait_cohort_queued(unsigned long more_than, int timeout_ms)
+{
+    int64_t end = zkt_now_ms() + timeout_ms;
+    while (atomic_load(&cohort_queued) <= more_than) {
+        if (zkt_now_ms() >= end)
+            return false;
+        zkt_sleep_ms(5);
+    }
+    return true;
 }

@@ -91,6 +91,11 @@ void zkt_fault_set(zkl_client *c, zkl__fault_site site, int value);
 void zkt_fault_create_reply_lost(zkl_client *c, int n);
 void zkt_fault_create_send_lost(zkl_client *c, int n);
 void zkt_fault_create_lands_late(zkl_client *c, int n);
+/* Threads queued behind a local holder in this process so far (any cohort), and
+ * a wait (bounded) until more than more_than have: in place of a sleep that a
+ * loaded machine outlasts. */
+unsigned long zkt_cohort_queued(void);
+bool zkt_wait_cohort_queued(unsigned long more_than, int timeout_ms);
 void zkt_fault_next_uuid(zkl_client *c, const char *uuid);
 void zkt_fault_delete_lost(zkl_client *c, int n);
 void zkt_fault_bg_delete_lost(zkl_client *c, int n);

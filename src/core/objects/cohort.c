@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <utlist.h>
 
+#include "base/fault.h"
 #include "base/util.h"
 #include "core/objects/cohort.h"
 #include "services/lease.h"
@@ -98,6 +99,7 @@ zkl__cohort_turn zkl__cohort_enter(zkl__cohort *k, int64_t deadline, zkl__hold *
      * return (taken by a pass or the baton, or by us on the timeout) */
     // cppcheck-suppress autoVariables
     DL_APPEND(k->queue, &w);
+    (void)ZKL_FAULT(NULL, COHORT_QUEUED, NULL);
     while (w.state == W_WAITING)
         if (zkl__cond_wait_until(&w.cv, &k->mu, deadline) == ETIMEDOUT && w.state == W_WAITING) {
             DL_DELETE(k->queue, &w);
