@@ -20,7 +20,9 @@
  * and the transport's xid lock; the child marks each client and lets them
  * all go, as the parent does.
  *  - c->mu: the child's copy of each client is not half-updated, and its
- *    worker is between phases (it holds c->mu through them).
+ *    worker is between phases (it holds c->mu through them, and
+ *    pl.round_mu while it runs an async operation's steps, which it does
+ *    without c->mu: core/engine/engine.c).
  *  - pl.round_mu: on the st transport the poller holds it from the end of its
  *    poll through the deliveries it runs, so the fork waits for a reply in
  *    its hands to be delivered. Without it a reply taken off the handle's

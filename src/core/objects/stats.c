@@ -178,8 +178,8 @@ void zkl__stats_forget(zkl_client *c, const void *obj, size_t size)
     {
         if (m->owner >= lo && m->owner < hi) {
             /* (m is in the list it walks: c->tally.marks is not NULL) */
-            DL_DELETE2(c->tally.marks, m, prev,
-                       next); // NOLINT(clang-analyzer-core.NullDereference)
+            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
+            DL_DELETE2(c->tally.marks, m, prev, next);
             free(m);
         }
     }
