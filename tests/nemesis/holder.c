@@ -13,7 +13,7 @@
  *   C ok|amb|no WHO VALUE          a counter increment, as the caller was told
  *   Z T_US                         a heartbeat, every 250 ms whatever it does
  *
- *   holder --zk HOSTS --kind mutex|read|write|sem|latch|counter|command|read-counter
+ *   holder --zk HOSTS --kind mutex|read|write|sem|latch|selector|counter|command|read-counter
  *          --path PATH --who NAME --log FILE [--session-timeout MS]
  *          [--lag MS] [--sem-max N] [--seed N] [--careless 1]
  *
@@ -495,9 +495,10 @@ int main(int argc, char **argv)
         st = zkl_semaphore_create(c, path, sem_max, &sh.s);
         ops = &sem_ops;
         obj = &sh;
-    } else if (!strcmp(kind, "latch")) {
+    } else if (!strcmp(kind, "latch") || !strcmp(kind, "selector")) {
         zkl_latch *l;
-        st = zkl_latch_create(c, path, who, &l);
+        st = !strcmp(kind, "latch") ? zkl_latch_create(c, path, who, &l)
+                                    : zkl_selector_create(c, path, who, &l);
         ops = &latch_ops;
         obj = l;
     } else {
@@ -510,7 +511,7 @@ int main(int argc, char **argv)
         sleep_ms((int)(rand_r(&seed) % 50));
         beat();
     }
-    if (!strcmp(kind, "latch"))
+    if (!strcmp(kind, "latch") || !strcmp(kind, "selector"))
         (void)zkl_latch_destroy(obj);
     else if (!strcmp(kind, "sem"))
         (void)zkl_semaphore_destroy(sh.s);
