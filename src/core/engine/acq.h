@@ -56,6 +56,12 @@ struct zkl__engine {
      * write's answer, in a ZooKeeper delivery) wait here for the engine
      * phase */
     zkl__report *posted, *posted_end;
+    /* the worker's delivery of posted reports in progress: the one in hand
+     * and the rest, reachable from here and not only from the worker's
+     * stack, which a fork()'s child does not have (so that the child holds
+     * nothing it cannot reach: valgrind found an observer's report lost in
+     * test_observe's forked child). Written by the worker only. */
+    zkl__report *in_hand, *delivering;
 };
 
 /* What a step did: go on with the next step at once, or wait to be readied. */

@@ -347,12 +347,16 @@ static void run_async_locked(zkl_client *c, zkl__acq *aq)
 /* Deliver the reports posted for the worker (c->mu held, let go meanwhile). */
 static void deliver_posted_locked(zkl_client *c)
 {
-    zkl__report *r = c->engine->posted, *next;
-    c->engine->posted = c->engine->posted_end = NULL;
+    struct zkl__engine *e = c->engine;
+    zkl__report *r = e->posted;
+    e->delivering = r;
+    e->posted = e->posted_end = NULL;
     pthread_mutex_unlock(&c->mu);
-    for (; r; r = next) {
-        next = r->next;
+    for (; r; r = e->delivering) {
+        e->in_hand = r;
+        e->delivering = r->next;
         r->deliver(r); /* may free r */
+        e->in_hand = NULL;
     }
     pthread_mutex_lock(&c->mu);
 }
