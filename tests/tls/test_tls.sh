@@ -96,11 +96,14 @@ for t in "test_mutex mutex/acquire_release_leaves_nothing" "test_mutex mutex/par
 done
 
 # --- the lease: a tunnel that stops is a cut link ---
-rm -f "$WORK/term"
+rm -f "$WORK/term" "$WORK/holding"
 "$ZKLOCK" --zk "$tun" --session-timeout 4000 /tls-lease -- sh -c \
-  "trap 'echo \$(date +%s%3N) >$WORK/term; exit 0' TERM; while :; do sleep 0.05; done" \
+  "trap 'echo \$(date +%s%3N) >$WORK/term; exit 0' TERM; touch $WORK/holding; while :; do sleep 0.05; done" \
   2>"$WORK/lease.err" & h=$!
-sleep 1
+# the tunnel stops once COMMAND runs (its trap set), not after a guess: on a
+# loaded machine a 1 s guess stopped it before the hold (a fresh-clone run)
+for ((i = 0; i < 400; i++)); do [[ -e $WORK/holding ]] && break; sleep 0.05; done
+check "COMMAND runs under the lock through the tunnel" test -e "$WORK/holding"
 stopped=$(date +%s%3N)
 kill -STOP "$tunnel_pid"
 wait $h; rc=$?
