@@ -20,9 +20,9 @@
  * and the transport's xid lock; the child marks each client and lets them
  * all go, as the parent does.
  *  - c->mu: the child's copy of each client is not half-updated, and its
- *    worker is between phases (it holds c->mu through them, and
- *    pl.round_mu while it runs an async operation's steps, which it does
- *    without c->mu: core/engine/engine.c).
+ *    worker is between phases (it holds c->mu through them, but for an
+ *    async operation's steps and the reports it delivers: what those hold
+ *    is kept reachable from the client, core/engine/engine.c).
  *  - pl.round_mu: on the st transport the poller holds it from the end of its
  *    poll through the deliveries it runs, so the fork waits for a reply in
  *    its hands to be delivered. Without it a reply taken off the handle's
@@ -40,9 +40,12 @@
  * go without it.
  *
  * What it cannot save: memory that another thread of the parent holds only
- * on its stack at the fork (a caller of ours in the middle of a call, or
- * libzookeeper_mt's own threads on the default transport) is the parent's;
- * the child never reaches it, as with any fork() of a threaded process.
+ * on its stack at the fork (a caller of ours in the middle of a call, the
+ * worker in the few instructions between a step's malloc and the link that
+ * makes it reachable) is the parent's; the child never reaches it, as with
+ * any fork() of a threaded process. Holding the poller's round lock through
+ * the worker's steps closed that window but let the poller starve the
+ * worker (test_latch's fork test, its deliveries stalled 1.5 s, never led).
  * Locks that a vanished thread may hold in the child (a reentrancy
  * table's, a semaphore's, lsn.mu) are never taken for a forked client:
  * the calls look at zkl__forked first.

@@ -309,22 +309,13 @@ void zkl__acq_start_async(zkl__acq *aq)
     pthread_mutex_unlock(&aq->c->mu);
 }
 
-/*
- * Run one ready async operation (c->mu held; released while it runs). Its
- * steps run under the poller's round lock, as a delivery does: a fork()
- * waits them out (client/fork.c), so that nothing a step has made is held
- * only on the worker's stack when the child is copied (valgrind found an
- * observer's report so lost in test_observe's forked child). Steps never
- * block, and take nothing above c->mu, so the poller waits a step at most.
- */
+/* Run one ready async operation (c->mu held; released while it runs). */
 static void run_async_locked(zkl_client *c, zkl__acq *aq)
 {
     aq->state = ZKL__RUN_RUNNING;
     aq->mu_flags &= ~ZKL__AM_READY;
     pthread_mutex_unlock(&c->mu);
-    pthread_mutex_lock(&c->pl.round_mu);
     run_steps(aq);
-    pthread_mutex_unlock(&c->pl.round_mu);
     pthread_mutex_lock(&c->mu);
     aq->state = ZKL__RUN_IDLE;
     if (!aq->step) {
