@@ -229,7 +229,10 @@ Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
     zookeeper_close(zh);
 }
 
-/* The ephemeral nodes at most two levels under dir: the holds' own. */
+/* The ephemeral nodes at most two levels under dir: the holds' own. Not the
+ * semaphore's internal mutex at dir/locks: it is released once the lease is
+ * made, but its delete is held back a moment (core/engine/internals.c), so a
+ * listing can still see the node just before it goes. */
 static int own_nodes(zhandle_t *zh, const char *dir, char **out, int max, int depth)
 {
     struct String_vector kids = {0};
@@ -238,6 +241,8 @@ static int own_nodes(zhandle_t *zh, const char *dir, char **out, int max, int de
         return 0;
     for (int i = 0; i < kids.count && n < max; i++) {
         char child[700];
+        if (depth == 1 && strcmp(kids.data[i], "locks") == 0)
+            continue;
         struct Stat st;
         snprintf(child, sizeof child, "%s/%s", dir, kids.data[i]);
         if (zoo_exists(zh, child, 0, &st) != ZOK)
