@@ -54,12 +54,13 @@ for ((i = 0; i < trials; i++)); do
     wait "$holder" 2>/dev/null
     if [[ ! -e $m ]]; then
         if ((rc == 143)); then before=$((before + 1)); pass=$((pass + 1)); else
-            fail=$((fail + 1)); echo "FAIL trial $i (d=$d ms): COMMAND never started, exit $rc: $(head -c 200 "$work/e$i")"; fi
+            fail=$((fail + 1)); echo "FAIL trial $i (d=$d ms): COMMAND never started, exit $rc: $(head -c 2000 "$work/e$i")"; fi
     elif grep -q term "$m" && ((rc == 7)); then
         during=$((during + 1)); pass=$((pass + 1))
     else
         fail=$((fail + 1))
         echo "FAIL trial $i (d=$d ms): COMMAND wrote '$(tr '\n' ' ' <"$m")', exit $rc: the signal was lost"
+        echo "  zklock said: $(head -c 2000 "$work/e$i")"
     fi
 done
 echo "signal_grant: $trials trials, $d ms last step: $before ended before COMMAND, $during passed to COMMAND"
