@@ -13,7 +13,7 @@ out=$("$asyncbench" --zk "$zk" --paths 300 --waiters 100 --sessions 4 --clients 
     --seconds 1)
 printf '%s\n' "$out"
 fail=0
-for w in async_pending async_line async_line_raw async_contended blocking_contended; do
+for w in async_pending async_pending_raw async_line async_line_raw async_contended blocking_contended; do
     if ! grep -q "\"workload\":\"$w\".*\"errors\":0}" <<<"$out"; then
         echo "check_async: no error-free $w row" >&2
         fail=1

@@ -179,11 +179,14 @@ check "targets: a line that waited on a bound" "$(targets_table "$tmp/none.rows"
     echo '{"workload":"async_line_raw","waits":1000,"sessions":64,"bytes_per_wait":1600,"heap_bytes_per_wait":200,"threads_before":130,"threads_after":130,"requests_per_wait":3,"errors":0,"round":0}'
     echo '{"workload":"async_line","waits":1000,"sessions":64,"bytes_per_wait":2000,"heap_bytes_per_wait":1300,"threads_before":197,"threads_after":197,"requests_per_wait":2.15,"handoffs_per_s":900,"errors":0,"round":1}'
     echo '{"workload":"async_line_raw","waits":1000,"sessions":64,"bytes_per_wait":1500,"heap_bytes_per_wait":100,"threads_before":130,"threads_after":130,"requests_per_wait":3,"errors":0,"round":1}'
+    echo '{"workload":"async_pending","waits":10000,"sessions":1,"bytes_per_wait":2500,"heap_bytes_per_wait":2000,"threads_before":6,"threads_after":6,"requests_per_wait":4,"errors":0,"round":0}'
+    echo '{"workload":"async_pending_raw","waits":10000,"sessions":1,"bytes_per_wait":600,"heap_bytes_per_wait":200,"threads_before":6,"threads_after":6,"requests_per_wait":3,"errors":0,"round":0}'
     echo '{"workload":"async_contended","ops_per_s":900,"round":0}'
     echo '{"workload":"blocking_contended","ops_per_s":1000,"round":0}'
 } >"$tmp/async.jsonl"
 async=$(async_table "$tmp/async.jsonl")
 check "async line" "$async" '^\| async_line \| 1000 \| 64 \| 2\.15 \| 1400 \| 3000 \(3000, 2000\) \| 197 / 197 \| 1036\.3 \| 1200 / 1400 \(1400, 500\) \|$'
+check "async pending" "$async" '^\| async_pending \| 10000 \| 1 \| 4 \| 2000 \| 2500 \(2500\) \| 6 / 6 \| - \| 1800 / 1900 \(1900\) \|$'
 check "async contended" "$async" '^\| 1 \| 900 \| 1000 \| 0\.9 \|$'
 
 rc=0

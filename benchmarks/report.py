@@ -517,10 +517,12 @@ per-thread caches off (GLIBC_TUNABLES=glibc.malloc.tcache_count=0), whose kept c
 in use. RSS: after malloc_trim. Each workload runs in a process of its own, the rounds
 alternating their order; the figures are medians over the rounds. The two line workloads
 first drain one wait per session on another path, so that what a session's threads touch
-once (stack pages, a malloc arena) is not counted per wait. async_line_raw is the same line
-waited in by raw libzookeeper_mt sessions (create, list, watch the node ahead; 3 requests a
-wait): the ZooKeeper client's own share, which the last column takes off (the median of the
-rounds' differences). A session's waits share their listings (src/requests/shared.c), and a
+once (stack pages, a malloc arena) is not counted per wait. async_pending_raw and
+async_line_raw are the same waits made by raw libzookeeper_mt sessions (create, list, watch
+the node ahead; 3 requests a wait): the ZooKeeper client's own share, which the last column
+takes off (the median of the rounds' differences). zklock's waiter next in line also watches
+its own node (4 requests a wait): no hand-off without it proven there (issue 56). Every
+workload measures once its last request's answer has had 200 ms to come back. A session's waits share their listings (src/requests/shared.c), and a
 listing of 16 KiB or more is mapped on its own, out of the malloc arenas (src/requests/call.c).
 
 | workload | waits | sessions | requests per wait | heap bytes per wait | RSS bytes per wait (by round) \
@@ -531,20 +533,22 @@ listing of 16 KiB or more is mapped on its own, out of the malloc arenas (src/re
 def async_table(jsonl):
     rows = [x for x in load(jsonl) if isinstance(x, dict)]
     print(ASYNC_HEAD)
-    pairs = []
-    for g in by_round([x for x in rows if x.get("workload") in ("async_line", "async_line_raw")]):
-        line = next((x for x in g if x["workload"] == "async_line"), None)
-        raw = next((x for x in g if x["workload"] == "async_line_raw"), None)
-        if line and raw:
-            pairs.append((line, raw))
-    for w in ("async_pending", "async_line", "async_line_raw"):
+    pairs = {}  # a zklock workload: its rounds' (zklock row, raw row)
+    for w in ("async_pending", "async_line"):
+        pairs[w] = []
+        for g in by_round([x for x in rows if x.get("workload") in (w, w + "_raw")]):
+            ours = next((x for x in g if x["workload"] == w), None)
+            raw = next((x for x in g if x["workload"] == w + "_raw"), None)
+            if ours and raw:
+                pairs[w].append((ours, raw))
+    for w in ("async_pending", "async_pending_raw", "async_line", "async_line_raw"):
         g = [x for x in rows if x.get("workload") == w]
         if not g:
             continue
         beyond = "-"
-        if w == "async_line" and pairs:
-            d = [a["bytes_per_wait"] - b["bytes_per_wait"] for a, b in pairs]
-            beyond = (f"{s(upper_med(a['heap_bytes_per_wait'] - b['heap_bytes_per_wait'] for a, b in pairs))}"
+        if pairs.get(w):
+            d = [a["bytes_per_wait"] - b["bytes_per_wait"] for a, b in pairs[w]]
+            beyond = (f"{s(upper_med(a['heap_bytes_per_wait'] - b['heap_bytes_per_wait'] for a, b in pairs[w]))}"
                       f" / {s(upper_med(d))} ({', '.join(s(x) for x in d)})")
         print(f"| {w} | {s(g[0]['waits'])} | {s(g[0]['sessions'])} | "
               f"{s(upper_med(x['requests_per_wait'] for x in g))} | "
