@@ -161,6 +161,12 @@
  * some. The oldest noted goes first, ringing its waiter's bell. */
 /* Not measured: a guess, sized for lockbench's lines of 1000. */
 #define ZKL_INPROC_MADE 4096
+/* Nodes made that a line keeps in a list, searched one by one, before it
+ * makes them a hash by sequence: a hash's table and buckets are 128 bytes
+ * more for a line (asyncbench pending: a wait on each of 10,000 paths, one
+ * note each, 2026-11-29), and a search of this many is a few compares. */
+/* Not measured: a guess (the compares). */
+#define ZKL_INPROC_MADE_LISTED 8
 /* How long a joiner awaits the note of the node ahead of it (ms): in a burst
  * of 1024 sessions on 2 CPUs notes came a few hundred ms late; at 100 ms, 38
  * to 168 joiners a burst still listed, at 500 none. It pays in the burst's

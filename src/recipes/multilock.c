@@ -263,7 +263,7 @@ zkl_status zkl_multilock_acquire_async(zkl_multilock *ml, int timeout_ms, zkl_op
                                        void *userdata, zkl_op **op)
 {
     ZKL__REFUSE_IN_LOG();
-    static const zkl__plan plan = {ml_next, ml_end};
+    static const zkl__plan plan = {ml_next, ml_end, false};
     static const char *const what = "zkl_multilock_acquire_async";
     zkl__side *first;
     zkl_status st;

@@ -315,7 +315,7 @@ static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
     (void)c;
     if (op->stage == SEM_START || (op->stage == SEM_INNER && st == ZKL_OK)) {
         if (got) { /* the internal lock: now count the leases */
-            op->inner = *got;
+            *op->inner = *got;
             got->node = NULL;
         }
         sem_args(op, op->stage == SEM_START ? SEM_INNER : SEM_LEASE, a);
@@ -323,7 +323,7 @@ static bool sem_next(zkl_op *op, zkl_status st, zkl__hold *got, zkl_client **c,
     }
     if (op->stage == SEM_LEASE) {
         zkl__err_keep();
-        zkl__lock_release(op->c, &op->inner); /* on every path, as acquire_one */
+        zkl__lock_release(op->c, op->inner); /* on every path, as acquire_one */
         zkl__err_unkeep();
         if (st == ZKL_OK && zkl__op_keep(op, got) && op->nholds < op->want) {
             sem_args(op, SEM_INNER, a); /* the next lease */
@@ -356,7 +356,7 @@ zkl_status zkl_semaphore_acquire_async(zkl_semaphore *s, int n, int timeout_ms, 
                                        void *userdata, zkl_op **op)
 {
     ZKL__REFUSE_IN_LOG();
-    static const zkl__plan plan = {sem_next, sem_end};
+    static const zkl__plan plan = {sem_next, sem_end, true};
     static const char *const what = "zkl_semaphore_acquire_async";
     zkl_status st;
     zkl__clear_err();

@@ -160,11 +160,11 @@ static void acq_done(struct zkl__acq *acq, void *arg)
     zkl_op *op = arg;
     zkl_client *c = acq->c;
     zkl__acquire_args a;
-    zkl__hold got = acq->hold;
+    zkl__hold got;
     zkl_status st = acq->st, final;
     char *msg = acq->msg;
     bool more;
-    acq->hold.node = NULL;
+    zkl__acq_take_hold(acq, &got);
     acq->msg = NULL;
     zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
     pthread_mutex_lock(&op->c->mu);
@@ -209,7 +209,11 @@ zkl_status zkl__async_start(zkl_client *c, const zkl__plan *plan, const char *wh
     op->started_us = zkl__now_us();
     op->fn = fn;
     op->ud = ud;
-    op->holds = want == 1 ? &op->holds_one : calloc((size_t)want, sizeof *op->holds);
+    op->holds = want == 1 && !plan->inner
+                    ? &op->holds_one
+                    : calloc((size_t)want + (plan->inner ? 1 : 0), sizeof *op->holds);
+    if (op->holds && plan->inner)
+        op->inner = &op->holds[want];
     if (!op->holds)
         st = zkl__fail(ZKL_ENOMEM, "%s: out of memory", what);
     else
@@ -241,8 +245,8 @@ zkl_status zkl__op_let_go(zkl_op *op)
 {
     zkl_status st = ZKL_OK;
     zkl__err_keep(); /* the failure's message, not the cleanup's */
-    if (op->inner.node)
-        zkl__lock_release(op->inner.c ? op->inner.c : op->c, &op->inner);
+    if (op->inner && op->inner->node)
+        zkl__lock_release(op->inner->c ? op->inner->c : op->c, op->inner);
     while (op->nholds > 0) { /* in reverse order */
         zkl__hold *h = &op->holds[--op->nholds];
         if (zkl__lock_release(h->c ? h->c : op->c, h) != ZKL_OK)

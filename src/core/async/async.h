@@ -29,19 +29,22 @@ struct zkl_op {
     zkl_status let_go_st; /* what its release found (metrics: a lost hold) */
     /* the plan's own, touched only by the plan (on the worker running it) */
     int stage, want, at;
-    zkl__hold inner; /* a hold the plan takes on the way (the semaphore's lock) */
-    /* what it holds: holds[0..nholds) (holds_one when want is 1) */
+    /* a hold the plan takes on the way (the semaphore's lock): holds[want],
+     * for a plan with inner set; NULL for the others */
+    zkl__hold *inner;
+    /* what it holds: holds[0..nholds) (holds_one when want is 1 and there
+     * is no inner hold: a pending mutex wait carries one hold, not three) */
     zkl__hold *holds, holds_one;
     int nholds;
-    /* under c->mu */
-    struct zkl__acq *acq; /* the acquire running now, if any */
-    bool cancel_req, finished;
-    enum { ZKL__OP_WAITING, ZKL__OP_DELIVERING, ZKL__OP_REPORTED } state;
-    pthread_t deliverer;
-    bool free_after; /* released from inside its callback: freed when it returns */
     /* the outcome, written before delivery */
     zkl_status st;
     char *msg;
+    /* under c->mu */
+    struct zkl__acq *acq; /* the acquire running now, if any */
+    bool cancel_req, finished;
+    bool free_after; /* released from inside its callback: freed when it returns */
+    enum { ZKL__OP_WAITING, ZKL__OP_DELIVERING, ZKL__OP_REPORTED } state;
+    pthread_t deliverer;
     zkl_op_fn fn;
     void *ud;
 };
@@ -58,6 +61,8 @@ struct zkl__plan {
                  zkl_status *final);
     /* The handle ends, released (its holds are let go by the core). */
     void (*end)(zkl_op *op);
+    /* It takes a hold on the way (op->inner), as the semaphore its internal lock. */
+    bool inner;
 };
 
 /*

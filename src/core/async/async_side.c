@@ -96,7 +96,7 @@ bool zkl__side_async_in(zkl__side *sd, uint64_t epoch)
 zkl_status zkl__async_side_acquire(zkl__side *sd, int timeout_ms, zkl_op_fn fn, void *ud,
                                    const char *what, zkl_op **out)
 {
-    static const zkl__plan plan = {side_next, side_end};
+    static const zkl__plan plan = {side_next, side_end, false};
     zkl_status st;
     if (out)
         *out = NULL;

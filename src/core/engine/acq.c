@@ -196,7 +196,11 @@ bool zkl__acq_changed(zkl__acq *aq)
 
 bool zkl__armed_new(zkl__acq *aq, zkl__armed *x, const char *name)
 {
-    x->name = name ? strdup(name) : NULL;
+    /* our own node's name lives as long as the node, which outlives its
+     * slot: every path that lets go of the node clears the slots first
+     * (grant.c's leave_place) */
+    x->borrowed = name && name == aq->name;
+    x->name = x->borrowed ? (char *)aq->name : name ? strdup(name) : NULL;
     if ((name && !x->name) || !(x->w = zkl__watch_new(aq->s))) {
         zkl__armed_clear(x);
         return false;
@@ -209,9 +213,11 @@ void zkl__armed_clear(zkl__armed *x)
 {
     if (x->w)
         zkl__watch_drop(x->w);
-    free(x->name);
+    if (!x->borrowed)
+        free(x->name);
     x->w = NULL;
     x->name = NULL;
+    x->borrowed = false;
     x->ours = false;
     x->persistent = false;
     x->owner = 0;

@@ -72,13 +72,16 @@ typedef zkl__step_result (*zkl__step)(zkl__acq *aq);
 typedef struct zkl__armed {
     char *name; /* the child's basename (NULL: the child list) */
     zkl__watch *w;
+    int64_t owner; /* the child's ephemeral owner, as its watch's reply said (0: unknown) */
     /* the child is an ephemeral of our own session: its deletion proves
      * nothing until a listing shows the session alive (issue 17) */
     bool ours;
-    int64_t owner; /* the child's ephemeral owner, as its watch's reply said (0: unknown) */
     /* the watch's reply said the child is persistent (no owner): not a lock
      * node, and in the way of every acquirer behind it (wait.c names it) */
     bool persistent;
+    /* name is the acquire's own (aq->name, the self slot): not a copy, and
+     * not freed with the slot */
+    bool borrowed;
 } zkl__armed;
 
 /* Reported when an acquire is done (engine.c's owner: blocking waiter or async handle). */
@@ -159,18 +162,18 @@ struct zkl__acq {
      * that runs the operation's steps, without a lock */
     unsigned flags;
     /* creating */
+    int attempt, parents, restarts, fault;
+    int32_t await_seq; /* the note awaited (ZKL__AF_AWAITING), until await_until */
     char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     char *want;
-    int attempt, parents, restarts, fault;
-    int32_t await_seq;              /* the note awaited (ZKL__AF_AWAITING), until await_until */
     char *mk;                       /* mkdirs: the path being made */
     struct zkl__chroot_job *chroot; /* making the connect string's chroot (services/chroot.h) */
     size_t mk_at;                   /* how much of a->path it is */
     struct zkl__heldback *merged;   /* held-back deletes riding in our multi */
     /* requests in flight (at most three: a write and its listing, or the watches) */
     zkl__req *k[3];
-    int nk;
     int rcs[3];
+    int nk;
     /* waiting: the node just ahead, the one before it, and (mutex) our own */
     zkl__armed prim, ahead, self;
     zkl__verdict v;
@@ -180,11 +183,16 @@ struct zkl__acq {
     int64_t await_until;
     uint64_t since_gen;
     const char *doing;
-    /* the outcome */
-    zkl_status st;
-    char *msg; /* a failure's message (malloc'd; NULL: none, or no memory) */
-    zkl__hold hold;
+    /* the outcome: a failure's message (malloc'd; NULL: none, or no
+     * memory), or the grant, which zkl__acq_take_hold hands its owner as a
+     * hold: the node (held, taken from node at the grant), czxid, epoch,
+     * woke_us, the revocation watch (rev), the time granted and the ALONE
+     * flag (no hold of its own: a pending wait does not carry one) */
+    char *msg;
+    char *held;
     struct zkl__revwatch *rev;
+    int64_t granted_us;
+    zkl_status st;
     /* the engine's, under c->mu: where the operation is, and what it has
      * been told (ZKL__AM_*; a word of its own, since other threads write it) */
     zkl__run state;
@@ -273,6 +281,8 @@ zkl__step_result zkl__step_wait(zkl__acq *aq);   /* wait.c: the line, from the l
 zkl__step_result zkl__step_grant(zkl__acq *aq);  /* grant.c: the lease, the hold */
 /* Finish with st: cleanup of our node (if any), then done. */
 zkl__step_result zkl__acq_fail(zkl__acq *aq, zkl_status st);
+/* A granted aq's hold, handed to its owner (*out; aq keeps nothing of it). */
+void zkl__acq_take_hold(zkl__acq *aq, zkl__hold *out);
 /* The place is lost (ZKL__RESTART): start again, or give up. */
 zkl__step_result zkl__acq_restart(zkl__acq *aq);
 /* Retry after a backoff: resume at step, or give up with "doing". */

@@ -42,6 +42,7 @@
 #include "core/engine/acq.h"
 #include "core/engine/inproc.h"
 #include "services/chroot.h"
+#include "services/revoke.h"
 #include "requests/calls.h"
 
 /* ---- the timer heap (async operations only; c->mu held) ---- */
@@ -207,7 +208,8 @@ void zkl__acq_free(zkl__acq *aq)
     DL_DELETE(c->engine->live, aq);
     c->engine->nlive--;
     pthread_mutex_unlock(&c->mu);
-    free(aq->hold.node);
+    free(aq->held);
+    zkl__revwatch_stop(aq->rev); /* a grant its owner did not take (NULL: none) */
     free(aq->msg);
     free(aq->blocker);
     free(aq);

@@ -241,18 +241,28 @@ static zkl__step_result commit(zkl__acq *aq)
     if (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: inproc.h */
         zkl__inproc_granted(aq->inproc, aq->name, zkl__acq_seq(aq, aq->name),
                             zkl__session_id(aq->s));
-    aq->hold.c = aq->c;
-    aq->hold.node = aq->node;
-    aq->hold.czxid = aq->czxid;
-    aq->hold.epoch = aq->epoch;
-    aq->hold.alone = zkl__has(aq->flags, ZKL__AF_ALONE);
-    aq->hold.granted_us = zkl__now_us();
-    aq->hold.woke_us = aq->woke_us;
-    aq->hold.rev = rev;
+    aq->held = aq->node; /* no longer a place in line: the hold's (zkl__acq_take_hold) */
     aq->node = NULL;
+    aq->rev = rev;
+    aq->granted_us = zkl__now_us();
     leave_place(aq);
     drop_session(aq);
     return finish(aq, ZKL_OK);
+}
+
+void zkl__acq_take_hold(zkl__acq *aq, zkl__hold *out)
+{
+    memset(out, 0, sizeof *out);
+    out->c = aq->c;
+    out->node = aq->held;
+    out->czxid = aq->czxid;
+    out->epoch = aq->epoch;
+    out->rev = aq->rev;
+    out->alone = zkl__has(aq->flags, ZKL__AF_ALONE);
+    out->granted_us = aq->granted_us;
+    out->woke_us = aq->woke_us;
+    aq->held = NULL;
+    aq->rev = NULL;
 }
 
 static zkl__step_result step_leased(zkl__acq *aq)

@@ -38,8 +38,7 @@ typedef struct zkl__acquire_args {
     const char *path; /* the lock path (parent of the nodes) */
     const zkl__driver *driver;
     const void *ctx;  /* passed to driver->decide */
-    const void *data; /* node data (NULL: the client's default) */
-    int data_len;
+    const void *data; /* node data (NULL: the client's default), of data_len bytes */
     int64_t deadline; /* zkl__now_ms() based; INT64_MAX: forever */
     /*
      * Non-NULL: create a plain EPHEMERAL node named prefix + lock_name +
@@ -59,14 +58,6 @@ typedef struct zkl__acquire_args {
      */
     bool token_lazy;
     /*
-     * Also watch the node ahead of the one we wait for, and list again when
-     * it goes: one more request per acquire in a long line, but the hand-off
-     * to us then needs no listing (lower latency under contention). ON:
-     * always; IF_CARRIED: only if our create carried held-back deletes,
-     * which saved the request that the look-ahead spends.
-     */
-    zkl__lookahead lookahead;
-    /*
      * The caller knows the driver grants our node once it is made (the
      * semaphore's leases while it holds the internal lock and has counted
      * them: the count can only fall): the create goes without its listing,
@@ -74,6 +65,15 @@ typedef struct zkl__acquire_args {
      * O(nodes).
      */
     bool known_granted;
+    /*
+     * Also watch the node ahead of the one we wait for, and list again when
+     * it goes: one more request per acquire in a long line, but the hand-off
+     * to us then needs no listing (lower latency under contention). ON:
+     * always; IF_CARRIED: only if our create carried held-back deletes,
+     * which saved the request that the look-ahead spends.
+     */
+    zkl__lookahead lookahead;
+    int data_len;
     /* Revocable: watch our node for Curator's revoke marker, call this on the worker. */
     void (*revoke_cb)(void *ctx);
     void *revoke_ctx;

@@ -8,8 +8,9 @@
  * waiter's c->mu under it, so the lock order is table, or record, then a
  * client's (never the table and a record together). A record knows:
  *   - the last ZKL_INPROC_GRANTS grants (a ring, by name and owner);
- *   - the nodes made here and waiting, by sequence (a hash), with the bell
- *     of each node's waiter; at most ZKL_INPROC_MADE, the oldest noted goes
+ *   - the nodes made here and waiting, in the order noted (a list) and, past
+ *     ZKL_INPROC_MADE_LISTED of them, by sequence (a hash), with the bell of
+ *     each node's waiter; at most ZKL_INPROC_MADE, the oldest noted goes
  *     first (a waiter whose note went lists, or watches, as before);
  *   - who noted a node last, the last sequence granted, this process's
  *     creates in flight, and the joiners awaiting a note (a hash by the
@@ -36,8 +37,8 @@ typedef struct grant_note {
 
 typedef struct made_note {
     int32_t seq; /* the key */
-    int64_t owner;
     bool granted;
+    int64_t owner;
     char name[NAME_MAX_];
     zkl__bell_fn bell; /* its waiter's bell, if it asked for one */
     void *bell_c, *bell_waiter;
@@ -62,7 +63,9 @@ struct zkl__inproc {
      * process may hold a thousand of them) */
     grant_note *grants;
     unsigned grants_cap, next_grant;
-    made_note *made, *made_order; /* hash by seq, and list in the order noted */
+    /* the notes in the order noted, and (made: NULL until there are more
+     * than ZKL_INPROC_MADE_LISTED) the same by seq */
+    made_note *made, *made_order;
     size_t nmade;
     await_note *awaits;
     int64_t last_owner; /* who noted a node made last */
@@ -228,14 +231,38 @@ size_t zkl__inproc_count(void)
 static made_note *made_locked(zkl__inproc *p, int32_t seq)
 {
     made_note *m = NULL;
-    if (seq >= 0)
+    if (seq < 0)
+        return NULL;
+    if (p->made)
         HASH_FIND_INT(p->made, &seq, m);
+    else
+        DL_SEARCH_SCALAR(p->made_order, m, seq, seq);
     return m;
+}
+
+/*
+ * The notes by seq too, once there are more than a short list's: false if
+ * there was no memory for the table (the notes stay a list, found one by
+ * one). Caller holds p->mu.
+ */
+static bool made_hashed_locked(zkl__inproc *p)
+{
+    made_note *m;
+    DL_FOREACH(p->made_order, m)
+    {
+        HASH_ADD_INT(p->made, seq, m);
+        if (!m->hh.tbl) {
+            HASH_CLEAR(hh, p->made);
+            return false;
+        }
+    }
+    return true;
 }
 
 static void unmade_locked(zkl__inproc *p, made_note *m)
 {
-    HASH_DEL(p->made, m);
+    if (p->made) /* (the last one out frees the table: a list again) */
+        HASH_DEL(p->made, m);
     DL_DELETE(p->made_order, m);
     p->nmade--;
     free(m);
@@ -276,13 +303,16 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
         m->seq = seq;
         m->owner = owner;
         memcpy(m->name, name, n + 1);
-        HASH_ADD_INT(p->made, seq, m);
-        if (!m->hh.tbl) { /* no memory: not noted */
+        if (p->made)
+            HASH_ADD_INT(p->made, seq, m);
+        if (p->made && !m->hh.tbl) { /* no memory: not noted */
             free(m);
         } else {
             DL_APPEND(p->made_order, m);
-            if (++p->nmade > ZKL_INPROC_MADE) { /* the oldest goes */
-                ring_locked(p->made_order);     /* its waiter watches now, instead of a bell */
+            if (++p->nmade > ZKL_INPROC_MADE_LISTED && !p->made)
+                (void)made_hashed_locked(p);  /* no memory: still a list */
+            if (p->nmade > ZKL_INPROC_MADE) { /* the oldest goes */
+                ring_locked(p->made_order);   /* its waiter watches now, instead of a bell */
                 unmade_locked(p, p->made_order);
             }
             HASH_FIND_INT(p->awaits, &seq, a);

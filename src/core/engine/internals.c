@@ -61,8 +61,7 @@ zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hol
     zkl__acq_run_blocking(aq);
     st = aq->st;
     if (st == ZKL_OK) {
-        *hold = aq->hold;
-        aq->hold.node = NULL;
+        zkl__acq_take_hold(aq, hold);
     }
     zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
     zkl__acq_free(aq);
