@@ -62,6 +62,11 @@ struct zkl__engine {
      * nothing it cannot reach: valgrind found an observer's report lost in
      * test_observe's forked child). Written by the worker only. */
     zkl__report *in_hand, *delivering;
+    /* a report the worker's step posts, while it waits for c->mu (which a
+     * fork()'s prepare holds): reachable from here in the child too
+     * (valgrind found an observer's told leader lost in test_observe's
+     * forked child, its report on the worker's stack). Worker only. */
+    zkl__report *posting;
 };
 
 /* What a step did: go on with the next step at once, or wait to be readied. */
