@@ -22,7 +22,8 @@
  *  - c->mu: the child's copy of each client is not half-updated, and its
  *    worker is between phases (it holds c->mu through them, but for an
  *    async operation's steps and the reports it delivers: what those hold
- *    is kept reachable from the client, core/engine/engine.c).
+ *    is kept reachable from the client, core/engine/engine.c, as is a report
+ *    a step posts while it waits here for c->mu, core/engine/report.c).
  *  - pl.round_mu: on the st transport the poller holds it from the end of its
  *    poll through the deliveries it runs, so the fork waits for a reply in
  *    its hands to be delivered. Without it a reply taken off the handle's
