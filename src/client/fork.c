@@ -13,7 +13,10 @@
  * frees zklock's own memory without joining threads that do not exist; the
  * ZooKeeper handle is not closed (libzookeeper_mt closes one only by
  * joining its threads) but kept reachable here, with its socket open in the
- * child. The parent is not touched.
+ * child; so are its engine's operations and the reports its worker had not
+ * delivered (core/engine/engine.c: a report's delivery would call the
+ * parent's callbacks in the child). A child is judged by what it can reach.
+ * The parent is not touched.
  *
  * Consistency: the prepare handler takes, in this order, the registry's
  * lock, every registered client's pl.round_mu, every c->mu (in list order),
@@ -63,11 +66,10 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static zkl_client *reg; /* open clients (utlist through reg.prev, reg.next) */
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
-/* The ZooKeeper handles of forked clients closed in this child (see above). */
-typedef struct kept_handle {
-    zhandle_t *zh;
-} kept_handle;
-static kept_handle *kept;
+/* What forked clients closed in this child left that it can neither free
+ * nor use (see above): their ZooKeeper handles, and the operations and
+ * reports of their engines (core/engine/engine.c). */
+static void **kept;
 static size_t n_kept;
 
 static void prepare(void)
@@ -178,16 +180,16 @@ void zkl__fork_unregister(zkl_client *c)
     pthread_mutex_unlock(&reg_mu);
 }
 
-void zkl__fork_keep(zhandle_t *zh)
+void zkl__fork_keep(void *block)
 {
-    kept_handle *v;
-    if (!zh)
+    void **v;
+    if (!block)
         return;
     pthread_mutex_lock(&reg_mu);
     v = realloc(kept, (n_kept + 1) * sizeof *v);
     if (v) { /* (else it is lost: a child out of memory) */
         kept = v;
-        kept[n_kept++].zh = zh;
+        kept[n_kept++] = block;
     }
     pthread_mutex_unlock(&reg_mu);
 }

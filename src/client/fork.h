@@ -11,8 +11,12 @@
 void zkl__fork_register(zkl_client *c);
 /* c is closing: forks no longer see it. Without c->mu. */
 void zkl__fork_unregister(zkl_client *c);
-/* In a child: keep a parent's ZooKeeper handle, which cannot be closed here, reachable. */
-void zkl__fork_keep(zhandle_t *zh);
+/*
+ * In a child: keep reachable a block of the parent's that the child can
+ * neither free nor use (a ZooKeeper handle, which cannot be closed here;
+ * reports the parent's worker had not delivered). NULL: nothing.
+ */
+void zkl__fork_keep(void *block);
 /*
  * Walk the open clients (the process's metrics): lock the registry, take
  * the first (then c->reg.next), unlock. A client closing meanwhile waits

@@ -82,8 +82,7 @@ typedef struct zkl__session {
 
 /* A watch registration: shared by the waiter and the ZooKeeper client. */
 struct zkl__watch {
-    struct zkl_client *c;
-    zkl__session *s;
+    zkl__session *s; /* (its client: s->c; the session frees its tokens) */
     int refs;
     bool fired;
     bool deleted; /* the event was the watched node's deletion */

@@ -22,7 +22,6 @@ typedef struct zkl__delivery {
     int a, b;
     int64_t x, y;
     void *q;
-    bool heap; /* made by zkl__deferred: freed once fn returns */
     struct zkl__delivery *next;
 } zkl__delivery;
 

@@ -62,8 +62,8 @@ static void session_event_later(zkl__delivery *d)
     int64_t id = d->x;
     int timeout = (int)(uint32_t)((uint64_t)d->y & 0xffffffffu);
     unsigned n = (unsigned)((uint64_t)d->y >> 32);
-    if (!d->heap)
-        atomic_store(&s->event_held[d->b], false); /* the slot is free again */
+    if (d->b >= 0)
+        atomic_store(&s->event_held[d->b], false); /* the slot is free again (-1: no slot) */
     session_event(s, state, id, timeout, n);
 }
 
@@ -87,7 +87,7 @@ static bool session_event_defer(zkl__session *s, int state, int64_t id, int time
             atomic_store(&s->event_held[i], false);
             return false;
         }
-    return zkl__deferred(session_event_later, s, state, 0, id, event_y(n, timeout), NULL);
+    return zkl__deferred(session_event_later, s, state, -1, id, event_y(n, timeout), NULL);
 }
 
 /* Runs where the ZooKeeper client runs callbacks: record and signal only

@@ -165,24 +165,37 @@ bool zkl__defer(zkl__delivery *d)
     return true;
 }
 
+/* A delivery zkl__deferred made: its fn runs, then it is freed. (No flag
+ * in every delivery for it: a watch token embeds one, and a pending wait
+ * keeps two tokens.) */
+typedef struct heap_delivery {
+    zkl__delivery d; /* first: d is the block */
+    void (*fn)(zkl__delivery *d);
+} heap_delivery;
+
+static void heap_delivery_run(zkl__delivery *d)
+{
+    heap_delivery *h = (heap_delivery *)d;
+    h->fn(d);
+    free(h);
+}
+
 bool zkl__deferred(void (*fn)(zkl__delivery *d), void *p, int a, int b, int64_t x, int64_t y,
                    void *q)
 {
-    zkl__delivery *d;
-    if (zk_depth == 0 || !(d = calloc(1, sizeof *d)))
+    heap_delivery *h;
+    if (zk_depth == 0 || !(h = calloc(1, sizeof *h)))
         return false;
-    *d = (zkl__delivery){.fn = fn, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q, .heap = true};
-    return zkl__defer(d);
+    h->d = (zkl__delivery){.fn = heap_delivery_run, .p = p, .a = a, .b = b, .x = x, .y = y, .q = q};
+    h->fn = fn;
+    return zkl__defer(&h->d);
 }
 
 static void run_list(zkl__delivery *d)
 {
     while (d) {
-        zkl__delivery *next = d->next;
-        bool heap = d->heap; /* (else its owner's, which may be gone once fn returns) */
+        zkl__delivery *next = d->next; /* (d is its owner's, which may be gone once fn returns) */
         d->fn(d);
-        if (heap)
-            free(d);
         d = next;
     }
 }

@@ -18,7 +18,6 @@ zkl__watch *zkl__watch_new(zkl__session *s)
     zkl_client *c = s->c;
     if (!w)
         return NULL;
-    w->c = c;
     w->s = s;
     w->refs = 2;
     pthread_mutex_lock(&c->mu);
@@ -39,7 +38,7 @@ static void watch_unref_locked(zkl__watch *w)
 
 void zkl__watch_notify(zkl__watch *w, void (*fn)(void *arg), void *arg)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w->s->c;
     pthread_mutex_lock(&c->mu);
     w->notify_locked = fn;
     w->notify_arg = arg;
@@ -48,7 +47,7 @@ void zkl__watch_notify(zkl__watch *w, void (*fn)(void *arg), void *arg)
 
 void zkl__watch_drop(zkl__watch *w)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w->s->c;
     pthread_mutex_lock(&c->mu);
     w->notify_locked = NULL; /* its owner is going: a late event tells nobody */
     watch_unref_locked(w);
@@ -57,7 +56,7 @@ void zkl__watch_drop(zkl__watch *w)
 
 void zkl__watch_unregistered(zkl__watch *w)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w->s->c;
     pthread_mutex_lock(&c->mu);
     watch_unref_locked(w);
     pthread_mutex_unlock(&c->mu);
@@ -98,7 +97,7 @@ void zkl__watch_fn(zhandle_t *zh, int type, int state, const char *path, void *c
 
 static void watch_fire(zkl__watch *w, int type)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w->s->c;
     pthread_mutex_lock(&c->mu);
     c->tally.watch_events++;
     w->fired = true;
@@ -112,7 +111,7 @@ static void watch_fire(zkl__watch *w, int type)
 
 bool zkl__watch_fired(zkl__watch *w, uint64_t gen, bool *deleted_only)
 {
-    zkl_client *c = w->c;
+    zkl_client *c = w->s->c;
     bool fired;
     pthread_mutex_lock(&c->mu);
     fired = w->fired;

@@ -62,11 +62,6 @@ struct zkl__engine {
      * nothing it cannot reach: valgrind found an observer's report lost in
      * test_observe's forked child). Written by the worker only. */
     zkl__report *in_hand, *delivering;
-    /* a report the worker's step posts, while it waits for c->mu (which a
-     * fork()'s prepare holds): reachable from here in the child too
-     * (valgrind found an observer's told leader lost in test_observe's
-     * forked child, its report on the worker's stack). Worker only. */
-    zkl__report *posting;
 };
 
 /* What a step did: go on with the next step at once, or wait to be readied. */
@@ -88,6 +83,20 @@ typedef struct zkl__armed {
      * not freed with the slot */
     bool borrowed;
 } zkl__armed;
+
+/*
+ * What only the create needs (create.c): made by its first step, freed once
+ * the node is ours for sure (created, or adopted after a lost reply) or the
+ * place is left (zkl__making_free). A pending wait keeps none of it.
+ */
+typedef struct zkl__making {
+    char prefix[ZKL_PROTECTED_PREFIX_LEN + 1]; /* Curator's protected prefix ("": none yet) */
+    char *want;                                /* the path asked for: path/prefix + lock name */
+    char *mk;                                  /* mkdirs: the path being made */
+    size_t mk_at;                              /* how much of a->path it is */
+    struct zkl__chroot_job *chroot; /* making the connect string's chroot (services/chroot.h) */
+    struct zkl__heldback *merged;   /* held-back deletes riding in our multi */
+} zkl__making;
 
 /* Reported when an acquire is done (engine.c's owner: blocking waiter or async handle). */
 typedef void (*zkl__acq_done_fn)(zkl__acq *aq, void *arg);
@@ -168,13 +177,8 @@ struct zkl__acq {
     unsigned flags;
     /* creating */
     int attempt, parents, restarts, fault;
-    int32_t await_seq; /* the note awaited (ZKL__AF_AWAITING), until await_until */
-    char prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
-    char *want;
-    char *mk;                       /* mkdirs: the path being made */
-    struct zkl__chroot_job *chroot; /* making the connect string's chroot (services/chroot.h) */
-    size_t mk_at;                   /* how much of a->path it is */
-    struct zkl__heldback *merged;   /* held-back deletes riding in our multi */
+    int32_t await_seq;   /* the note awaited (ZKL__AF_AWAITING), until await_until */
+    zkl__making *making; /* (NULL: not creating) */
     /* requests in flight (at most three: a write and its listing, or the watches) */
     zkl__req *k[3];
     int rcs[3];
@@ -202,9 +206,11 @@ struct zkl__acq {
      * been told (ZKL__AM_*; a word of its own, since other threads write it) */
     zkl__run state;
     unsigned mu_flags;
-    pthread_cond_t *cv; /* a blocking owner sleeps on it (its own, on its stack) */
-    int wfd;            /* or on this eventfd, made at its first sleep (-1: none) */
-    size_t heap_at;     /* 1 + index in the timer heap, 0: not in it */
+    /* a blocking owner sleeps on wfd, an eventfd made at its first sleep
+     * (-1: none), or on cv (its own, on its stack) */
+    int wfd;
+    pthread_cond_t *cv;
+    size_t heap_at; /* 1 + index in the timer heap, 0: not in it */
     zkl__acq_done_fn done_fn;
     void *done_arg;
     zkl__acq *prev, *next; /* the engine's live list */
@@ -284,6 +290,8 @@ zkl__step_result zkl__step_start(zkl__acq *aq);  /* grant.c: a session, a place 
 zkl__step_result zkl__step_create(zkl__acq *aq); /* create.c: our node */
 zkl__step_result zkl__step_wait(zkl__acq *aq);   /* wait.c: the line, from the listing */
 zkl__step_result zkl__step_grant(zkl__acq *aq);  /* grant.c: the lease, the hold */
+/* Let go of what only the create needed (aq->making; NULL: nothing). */
+void zkl__making_free(zkl__acq *aq);
 /* Finish with st: cleanup of our node (if any), then done. */
 zkl__step_result zkl__acq_fail(zkl__acq *aq, zkl_status st);
 /* A granted aq's hold, handed to its owner (*out; aq keeps nothing of it). */

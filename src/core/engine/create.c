@@ -40,10 +40,11 @@ static zkl_status new_prefix(zkl__acq *aq)
     char uuid[37];
     if (!ZKL_FAULT(aq->c, NEXT_UUID, uuid) && zkl__uuid4(uuid) != ZKL_OK)
         return zkl__fail(ZKL_ESYS, "no random numbers for the protected prefix");
-    memcpy(aq->prefix, "_c_", 3);
-    memcpy(aq->prefix + 3, uuid, 36);
-    aq->prefix[39] = '-';
-    aq->prefix[40] = '\0';
+    char *prefix = aq->making->prefix;
+    memcpy(prefix, "_c_", 3);
+    memcpy(prefix + 3, uuid, 36);
+    prefix[39] = '-';
+    prefix[40] = '\0';
     return ZKL_OK;
 }
 
@@ -52,11 +53,11 @@ static char *make_want(const zkl__acq *aq)
 {
     const zkl__acquire_args *a = &aq->a;
     const char *suffix = a->fixed_suffix ? a->fixed_suffix : "";
-    size_t n = strlen(a->path) + 1 + strlen(aq->prefix) + strlen(a->driver->lock_name) +
+    size_t n = strlen(a->path) + 1 + strlen(aq->making->prefix) + strlen(a->driver->lock_name) +
                strlen(suffix) + 1;
     char *want = malloc(n);
     if (want)
-        snprintf(want, n, "%s/%s%s%s", a->path, aq->prefix, a->driver->lock_name, suffix);
+        snprintf(want, n, "%s/%s%s%s", a->path, aq->making->prefix, a->driver->lock_name, suffix);
     return want;
 }
 
@@ -68,8 +69,8 @@ static void track_create(zkl__acq *aq);
 
 static zkl__step_result chroot_done(zkl__acq *aq, zkl_status st)
 {
-    zkl__chroot_end(aq->chroot);
-    aq->chroot = NULL;
+    zkl__chroot_end(aq->making->chroot);
+    aq->making->chroot = NULL;
     if (st != ZKL_OK)
         return zkl__acq_fail(aq, st);
     aq->step = zkl__step_create;
@@ -83,10 +84,10 @@ static zkl__step_result step_chroot(zkl__acq *aq)
     int64_t wake;
     if (zkl__acq_canceled(aq))
         return chroot_done(aq, zkl__acq_gave_up(aq, "making the chroot for"));
-    if (!aq->chroot &&
-        (st = zkl__chroot_start(aq->c, aq->a.deadline, zkl__acq_notify, aq, &aq->chroot)) != ZKL_OK)
+    if (!aq->making->chroot && (st = zkl__chroot_start(aq->c, aq->a.deadline, zkl__acq_notify, aq,
+                                                       &aq->making->chroot)) != ZKL_OK)
         return zkl__acq_fail(aq, st);
-    if (zkl__chroot_poll(aq->chroot, &st, &wake))
+    if (zkl__chroot_poll(aq->making->chroot, &st, &wake))
         return chroot_done(aq, st);
     (void)zkl__acq_sleep(aq, wake);
     return ZKL__STEP_YIELD;
@@ -96,8 +97,8 @@ static zkl__step_result step_chroot(zkl__acq *aq)
 
 static zkl__step_result after_parents(zkl__acq *aq, int rc)
 {
-    free(aq->mk);
-    aq->mk = NULL;
+    free(aq->making->mk);
+    aq->making->mk = NULL;
     if (rc == ZOK) {
         aq->step = zkl__step_create;
         return ZKL__STEP_AGAIN;
@@ -114,7 +115,7 @@ static zkl__step_result after_parents(zkl__acq *aq, int rc)
 
 static zkl__step_result step_mkdir(zkl__acq *aq);
 
-/* aq->mk made (or there already): the next level down, or done. */
+/* aq->making->mk made (or there already): the next level down, or done. */
 static zkl__step_result step_mkdir_done(zkl__acq *aq)
 {
     size_t len, next;
@@ -124,27 +125,27 @@ static zkl__step_result step_mkdir_done(zkl__acq *aq)
         return ZKL__STEP_YIELD;
     rc = aq->rcs[0];
     zkl__acq_untrack(aq);
-    if (++aq->mk_at > ZKL_PARENT_LEVELS_MAX) /* bounded, whatever the server answers */
+    if (++aq->making->mk_at > ZKL_PARENT_LEVELS_MAX) /* bounded, whatever the server answers */
         return after_parents(aq, rc == ZNODEEXISTS ? ZOK : rc);
     if (rc == ZNONODE) { /* its parent is missing too: that first */
-        len = zkl__path_parent_len(aq->mk);
+        len = zkl__path_parent_len(aq->making->mk);
         if (len == 0)
             return after_parents(aq, rc);
-        aq->mk[len] = '\0';
+        aq->making->mk[len] = '\0';
         aq->step = step_mkdir;
         return ZKL__STEP_AGAIN;
     }
     if (rc != ZOK && rc != ZNODEEXISTS)
         return after_parents(aq, rc);
-    len = strlen(aq->mk);
+    len = strlen(aq->making->mk);
     if (len >= strlen(aq->a.path))
         return after_parents(aq, ZOK);
     for (next = len + 1; aq->a.path[next] && aq->a.path[next] != '/'; next++)
         ;
     if (!(mk = strndup(aq->a.path, next)))
         return after_parents(aq, ZSYSTEMERROR);
-    free(aq->mk);
-    aq->mk = mk;
+    free(aq->making->mk);
+    aq->making->mk = mk;
     aq->step = step_mkdir;
     return ZKL__STEP_AGAIN;
 }
@@ -152,7 +153,8 @@ static zkl__step_result step_mkdir_done(zkl__acq *aq)
 static zkl__step_result step_mkdir(zkl__acq *aq)
 {
     int rc;
-    zkl__req *k = zkl__req_create(aq->s, aq->mk, "", 0, ZOO_CONTAINER, zkl__acq_notify, aq, &rc);
+    zkl__req *k =
+        zkl__req_create(aq->s, aq->making->mk, "", 0, ZOO_CONTAINER, zkl__acq_notify, aq, &rc);
     zkl__acq_track(aq, k, rc);
     aq->step = step_mkdir_done;
     return ZKL__STEP_AGAIN;
@@ -163,10 +165,10 @@ static zkl__step_result make_parents(zkl__acq *aq)
 {
     if (++aq->parents > ZKL_PARENT_TRIES)
         return zkl__acq_fail(aq, zkl__from_zk(ZNONODE, "create parents of", aq->a.path));
-    free(aq->mk);
-    if (!(aq->mk = strdup(aq->a.path)))
+    free(aq->making->mk);
+    if (!(aq->making->mk = strdup(aq->a.path)))
         return zkl__acq_fail(aq, zkl__fail(ZKL_ENOMEM, "out of memory"));
-    aq->mk_at = 0;
+    aq->making->mk_at = 0;
     aq->step = step_mkdir;
     return ZKL__STEP_AGAIN;
 }
@@ -176,7 +178,8 @@ static zkl__step_result make_parents(zkl__acq *aq)
 static zkl__step_result after_recover(zkl__acq *aq, int rc)
 {
     zkl_status st;
-    if (rc == ZOK) {
+    if (rc == ZOK) { /* adopted */
+        zkl__making_free(aq);
         aq->step = zkl__step_wait;
         return ZKL__STEP_AGAIN;
     }
@@ -239,7 +242,7 @@ static zkl__step_result step_recovering(zkl__acq *aq)
     zkl__acq_untrack(aq);
     if (rc != ZOK)
         return after_recover(aq, rc);
-    idx = zkl__find_prefix(aq->kids.v, aq->kids.n, aq->prefix);
+    idx = zkl__find_prefix(aq->kids.v, aq->kids.n, aq->making->prefix);
     if (idx < 0 || !(aq->node = zkl__path_join(aq->a.path, aq->kids.v[idx]))) {
         zkl__names_free(&aq->kids);
         return after_recover(aq, idx < 0 ? ZNONODE : ZSYSTEMERROR);
@@ -291,23 +294,24 @@ static zkl__step_result step_created(zkl__acq *aq)
         rc = ZCONNECTIONLOSS; /* the reply "never arrived" */
     else if (rc == ZOK) {
         zkl__req_take_created(aq->k[0], &aq->node, &stat);
-        aq->czxid = aq->merged ? 0 : stat.czxid; /* fetched if asked for (zkl__hold_token) */
+        aq->czxid =
+            aq->making->merged ? 0 : stat.czxid; /* fetched if asked for (zkl__hold_token) */
         aq->name = zkl__path_basename(aq->node);
         if (list_rc == ZOK)
             zkl__req_take_kids(aq->k[1], &aq->kids);
         zkl__acq_flag(&aq->flags, ZKL__AF_HAVE_KIDS, list_rc == ZOK);
     }
     zkl__acq_untrack(aq);
-    if (aq->merged) {
+    if (aq->making->merged) {
         if (zkl__rc_kind_of(rc) == ZKL__RC_RETRY) { /* applied or not, they must go */
             zkl__heldback *d;
-            for (d = aq->merged; d; d = d->next)
+            for (d = aq->making->merged; d; d = d->next)
                 zkl__bg_delete(aq->c, d->path, NULL);
-            zkl__held_back_done(aq->merged, true);
+            zkl__held_back_done(aq->making->merged, true);
         } else {
-            zkl__held_back_done(aq->merged, rc == ZOK);
+            zkl__held_back_done(aq->making->merged, rc == ZOK);
         }
-        aq->merged = NULL;
+        aq->making->merged = NULL;
         zkl__acq_flag(&aq->flags, ZKL__AF_CARRIED, rc == ZOK);
         if (rc != ZOK && rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
             zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
@@ -344,14 +348,14 @@ static int create_mode(const zkl__acq *aq)
     return aq->a.fixed_suffix ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
 }
 
-/* The create of aq->want alone, tracked. */
+/* The create of aq->making->want alone, tracked. */
 static void track_create(zkl__acq *aq)
 {
     zkl_client *c = aq->c;
     const void *data = aq->a.data ? aq->a.data : c->cfg.node_data;
     int len = aq->a.data ? aq->a.data_len : c->cfg.node_data_len, rc;
-    zkl__req *k =
-        zkl__req_create(aq->s, aq->want, data, len, create_mode(aq), zkl__acq_notify, aq, &rc);
+    zkl__req *k = zkl__req_create(aq->s, aq->making->want, data, len, create_mode(aq),
+                                  zkl__acq_notify, aq, &rc);
     zkl__acq_track(aq, k, rc);
 }
 
@@ -372,15 +376,15 @@ static void send_create(zkl__acq *aq)
         return;
     }
     /* this client's held-back deletes ride in one multi with the create */
-    aq->merged = aq->a.token_lazy && !zkl__has(aq->flags, ZKL__AF_NO_CARRY) && !aq->fault
-                     ? zkl__take_held_back(aq->s)
-                     : NULL;
+    aq->making->merged = aq->a.token_lazy && !zkl__has(aq->flags, ZKL__AF_NO_CARRY) && !aq->fault
+                             ? zkl__take_held_back(aq->s)
+                             : NULL;
     aq->flags &= ~ZKL__AF_NO_CARRY;
-    for (d = aq->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
+    for (d = aq->making->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
         del[ndel++] = d->path;
-    if (aq->merged) {
-        k = zkl__req_multi_create(aq->s, del, ndel, aq->want, data, len, mode, zkl__acq_notify, aq,
-                                  &rc);
+    if (aq->making->merged) {
+        k = zkl__req_multi_create(aq->s, del, ndel, aq->making->want, data, len, mode,
+                                  zkl__acq_notify, aq, &rc);
         zkl__acq_track(aq, k, rc);
     } else {
         track_create(aq);
@@ -397,17 +401,31 @@ static void send_create(zkl__acq *aq)
     zkl__acq_track(aq, k, rc);
 }
 
+void zkl__making_free(zkl__acq *aq)
+{
+    zkl__making *mk = aq->making;
+    if (!mk)
+        return;
+    zkl__chroot_end(mk->chroot); /* (an acquire freed, or failed, as it made the chroot) */
+    free(mk->want);
+    free(mk->mk);
+    free(mk);
+    aq->making = NULL;
+}
+
 zkl__step_result zkl__step_create(zkl__acq *aq)
 {
     zkl_status st;
-    if (!aq->prefix[0] && (st = new_prefix(aq)) != ZKL_OK)
+    if (!aq->making && !(aq->making = calloc(1, sizeof *aq->making)))
+        return zkl__acq_fail(aq, zkl__fail(ZKL_ENOMEM, "out of memory"));
+    if (!aq->making->prefix[0] && (st = new_prefix(aq)) != ZKL_OK)
         return zkl__acq_fail(aq, st);
     if (zkl__has(aq->flags, ZKL__AF_UNCERTAIN)) {
         aq->step = step_recover;
         return ZKL__STEP_AGAIN;
     }
-    free(aq->want);
-    if (!(aq->want = make_want(aq)))
+    free(aq->making->want);
+    if (!(aq->making->want = make_want(aq)))
         return zkl__acq_fail(aq, zkl__fail(ZKL_ENOMEM, "out of memory"));
     send_create(aq);
     aq->step = step_created;
@@ -418,8 +436,7 @@ static zkl__step_result after_create(zkl__acq *aq, int rc)
 {
     switch (zkl__rc_kind_of(rc)) {
     case ZKL__RC_OK:
-        free(aq->want); /* a pending wait keeps only what it needs */
-        aq->want = NULL;
+        zkl__making_free(aq); /* a pending wait keeps only what it needs */
         aq->step = aq->a.known_granted ? zkl__step_grant : zkl__step_wait;
         return ZKL__STEP_AGAIN;
     case ZKL__RC_RETRY:
@@ -433,6 +450,6 @@ static zkl__step_result after_create(zkl__acq *aq, int rc)
     default:
         if (rc == ZNONODE)
             return make_parents(aq);
-        return zkl__acq_fail(aq, zkl__from_zk(rc, "create", aq->want));
+        return zkl__acq_fail(aq, zkl__from_zk(rc, "create", aq->making->want));
     }
 }

@@ -39,6 +39,7 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "base/tuning.h"
+#include "client/fork.h"
 #include "core/engine/acq.h"
 #include "core/engine/inproc.h"
 #include "services/chroot.h"
@@ -130,12 +131,24 @@ static int64_t engine_turn(zkl_client *c, int64_t now_us);
 
 static void engine_free(zkl_client *c)
 {
-    if (!c->engine)
+    struct zkl__engine *e = c->engine;
+    if (!e)
         return;
-    if (c->engine->efd >= 0)
-        close(c->engine->efd);
-    free(c->engine->heap);
-    free(c->engine);
+    if (zkl__forked(c)) {
+        /* A child's: reports the parent's worker had not delivered stay
+         * reachable (client/fork.c), undelivered: delivery would call the
+         * parent's callbacks. (Freed with the engine, valgrind found an
+         * observer's report lost in test_observe's forked child.) */
+        zkl__fork_keep(e->posted);
+        zkl__fork_keep(e->reports);
+        zkl__fork_keep(e->in_hand);
+        zkl__fork_keep(e->delivering);
+        zkl__fork_keep(e->live); /* and the operations it ran (test_latch's fork test) */
+    }
+    if (e->efd >= 0)
+        close(e->efd);
+    free(e->heap);
+    free(e);
     c->engine = NULL;
 }
 
@@ -202,7 +215,7 @@ void zkl__acq_free(zkl__acq *aq)
     zkl__acq_flight_end(aq);
     zkl__inproc_drop(aq->inproc, aq->bell_seq, aq);
     zkl__inproc_put(aq->inproc);
-    zkl__chroot_end(aq->chroot); /* an acquire freed as it made the chroot */
+    zkl__making_free(aq); /* an acquire freed as it made its node (the chroot, say) */
     pthread_mutex_lock(&c->mu);
     heap_remove(c->engine, aq);
     DL_DELETE(c->engine->live, aq);

@@ -44,13 +44,11 @@ static void leave_place(zkl__acq *aq)
     zkl__names_free(&aq->kids);
     aq->flags &= ~ZKL__AF_HAVE_KIDS;
     aq->flags &= ~ZKL__AF_UNLISTED;
-    free(aq->want);
-    aq->want = NULL;
-    free(aq->mk);
-    aq->mk = NULL;
-    if (zkl__has(aq->flags, ZKL__AF_UNCERTAIN)) /* an earlier try may have reached the server */
-        zkl__bg_delete(aq->c, aq->a.path, aq->prefix);
+    /* an earlier try may have reached the server (set only while creating) */
+    if (zkl__has(aq->flags, ZKL__AF_UNCERTAIN) && aq->making)
+        zkl__bg_delete(aq->c, aq->a.path, aq->making->prefix);
     aq->flags &= ~ZKL__AF_UNCERTAIN;
+    zkl__making_free(aq);
 }
 
 static void drop_session(zkl__acq *aq)
@@ -93,7 +91,8 @@ zkl__step_result zkl__step_start(zkl__acq *aq)
     if (st != ZKL_OK)
         return finish(aq, st);
     aq->epoch = aq->s->epoch;
-    aq->prefix[0] = '\0';
+    if (aq->making) /* a new session: a new prefix */
+        aq->making->prefix[0] = '\0';
     aq->parents = 0;
     aq->attempt = 0;
     aq->flags &= ~(ZKL__AF_ALONE | ZKL__AF_CARRIED);

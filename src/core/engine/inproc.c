@@ -39,11 +39,11 @@ typedef struct made_note {
     int32_t seq; /* the key */
     bool granted;
     int64_t owner;
-    char name[NAME_MAX_];
     zkl__bell_fn bell; /* its waiter's bell, if it asked for one */
     void *bell_c, *bell_waiter;
     UT_hash_handle hh;
     struct made_note *prev, *next; /* in the order noted */
+    char name[];                   /* (as long as the name: a note a wait in a line of one) */
 } made_note;
 
 typedef struct await_note {
@@ -299,7 +299,7 @@ void zkl__inproc_made(zkl__inproc *p, const char *name, int32_t seq, int64_t own
     /* Only another session of the process asks for a note: with one lock
      * object on the line, every node on it is one session's (inproc.h). */
     if (p->objects > 1 && seq >= 0 && n < NAME_MAX_ && !made_locked(p, seq) &&
-        (m = calloc(1, sizeof *m))) {
+        (m = calloc(1, sizeof *m + n + 1))) {
         m->seq = seq;
         m->owner = owner;
         memcpy(m->name, name, n + 1);

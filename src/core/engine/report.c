@@ -39,12 +39,7 @@ static void queue_for_dispatch_unlock(zkl_client *c, zkl__report *r)
 
 void zkl__report_post(zkl_client *c, zkl__report *r)
 {
-    bool worker = zkl__on_worker(c);
-    if (worker) /* (its operation made c->engine, under c->mu, before the worker ran it) */
-        c->engine->posting = r;
     pthread_mutex_lock(&c->mu);
-    if (worker)
-        c->engine->posting = NULL; /* (queued below, before c->mu goes) */
     if (c->engine->efd >= 0) {
         queue_for_dispatch_unlock(c, r);
         return;
