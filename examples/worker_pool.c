@@ -21,11 +21,12 @@
 static zkl_semaphore *sem;
 static pthread_barrier_t start;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t full = PTHREAD_COND_INITIALIZER;
 static int running, peak, violations;
 
 static void job(void)
 {
-    struct timespec work = {0, 50 * 1000000L};
+    struct timespec work = {0, 50 * 1000000L}, until;
     pthread_mutex_lock(&mu);
     if (++running > LEASES) {
         fprintf(stderr, "worker_pool: %d jobs running with %d leases\n", running, LEASES);
@@ -33,6 +34,17 @@ static void job(void)
     }
     if (running > peak)
         peak = running;
+    /* Until the pool has been full once, a job waits (up to 2 s) for the
+     * others: on a loaded machine the leases can come slower than a job
+     * ends, and the pool would never be seen full (an ASan run, 2 of 3). */
+    if (peak == LEASES) {
+        pthread_cond_broadcast(&full);
+    } else {
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2;
+        while (peak < LEASES && pthread_cond_timedwait(&full, &mu, &until) == 0)
+            ;
+    }
     pthread_mutex_unlock(&mu);
     nanosleep(&work, NULL);
     pthread_mutex_lock(&mu);
