@@ -91,8 +91,8 @@ zkl__step_result zkl__step_start(zkl__acq *aq)
     if (st != ZKL_OK)
         return finish(aq, st);
     aq->epoch = aq->s->epoch;
-    if (aq->making) /* a new session: a new prefix */
-        aq->making->prefix[0] = '\0';
+    /* (a new session makes a new prefix: a restart's leave_place freed the
+     * making that held the last one) */
     aq->parents = 0;
     aq->attempt = 0;
     aq->flags &= ~(ZKL__AF_ALONE | ZKL__AF_CARRIED);
