@@ -6,11 +6,13 @@
 # Programs the tests spawn (the Curator peer, shells, zk-server) are not traced.
 #
 #   valgrind-run.sh TEST_BINARY [ARGS...]
+# ZKT_NICE=N runs it at nice N (tests/CMakeLists.txt: the untimed tests,
+# below the timed ones, when scripts/test runs three at once).
 set -uo pipefail
 logs=$(mktemp -d -t zklock-vg.XXXXXX)
 export ZKT_VALGRIND=1 # tests that load the cores skip that under valgrind (one thread at a time)
 trap 'rm -rf "$logs"' EXIT
-valgrind --trace-children=yes \
+nice -n "${ZKT_NICE:-0}" valgrind --trace-children=yes \
   --trace-children-skip='*/java,*/bash,*/sh,*/curator-peer,*/zk-server,*/env,*/sleep,*/true' \
   --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --show-leak-kinds=definite,indirect --track-fds=no --error-exitcode=99 \

@@ -815,9 +815,13 @@ Test(lifecycle, opens_and_closes_keep_their_bounds_against_a_wrong_server, .time
          * the lone wrong host's open too: 1001 to 2238 ms there on
          * libzookeeper_mt, against 1000 to 1130 where nothing listens; on
          * libzookeeper_st the poller makes it holding the handle's mutex,
-         * which the failed open's end waits for: 3925 ms seen once) */
+         * which the failed open's end waits for: 3925 ms seen once; 2110
+         * to 2818 ms alone on a quiet machine, and 5180 ms on a fresh
+         * clone beside another valgrind test, 2026-11-30. Under valgrind
+         * the bound says the open ends, in 8 s more than where nothing
+         * listens; the native bounds are plain's and ASan's) */
         cr_assert_lt(took,
-                     base + (getenv("ZKT_VALGRIND") ? 4000
+                     base + (getenv("ZKT_VALGRIND") ? 8000
                              : where == alone       ? 1200
                                                     : 2000),
                      "open %d on %s took %lld ms (connect timeout 1000; %lld where nothing "
