@@ -64,7 +64,8 @@ struct zkl_client;
     X(HOLD_BACK_US)  /* ZKL_HOLD_BACK_*: a release's delete hold-back */                           \
     X(JOIN_AWAIT_MS) /* ZKL_JOIN_AWAIT_MS */                                                       \
     X(MANY_CLIENTS)  /* process-wide (c NULL): the client count for eventfd sleeps */              \
-    X(HINTS)         /* the in-process room's parts on: ZKL__HINT_* (core/engine/inproc.h) */
+    X(HINTS) /* the in-process room's parts on: ZKL__HINT_* (core/engine/inproc.h, read in room.c) \
+              */
 
 typedef enum zkl__fault_site {
 #define ZKL__FAULT_ENUM(name) ZKL__FAULT_##name,

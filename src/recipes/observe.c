@@ -37,6 +37,7 @@
 #include "base/util.h"
 #include "core/engine/acq.h"
 #include "core/engine/report.h"
+#include "core/engine/room.h"
 #include "core/objects/lockobj.h"
 #include "requests/pending.h"
 #include "requests/rc.h"
@@ -501,8 +502,7 @@ zkl_status zkl_leader_observe(zkl_client *c, const char *path, zkl_observe_fn fn
         observer_free(o);
         return zkl__fail(ZKL_ENOMEM, "out of memory");
     }
-    zkl__inproc_put(o->aq->inproc); /* an observer takes no place in line */
-    o->aq->inproc = NULL;
+    zkl__room_note(ZKL__NOTE_UNSEATED, o->aq, NULL); /* an observer takes no place in line */
     o->aq->step = step_start;
     *out = o;
     zkl__acq_start_async(o->aq);

@@ -171,7 +171,7 @@ typedef struct zkl__setup {
     struct ACL_vector acl;     /* for every create; ZOO_OPEN_ACL_UNSAFE when empty */
     zkl_lag_source lag_source; /* opts.ensemble_lag_ms: given, found or unknown (set at open) */
     char lag_note[160];        /* unknown: why, for the acquires' refusal */
-    /* acquires started from now on use the in-process room (core/engine/inproc.h):
+    /* acquires started from now on use the in-process room (core/engine/room.h):
      * zkl_client_set_process_hints, ZKL_PROCESS_HINTS (the one field set later) */
     _Atomic bool process_hints;
 } zkl__setup;
@@ -295,7 +295,7 @@ static inline bool zkl__forked(const struct zkl_client *c)
 {
     return c->reg.forked;
 }
-/* Whether c's acquires use what other clients of the process know (core/engine/inproc.h). */
+/* Whether c's acquires use what other clients of the process know (core/engine/room.h). */
 static inline bool zkl__process_hints(struct zkl_client *c)
 {
     return atomic_load(&c->cfg.process_hints);

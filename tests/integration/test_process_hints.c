@@ -102,6 +102,22 @@ Test(process_hints, a_line_record_lives_while_its_objects_do)
     ok(zkl_client_close(d), "close");
 }
 
+/* With the room off, nothing registers: no record for an object, nor for its acquire (room.h). */
+Test(process_hints, with_the_room_off_nothing_registers)
+{
+    zkl_client *c = zkt_client(0);
+    zkl_mutex *m;
+    size_t base = zkl__inproc_count();
+    ok(zkl_client_set_process_hints(c, 0), "off");
+    ok(zkl_mutex_create(c, "/zkltest/inproc/off", &m), "create");
+    cr_assert_eq(zkl__inproc_count(), base, "a lock object registered with the room off");
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    cr_assert_eq(zkl__inproc_count(), base, "an acquire registered with the room off");
+    ok(zkl_mutex_release(m), "release");
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+}
+
 /* ---- what the hints save (on) ---- */
 
 /* ---- behind a holder of this process (core/engine/inproc.h) ---- */

@@ -2,7 +2,7 @@
  * acq.c - what the steps of an acquire share (acq.h): readiness, the requests
  * an operation has in flight, its timers, its watches, and how it gives up.
  * The engine (engine.c) runs operations; this file only marks them ready
- * (a reply, a watch, a bell: inproc.h).
+ * (a reply, a watch; a bell rings through the room: room.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,6 @@
 #include "base/util.h"
 #include "base/wakefd.h"
 #include "core/engine/acq.h"
-#include "core/engine/inproc.h"
 
 void zkl__acq_ready_locked(zkl__acq *aq)
 {
@@ -45,60 +44,6 @@ void zkl__acq_ready_locked(zkl__acq *aq)
 void zkl__acq_ready_locked_fn(void *arg)
 {
     zkl__acq_ready_locked(arg);
-}
-
-/*
- * A bell (noted: an await) rang for aq arg of client (inproc.h): its flag
- * set, aq ready. aq is alive: it lets go of its bell and await before it is
- * freed, under the record's mutex this runs under.
- */
-static void rung(void *client, void *arg, bool noted)
-{
-    zkl_client *c = client;
-    zkl__acq *aq = arg;
-    pthread_mutex_lock(&c->mu);
-    if (!ZKL_FAULT(c, DEAF_BELLS, NULL)) {
-        if (noted)
-            aq->mu_flags |= ZKL__AM_NOTED;
-        else
-            aq->mu_flags |= ZKL__AM_BELL;
-        zkl__acq_ready_locked(aq);
-    }
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void bell_rung(void *client, void *arg)
-{
-    rung(client, arg, false);
-}
-
-bool zkl__acq_bell_at(zkl__acq *aq, int32_t seq)
-{
-    if (aq->bell_seq >= 0 && aq->bell_seq != seq)
-        zkl__inproc_drop(aq->inproc, aq->bell_seq, aq); /* a node of an earlier place */
-    if (!zkl__inproc_bell(aq->inproc, aq->name, seq, bell_rung, aq->c, aq))
-        return false;
-    aq->bell_seq = seq;
-    return true;
-}
-
-void zkl__acq_noted(void *client, void *arg)
-{
-    rung(client, arg, true);
-}
-
-void zkl__acq_flight_end(zkl__acq *aq)
-{
-    if (zkl__has(aq->flags, ZKL__AF_IN_FLIGHT))
-        zkl__inproc_create_done(aq->inproc);
-    aq->flags &= ~ZKL__AF_IN_FLIGHT;
-}
-
-void zkl__acq_unawait(zkl__acq *aq)
-{
-    if (zkl__has(aq->flags, ZKL__AF_AWAITING))
-        zkl__inproc_unawait(aq->inproc, aq->await_seq, aq);
-    aq->flags &= ~ZKL__AF_AWAITING;
 }
 
 int32_t zkl__acq_seq(const zkl__acq *aq, const char *name)

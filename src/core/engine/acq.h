@@ -21,7 +21,6 @@
 #include "base/seq.h"
 #include "core/policy/driver.h"
 #include "core/engine/hold.h"
-#include "core/engine/inproc.h"
 #include "requests/pending.h"
 #include "session/client.h"
 
@@ -115,10 +114,10 @@ enum {
     ZKL__AF_ALONE = 1u << 1,     /* ours was the only node (the hold's alone) */
     ZKL__AF_CARRIED = 1u << 2,   /* our create carried held-back deletes */
     /* our create went without the listing: the node just ahead may be known
-     * here (inproc.h), else the first round lists (wait.c) */
+     * in the room (room.h), else the first round lists (wait.c) */
     ZKL__AF_UNLISTED = 1u << 3,
-    ZKL__AF_IN_FLIGHT = 1u << 4, /* our create counts in flight (zkl__inproc_create_sent) */
-    ZKL__AF_AWAITING = 1u << 5,  /* the note of node await_seq awaited (wait.c) */
+    ZKL__AF_IN_FLIGHT = 1u << 4, /* our create counts in flight (room.c's alone) */
+    ZKL__AF_AWAITING = 1u << 5,  /* the note of node await_seq awaited (room.c's alone) */
     ZKL__AF_UNCERTAIN = 1u << 6, /* a try may have reached the server: recover by prefix first */
     ZKL__AF_NO_CARRY = 1u << 7,  /* the next create goes alone (a multi failed unapplied) */
 };
@@ -130,7 +129,7 @@ enum {
     ZKL__AM_GRANTED = 1u << 2,  /* it holds: a cancel comes too late */
     ZKL__AM_BLOCKING = 1u << 3, /* its owner runs it on its own thread */
     ZKL__AM_ASLEEP = 1u << 4,   /* the blocking owner sleeps on wfd: wake it there */
-    ZKL__AM_BELL = 1u << 5,     /* the bell rang: the lock is two places ahead (inproc.h) */
+    ZKL__AM_BELL = 1u << 5,     /* the bell rang: the lock is two places ahead (room.h) */
     ZKL__AM_NOTED = 1u << 6,    /* the awaited note came, or no create is in flight */
 };
 
@@ -168,7 +167,7 @@ struct zkl__acq {
      * only by the steps' thread) */
     char *blocker;
     zkl__names kids; /* a listing to look at (ZKL__AF_HAVE_KIDS) */
-    /* what this process knows of the line (inproc.h; NULL: a driver that
+    /* the acquire's seat in the room (room.c's alone; NULL: a driver that
      * does not grant the head, or the client's in-process hints are off) */
     struct zkl__inproc *inproc;
     int32_t bell_seq; /* the node whose bell we set there (-1: none) */
@@ -217,13 +216,6 @@ struct zkl__acq {
     zkl__acq *rnext;       /* the ready list */
 };
 
-/* Whether aq may use part (ZKL__HINT_*) of the in-process room: it has a
- * record (the client's hints on), and the part is not turned off (tests). */
-static inline bool zkl__hint(const zkl__acq *aq, unsigned part)
-{
-    return aq->inproc != NULL && ((unsigned)ZKL_TUNE(aq->c, HINTS, ZKL__HINTS_ALL) & part) != 0;
-}
-
 /* ---- engine.c: who runs what ---- */
 
 /*
@@ -246,23 +238,12 @@ bool zkl__acq_cancel_locked(zkl__acq *aq);
 
 /* ---- acq.c: what steps share ---- */
 
-/* Our create no longer counts in flight (inproc.h); idempotent. */
-void zkl__acq_flight_end(zkl__acq *aq);
-/* aq no longer awaits a note (inproc.h, wait.c); idempotent. */
-void zkl__acq_unawait(zkl__acq *aq);
 /* Readies aq (a reply came, a watch fired): c->mu held / not held. */
 void zkl__acq_ready_locked(zkl__acq *aq);
 /* For a watch token: it fired (c->mu held); arg is the acquire. */
 void zkl__acq_ready_locked_fn(void *aq);
 /* For zkl__req: a reply came (a ZooKeeper delivery, no lock held). */
 void zkl__acq_notify(void *aq);
-/*
- * The bell of aq's node seq (inproc.h: zkl__inproc_bell): false if not set.
- * When it rings, ZKL__AM_BELL is set and aq readied.
- */
-bool zkl__acq_bell_at(zkl__acq *aq, int32_t seq);
-/* A zkl__bell_fn for a joiner's await (inproc.h: zkl__inproc_await): sets ZKL__AM_NOTED. */
-void zkl__acq_noted(void *c, void *aq);
 /* The sequence of node name in aq's line (by its driver's markers), -1 if it has none. */
 int32_t zkl__acq_seq(const zkl__acq *aq, const char *name);
 /* Whether aq is its client's only live operation. */

@@ -18,7 +18,7 @@
 #include "base/util.h"
 #include "base/tuning.h"
 #include "core/engine/acq.h"
-#include "core/engine/inproc.h"
+#include "core/engine/room.h"
 #include "requests/rc.h"
 #include "services/chroot.h"
 #include "services/cleanup.h"
@@ -335,12 +335,11 @@ static zkl__step_result step_created(zkl__acq *aq)
  * "known predecessor"); if not, its first round lists, one round trip
  * later.
  */
-static bool unlisted_join(const zkl__acq *aq, int mode)
+static bool unlisted_join(zkl__acq *aq, int mode)
 {
     return (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
            aq->a.lookahead != ZKL__LOOKAHEAD_ON && !list_fault_set(aq->c) &&
-           zkl__hint(aq, ZKL__HINT_MADE) &&
-           zkl__inproc_others_joined(aq->inproc, zkl__session_id(aq->s));
+           zkl__room_ask(ZKL__ASK_JOIN, aq, NULL, NULL, 0);
 }
 
 static int create_mode(const zkl__acq *aq)
@@ -392,9 +391,8 @@ static void send_create(zkl__acq *aq)
     }
     if (!k || aq->fault)
         return;
-    if (!zkl__has(aq->flags, ZKL__AF_IN_FLIGHT) && (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) &&
-        mode == ZOO_EPHEMERAL_SEQUENTIAL)
-        zkl__acq_flag(&aq->flags, ZKL__AF_IN_FLIGHT, zkl__inproc_create_sent(aq->inproc));
+    if ((aq->a.driver->facts & ZKL__D_HEAD_HOLDS) && mode == ZOO_EPHEMERAL_SEQUENTIAL)
+        zkl__room_note(ZKL__NOTE_SENT, aq, NULL); /* in flight until noted (room.h) */
     if (aq->a.known_granted || zkl__acq_flag(&aq->flags, ZKL__AF_UNLISTED, unlisted_join(aq, mode)))
         return;
     k = zkl__req_children_shared(aq->s, aq->a.path, zkl__acq_notify, aq, &rc);

@@ -16,7 +16,7 @@
  * notice, same thread), a change of the connection state, a cancel or the
  * close (the changed_locked hook readies every live operation), a timer
  * (the blocking owner's timed wait, or the worker's heap of async timers),
- * and a bell (zkl__acq_bell_at: another client of the process granted the
+ * and a bell or an await (room.c: another client of the process granted the
  * lock two places ahead; it runs under the line's in-process record's
  * mutex, which is taken before c->mu, never under it).
  * Readiness is only "look again": each step checks what it waits for, and
@@ -41,7 +41,7 @@
 #include "base/tuning.h"
 #include "client/fork.h"
 #include "core/engine/acq.h"
-#include "core/engine/inproc.h"
+#include "core/engine/room.h"
 #include "services/chroot.h"
 #include "services/revoke.h"
 #include "requests/calls.h"
@@ -185,16 +185,13 @@ zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
      * ZKL_CALL_MIN_MS: "try once" must be able to make its round trips */
     aq->call_until = a->deadline > floor ? a->deadline : floor;
     zkl__acq_flag(&aq->mu_flags, ZKL__AM_BLOCKING, blocking);
-    aq->bell_seq = -1;
-    if ((a->driver->facts & ZKL__D_HEAD_HOLDS) && zkl__process_hints(c))
-        aq->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect),
-                                     a->path); /* NULL without memory: hints are only hints */
+    zkl__room_note(ZKL__NOTE_SEATED, aq, NULL);
     aq->done_fn = done_fn;
     aq->done_arg = arg;
     pthread_mutex_lock(&c->mu);
     if (!zkl__engine_locked(c)) {
         pthread_mutex_unlock(&c->mu);
-        zkl__inproc_put(aq->inproc);
+        zkl__room_note(ZKL__NOTE_UNSEATED, aq, NULL);
         free(aq);
         return NULL;
     }
@@ -210,11 +207,7 @@ void zkl__acq_free(zkl__acq *aq)
     if (!aq)
         return;
     c = aq->c;
-    /* nothing of the in-process record may point at aq once it is freed */
-    zkl__acq_unawait(aq);
-    zkl__acq_flight_end(aq);
-    zkl__inproc_drop(aq->inproc, aq->bell_seq, aq);
-    zkl__inproc_put(aq->inproc);
+    zkl__room_note(ZKL__NOTE_UNSEATED, aq, NULL); /* nothing of the room may point at aq */
     zkl__making_free(aq); /* an acquire freed as it made its node (the chroot, say) */
     pthread_mutex_lock(&c->mu);
     heap_remove(c->engine, aq);
@@ -267,7 +260,7 @@ static bool sleep_blocking_locked(zkl__acq *aq, pthread_cond_t *cv, bool *no_fd)
 {
     zkl_client *c = aq->c;
     if (aq->wfd < 0 && !*no_fd && may_use_fd(c)) {
-        if (!zkl__process_hints(c) || !zkl__many_clients())
+        if (!zkl__room_ask(ZKL__ASK_OWN_FD, aq, NULL, NULL, 0))
             *no_fd = true; /* for this acquire */
         else
             *no_fd = (aq->wfd = zkl__wakefd_new()) < 0;

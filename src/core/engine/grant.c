@@ -13,7 +13,7 @@
 #include "base/util.h"
 #include "base/tuning.h"
 #include "core/engine/acq.h"
-#include "core/engine/inproc.h"
+#include "core/engine/room.h"
 #include "requests/rc.h"
 #include "services/cleanup.h"
 #include "services/lease.h"
@@ -32,11 +32,7 @@ static zkl__step_result finish(zkl__acq *aq, zkl_status st)
 /* Let go of everything of the place in line but the node (the caller's to delete). */
 static void leave_place(zkl__acq *aq)
 {
-    /* a node of ours leaves the line without holding: inproc.h */
-    if (aq->node && aq->name && (aq->a.driver->facts & ZKL__D_HEAD_HOLDS))
-        zkl__inproc_left(aq->inproc, zkl__acq_seq(aq, aq->name));
-    zkl__acq_flight_end(aq);
-    zkl__acq_unawait(aq);
+    zkl__room_note(ZKL__NOTE_LEFT, aq, NULL); /* a node of ours leaves without holding */
     zkl__acq_untrack(aq);
     zkl__armed_clear(&aq->prim);
     zkl__armed_clear(&aq->ahead);
@@ -237,9 +233,7 @@ static zkl__step_result commit(zkl__acq *aq)
         zkl__revwatch_stop(rev);
         return zkl__acq_fail(aq, zkl__fail(ZKL_ECANCELED, "acquiring %s was canceled", aq->a.path));
     }
-    if (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) /* for the waiters behind us: inproc.h */
-        zkl__inproc_granted(aq->inproc, aq->name, zkl__acq_seq(aq, aq->name),
-                            zkl__session_id(aq->s));
+    zkl__room_note(ZKL__NOTE_GRANTED, aq, NULL); /* for the waiters behind us: room.h */
     aq->held = aq->node; /* no longer a place in line: the hold's (zkl__acq_take_hold) */
     aq->node = NULL;
     aq->rev = rev;

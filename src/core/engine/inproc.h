@@ -11,28 +11,24 @@
  *
  * One record per line: the lock path as the server sees it (the client's
  * chroot, then the path). Every lock object takes a reference when it is
- * made and gives it back when it is freed (core/objects/lockobj.c), so that what
+ * made (the room on) and gives it back when it is freed (core/objects/lockobj.c), so that what
  * was noted outlives one acquire while the lock is in use; every acquire of
  * a mutex takes one with its start and gives it back when it is freed, after
  * letting go of its bell and await (zkl__inproc_drop). The last reference
  * frees the record and all it knew. So the record holds pointers only to
  * live acquires, and no scan of a live list is needed to find one.
  *
- * The engine asks it at these points:
- *   - the create (create.c): others_joined (go without the listing?),
- *     create_sent / create_done (a create of this process in flight);
- *   - before a round (wait.c): made (our node noted), made_at (the node just
- *     ahead, without a listing), await (the note of it awaited), bell (our
- *     own node's watch left to it), made_by (right behind another client's
- *     node: our own watched instead of looking ahead);
- *   - before a hand-off without a listing (wait.c): seen;
- *   - at the ends (grant.c): granted, left.
+ * It is the room's inside: the engine reaches it only through the room's
+ * three doors (room.h, room.c), which keep each acquire's share of it (its
+ * reference, bell, await and create in flight) and read the off switch;
+ * nothing else of src/ names these functions (scripts/layers checks it).
+ * The unit test (tests/unit/test_inproc.c) drives them directly.
  *
- * Off switch: an acquire gets no record (NULL) when its client's in-process
- * hints are off (zkl_client_set_process_hints, or ZKL_PROCESS_HINTS=off in
- * the environment at open). Every function takes NULL and answers "not
- * known" (0, false, -1) or does nothing: the engine then behaves as it does
- * across processes, where the room is empty by nature.
+ * Off switch: with the client's in-process hints off
+ * (zkl_client_set_process_hints, or ZKL_PROCESS_HINTS=off in the
+ * environment at open), room.c takes no record (NULL) for an acquire or a
+ * lock object. Every function takes NULL and answers "not known" (0,
+ * false, -1) or does nothing.
  *
  * Bells and awaits: fn(c, waiter) is called once, under the record's mutex
  * (fn takes c->mu: the lock order is a record's mutex, then a client's; no

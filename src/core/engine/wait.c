@@ -17,7 +17,7 @@
 #include "base/tuning.h"
 #include "base/util.h"
 #include "core/engine/acq.h"
-#include "core/engine/inproc.h"
+#include "core/engine/room.h"
 #include "requests/rc.h"
 
 /* A test's delay before our node is noted made (base/fault.h). */
@@ -28,7 +28,7 @@ static void note_delay(zkl_client *c)
         zkl__sleep_ms(ms);
 }
 
-/* The driver grants exactly the head of the line (inproc.h may be used). */
+/* The driver grants exactly the head of the line (room.h may be used). */
 static bool head_holds(const zkl__acq *aq)
 {
     return (aq->a.driver->facts & ZKL__D_HEAD_HOLDS) != 0;
@@ -50,7 +50,7 @@ static bool self_intact(const zkl__acq *aq)
  * if given), has fired for its deletion, and that deletion makes us the
  * holder. Either the listing the verdict came from showed it
  * (ZKL__V_HANDOFF), or this process saw that node at the head of the line
- * (inproc.h): nothing was ahead of it then, nothing can be put ahead since,
+ * (room.h): nothing was ahead of it then, nothing can be put ahead since,
  * and nothing is between it and us. Either way our own node must be watched
  * and still there (self_intact): no listing has shown it since that one,
  * and an operator may have deleted it meanwhile, letting the waiter behind
@@ -83,8 +83,7 @@ static bool handed_over(const zkl__acq *aq, const char *name)
     if (!intact)
         return false;
     return (aq->v.flags & ZKL__V_HANDOFF) ||
-           (head_holds(aq) && intact && zkl__hint(aq, ZKL__HINT_SEEN) &&
-            zkl__inproc_seen(aq->inproc, prim->name, prim->owner));
+           (head_holds(aq) && intact && zkl__room_seen(aq, prim->name, prim->owner));
 }
 
 /* Whether x still watches name unfired (kept); otherwise it is cleared. */
@@ -165,7 +164,7 @@ static zkl__step_result judge(zkl__acq *aq, int rc, zkl_status slept)
 
 /*
  * The look-ahead's node went, and this process had seen it at the head of
- * the line (inproc.h): only the node we watch can be ahead of us now, so its
+ * the line (room.h): only the node we watch can be ahead of us now, so its
  * deletion hands us the lock as if a listing had shown us next (the verdict
  * gains ZKL__V_HANDOFF; handed_over still wants that deletion, on our live
  * session, of a node not ours). Not for a node of our own session: its
@@ -177,8 +176,8 @@ static bool ahead_was_head(const zkl__acq *aq)
     return head_holds(aq) && self_intact(aq) && !(aq->v.flags & ZKL__V_HANDOFF) &&
            !aq->v.watch_parent && aq->ahead.w && aq->ahead.name && !aq->ahead.ours && aq->prim.w &&
            !aq->prim.ours && zkl__watch_fired(aq->ahead.w, aq->gen, &deleted) && deleted &&
-           !zkl__watch_fired(aq->prim.w, aq->gen, &deleted) && zkl__hint(aq, ZKL__HINT_SEEN) &&
-           zkl__inproc_seen(aq->inproc, aq->ahead.name, aq->ahead.owner);
+           !zkl__watch_fired(aq->prim.w, aq->gen, &deleted) &&
+           zkl__room_seen(aq, aq->ahead.name, aq->ahead.owner);
 }
 
 /* The connection state changed since the round began, or the wait is to end (c->mu held). */
@@ -313,16 +312,14 @@ static zkl__step_result step_armed(zkl__acq *aq)
     return judge(aq, rc, ZKL_OK);
 }
 
-/* The session of this process that made node name (a mutex's: inproc.h), 0: none noted. */
-static int64_t made_here(const zkl__acq *aq, const char *name)
+/* The session of this process that made node name (a mutex's: room.h), 0: none noted. */
+static int64_t made_here(zkl__acq *aq, const char *name)
 {
-    return head_holds(aq) && zkl__hint(aq, ZKL__HINT_MADE)
-               ? zkl__inproc_made_by(aq->inproc, name, zkl__acq_seq(aq, name))
-               : 0;
+    return head_holds(aq) ? zkl__room_ask(ZKL__ASK_MADE_BY, aq, name, NULL, 0) : 0;
 }
 
 /* Whether another session of this process made node name. */
-static bool made_by_another(const zkl__acq *aq, const char *name)
+static bool made_by_another(zkl__acq *aq, const char *name)
 {
     int64_t by = made_here(aq, name);
     return by != 0 && by != zkl__session_id(aq->s);
@@ -357,7 +354,7 @@ static void arm_none(zkl__acq *aq, zkl__armed *x, int i)
     aq->rcs[i] = ZNOTHING;
 }
 
-/* The bell rang (inproc.h): our own node is watched now, the node ahead still. */
+/* The bell rang (room.h): our own node is watched now, the node ahead still. */
 static zkl__step_result arm_self(zkl__acq *aq)
 {
     aq->k[0] = aq->k[1] = NULL;
@@ -374,7 +371,7 @@ static zkl__step_result arm_self(zkl__acq *aq)
  * node, once it held (handed_over); deep in a line it would be one more
  * watch a waiter keeps, on the server and in both clients, for nothing
  * until then. So a waiter right behind such a node (its sequence just
- * below ours) rings a bell instead (inproc.h): when the lock is granted two
+ * below ours) rings a bell instead (room.h): when the lock is granted two
  * places ahead, or one, this process's grant readies us, and we watch our
  * node then, about a hand-off before it is needed. A bell that comes too
  * late, or never, only costs the listing at the hand-off (handed_over
@@ -390,7 +387,7 @@ static bool self_by_bell(zkl__acq *aq, const char *prim)
 {
     int32_t seq = zkl__acq_seq(aq, aq->name);
     return seq > 0 && zkl__acq_seq(aq, prim) == seq - 1 && !zkl__acq_alone(aq) &&
-           zkl__hint(aq, ZKL__HINT_BELL) && zkl__acq_bell_at(aq, seq);
+           zkl__room_ask(ZKL__ASK_BELL, aq, NULL, NULL, 0);
 }
 
 /*
@@ -520,18 +517,14 @@ static void arm_behind(zkl__acq *aq, const char *name)
  * line (no ZKL__V_HANDOFF), nor the node before it (no look-ahead). Being
  * of this process, it is watched with our own node (arm_nodes), and its
  * going hands us the lock once it held here (handed_over), as behind any
- * such node. As everywhere (inproc.h), every child of the path is taken to be
+ * such node. As everywhere (room.h), every child of the path is taken to be
  * a lock node with a server-made sequence.
  */
 static bool known_predecessor(zkl__acq *aq)
 {
     char name[128];
-    int32_t seq = zkl__acq_seq(aq, aq->name);
-    int64_t by;
-    if (seq <= 0 || !zkl__hint(aq, ZKL__HINT_MADE) || !zkl__epoch_alive(aq->c, aq->epoch))
-        return false;
-    by = zkl__inproc_made_at(aq->inproc, seq - 1, name, sizeof name);
-    if (by == 0 || by == zkl__session_id(aq->s) || zkl__acq_seq(aq, name) != seq - 1)
+    if (!zkl__epoch_alive(aq->c, aq->epoch) ||
+        !zkl__room_ask(ZKL__ASK_AHEAD, aq, NULL, name, sizeof name))
         return false;
     arm_behind(aq, name);
     return true;
@@ -558,7 +551,7 @@ static zkl__step_result step_await(zkl__acq *aq)
     pthread_mutex_unlock(&aq->c->mu);
     if (!rung && !zkl__acq_changed(aq) && !zkl__acq_sleep(aq, aq->await_until))
         return ZKL__STEP_YIELD;
-    zkl__acq_unawait(aq);
+    zkl__room_note(ZKL__NOTE_UNAWAITED, aq, NULL);
     if (known_predecessor(aq))
         return ZKL__STEP_AGAIN;
     return list_now(aq);
@@ -571,7 +564,7 @@ static zkl__step_result step_await(zkl__acq *aq)
  * own node before the node just ahead, made here too, is noted, and each
  * listed a line of up to a thousand names (docs/design/scale-log.md, "the join
  * burst"). So while a create of this process under the path is in flight,
- * a joiner whose node s - 1 is not known waits for its note (inproc.h),
+ * a joiner whose node s - 1 is not known waits for its note (room.h),
  * bounded by ZKL_JOIN_AWAIT_MS and the deadline. With none in flight it lists at
  * once, so a line of separate processes pays nothing; a joiner behind
  * another process's node, while this process's own creates are in flight,
@@ -582,17 +575,9 @@ static zkl__step_result step_await(zkl__acq *aq)
  */
 static bool await_note(zkl__acq *aq)
 {
-    int32_t seq = zkl__acq_seq(aq, aq->name);
     int64_t until = zkl__now_ms() + ZKL_TUNE(aq->c, JOIN_AWAIT_MS, ZKL_JOIN_AWAIT_MS);
-    if (seq <= 0 || !head_holds(aq) || !zkl__hint(aq, ZKL__HINT_JOIN))
+    if (!head_holds(aq) || !zkl__room_ask(ZKL__ASK_AWAIT, aq, NULL, NULL, 0))
         return false;
-    pthread_mutex_lock(&aq->c->mu);
-    aq->mu_flags &= ~ZKL__AM_NOTED;
-    pthread_mutex_unlock(&aq->c->mu);
-    if (!zkl__inproc_await(aq->inproc, seq - 1, zkl__acq_noted, aq->c, aq))
-        return false;
-    aq->flags |= ZKL__AF_AWAITING;
-    aq->await_seq = seq - 1;
     aq->since_gen = aq->gen; /* zkl__acq_changed: news since the round began */
     aq->await_until = until < aq->a.deadline ? until : aq->a.deadline;
     aq->step = step_await;
@@ -621,9 +606,7 @@ static zkl__step_result step_round(zkl__acq *aq)
 zkl__step_result zkl__step_wait(zkl__acq *aq)
 {
     note_delay(aq->c);
-    if (head_holds(aq) && zkl__hint(aq, ZKL__HINT_MADE))
-        zkl__inproc_made(aq->inproc, aq->name, zkl__acq_seq(aq, aq->name), zkl__session_id(aq->s));
-    zkl__acq_flight_end(aq); /* noted: joiners behind it may go on (inproc.h) */
+    zkl__room_note(ZKL__NOTE_MADE, aq, NULL); /* joiners behind it may go on (room.h) */
     aq->attempt = 0;
     aq->woke_us = zkl__now_us(); /* the first round's start */
     aq->step = step_round;

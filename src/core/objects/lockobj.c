@@ -8,9 +8,8 @@
 #include "base/path.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "core/engine/inproc.h"
+#include "core/engine/room.h"
 #include "core/objects/lockobj.h"
-#include "services/chroot.h"
 
 zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_client *c,
                             const char *path, bool (*mine)(void *self, uint64_t epoch),
@@ -35,9 +34,8 @@ zkl_status zkl__lockobj_new(size_t size, const char *fn, const void *out, zkl_cl
     o->self = o;
     o->mine = mine;
     /* what is noted of the line outlives an acquire while the object lives
-     * (NULL without memory: only hints are lost) */
-    o->inproc = zkl__inproc_get(zkl__chroot_of(c->cfg.connect), path);
-    zkl__inproc_object(o->inproc, 1);
+     * (room.h; NULL with the room off, or without memory: only hints are lost) */
+    zkl__room_note(ZKL__NOTE_OBJECT, NULL, &(zkl__room_obj){c, o->path, &o->inproc});
     zkl__client_ref(c);
     pthread_mutex_lock(&c->mu);
     DL_APPEND(c->objs, o);
@@ -79,8 +77,7 @@ void zkl__lockobj_free(zkl__lockobj *o)
     DL_DELETE(o->c->objs, o);
     pthread_mutex_unlock(&o->c->mu);
     zkl__client_unref(o->c);
-    zkl__inproc_object(o->inproc, -1);
-    zkl__inproc_put(o->inproc);
+    zkl__room_note(ZKL__NOTE_OBJECT_GONE, NULL, &(zkl__room_obj){o->c, o->path, &o->inproc});
     free(o->path);
     free(o);
 }

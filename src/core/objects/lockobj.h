@@ -20,7 +20,7 @@
 typedef struct zkl__lockobj {
     zkl_client *c;
     char *path; /* the object's own copy */
-    /* a reference on what this process knows of the line (core/engine/inproc.h) */
+    /* a reference on what this process knows of the line (core/engine/room.h) */
     struct zkl__inproc *inproc;
     void *self; /* the public object (the lock object itself), handed to the callback */
     /* whether self holds anything in session epoch (called on the worker) */

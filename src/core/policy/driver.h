@@ -53,7 +53,7 @@ enum {
     ZKL__D_REPLACED_IN_PLACE = 1u << 0,
     /*
      * A grant means the node was first in the line: nothing sorted ahead of
-     * it then, and nothing can later (inproc.h). Drivers with a count above
+     * it then, and nothing can later (core/engine/room.h). Drivers with a count above
      * one, or that count only some names, are not such.
      */
     ZKL__D_HEAD_HOLDS = 1u << 1,
