@@ -27,11 +27,12 @@
  *
  * Threads: each door is called by the thread that runs the acquire's steps
  * (a lock object's: the thread that makes or frees it), holding no lock of
- * ours, but ZKL__ASK_OWN_FD, asked under c->mu, which takes none. A bell or an await rings under
- * the record's mutex and takes the waiter's c->mu (the order: a record's mutex, then a client's),
- * setting ZKL__AM_BELL or ZKL__AM_NOTED and readying the acquire; it is alive then:
- * ZKL__NOTE_UNSEATED lets go of its bell and await, under the same mutex, before the acquire is
- * freed.
+ * ours, but ZKL__ASK_OWN_FD, asked under c->mu, which takes none. A bell
+ * or an await rings under the record's mutex and takes the waiter's c->mu
+ * (the order: a record's mutex, then a client's), setting ZKL__AM_BELL or
+ * ZKL__AM_NOTED and readying the acquire; it is alive then:
+ * ZKL__NOTE_UNSEATED lets go of its bell and await, under the same mutex,
+ * before the acquire is freed.
  */
 #ifndef ZKL_CORE_ROOM_H
 #define ZKL_CORE_ROOM_H
