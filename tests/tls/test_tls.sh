@@ -73,8 +73,11 @@ check "a plain client at the TLS port is not served (rc=$rc)" test $rc = 69
 # --- zklock through the tunnel: a lock, its token, its lease's lag ---
 v=$("$ZKLOCK" --zk "$tun" /tls-lock -- sh -c 'echo "$ZKLOCK_FENCING_TOKEN"' 2>&1); rc=$?
 check "zklock holds a lock through the tunnel (rc=$rc, token $v)" bash -c "[[ $rc = 0 && '$v' =~ ^[0-9]+$ ]]"
-"$ZKLOCK" --zk "$tun" /tls-excl -- sleep 1.5 & h=$!
-sleep 0.5
+# (the second goes once the first's command runs, not after a fixed 0.5 s:
+# on a loaded machine the first had not yet held by then, and the second
+# took the lock, rc 0, on a fresh clone of 2026-11-30)
+"$ZKLOCK" --zk "$tun" /tls-excl -- sh -c "touch '$WORK/excl-held'; sleep 3" & h=$!
+for _ in $(seq 400); do [[ -e $WORK/excl-held ]] && break; sleep 0.05; done
 "$ZKLOCK" --zk "$tun" -n -E 9 /tls-excl -- true 2>/dev/null; rc=$?
 check "a second holder through the tunnel is refused while the first holds (rc=$rc)" test $rc = 9
 wait $h
