@@ -8,7 +8,6 @@
 #include <string.h>
 #include <utlist.h>
 
-#include "base/fault.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "base/wakefd.h"

@@ -42,7 +42,6 @@
 #include "client/fork.h"
 #include "core/engine/acq.h"
 #include "core/engine/room.h"
-#include "services/chroot.h"
 #include "services/revoke.h"
 #include "requests/calls.h"
 
