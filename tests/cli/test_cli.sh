@@ -26,6 +26,11 @@ uniq_path() { echo "/zklcli/$1-$$-$RANDOM$RANDOM"; }
 ms() { date +%s%3N; }
 # wait until FILE exists (max 20 s)
 wait_file() { local i; for ((i = 0; i < 400; i++)); do [[ -e $1 ]] && return 0; sleep 0.05; done; return 1; }
+# PID: wait (2 s at most) until the background PID is zklock, not still this
+# script's fork: a signal sent to the fork before its exec goes to bash's
+# handler (an EXIT trap makes bash catch SIGTERM), which loses it or runs the
+# trap there (test_signal_grant.sh says more)
+wait_exec() { local i; for ((i = 0; i < 1000; i++)); do [[ /proc/$1/exe -ef $ZKLOCK ]] && return 0; kill -0 "$1" 2>/dev/null || return 1; sleep 0.002; done; return 1; }
 # a COMMAND that touches $1, then holds until $2 exists (at most 30 s): a
 # term the checks end, not the clock (fixed ones of 2 and 3 s ran out under
 # load before their checks were done)
@@ -131,6 +136,7 @@ rm -f "$work/go"
 "$ZKLOCK" "$p" -- sh -c "$(holding "$work/h2" "$work/go")" & pids+=($!)
 wait_file "$work/h2"
 "$ZKLOCK" -w 30 "$p" -- true 2>/dev/null & zp=$!
+wait_exec $zp
 sleep 0.5
 t0=$(ms); kill -INT $zp; wait $zp; rc=$?; took=$(( $(ms) - t0 ))
 check "SIGINT while waiting: exit 130 at once (rc=$rc, ${took} ms)" test $rc = 130 -a $took -lt 3000
