@@ -522,7 +522,7 @@ async_line_raw are the same waits made by raw libzookeeper_mt sessions (create, 
 the node ahead; 3 requests a wait): the ZooKeeper client's own share, which the last column
 takes off (the median of the rounds' differences). zklock's waiter next in line also watches
 its own node (4 requests a wait): no hand-off without it proven there (issue 56). Every
-workload measures once its last request's answer has had 200 ms to come back. A session's waits share their listings (src/requests/shared.c), and a
+workload measures once its last request's answer has had 200 ms to come back. A session's waits share their listings (src/requests/pending.c), and a
 listing of 16 KiB or more is mapped on its own, out of the malloc arenas (src/requests/call.c).
 
 | workload | waits | sessions | requests per wait | heap bytes per wait | RSS bytes per wait (by round) \

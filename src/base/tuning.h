@@ -98,7 +98,7 @@
 
 /* ---- requests ---- */
 
-/* Slots of a session's shared-listing table (requests/shared.c), by path hash. */
+/* Slots of a session's shared-listing table (requests/pending.c), by path hash. */
 /* Not measured: a guess; a session waits on a few paths at once. */
 #define ZKL_LIST_SLOTS 16
 /* A listing's block from this size (bytes) is mapped on its own, not taken

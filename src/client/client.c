@@ -425,7 +425,7 @@ static zkl_status close_forked(zkl_client *c)
     }
     pthread_mutex_unlock(&c->mu);
     for (i = 0; i < 2; i++) {
-        if (s[i] && c->hooks.lists_free) /* its table of shared listings (requests/shared.c) */
+        if (s[i] && c->hooks.lists_free) /* its table of shared listings (requests/pending.c) */
             c->hooks.lists_free(s[i]);
         free(s[i]);
     }

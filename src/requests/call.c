@@ -44,7 +44,7 @@ call *zkl__call_new(zkl__session *s)
     return k;
 }
 
-/* A new call whose requester is told by fn(arg) when it is done (pending.c, shared.c). */
+/* A new call whose requester is told by fn(arg) when it is done (pending.c). */
 call *zkl__call_new_told(zkl__session *s, void (*fn)(void *arg), void *arg)
 {
     call *k = zkl__call_new(s);
@@ -157,7 +157,7 @@ void zkl__on_create(int rc, const char *value, const struct Stat *stat, const vo
  * strings. One allocation per listing, not one per name: a long line's
  * listings, taken by every waiter that joins it, would otherwise leave the
  * heap in small pieces (a line of 1000 waits held 5 KB of RSS each, not
- * 1.3). The waiters that share one listing (shared.c) share the block.
+ * 1.3). The waiters that share one listing (pending.c) share the block.
  *
  * A block of ZKL_NAMES_MAP_MIN (base/tuning.h) or more is mapped on its
  * own instead of taken from malloc: such blocks come and go with every

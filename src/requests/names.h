@@ -11,7 +11,7 @@
 
 /*
  * A listing: v and its names are one reference-counted block, shared by the
- * waiters a listing answered (requests/shared.c). Read-only, except that the
+ * waiters a listing answered (requests/pending.c). Read-only, except that the
  * holder of the only reference (a listing of a blocking call) may reorder v.
  */
 typedef struct zkl__names {

@@ -34,7 +34,7 @@ zkl__req *zkl__req_children(zkl__session *s, const char *path, zkl__watch *w, zk
                             void *arg, int *rc);
 /*
  * getChildren with no watch, answered by a listing of path on s sent after
- * this call (requests/shared.c): it may be one this session's other waiters
+ * this call (requests/pending.c): it may be one this session's other waiters
  * share. What it shows is no older than what a listing of one's own shows.
  */
 zkl__req *zkl__req_children_shared(zkl__session *s, const char *path, zkl__req_fn fn, void *arg,

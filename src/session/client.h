@@ -11,7 +11,7 @@
  * ZooKeeper delivery (session/transport.c) only takes c->mu briefly to record an event and
  * broadcast c->cv; it runs no user code, and makes no ZooKeeper call but
  * one: the asynchronous send of a session's next shared listing
- * (requests/shared.c). User
+ * (requests/pending.c). User
  * callbacks and session replacement run on the client's worker thread.
  */
 #ifndef ZKL_SESSION_CLIENT_H
@@ -55,7 +55,7 @@ typedef struct zkl__session {
     bool expired;        /* the server said so, or it was lost locally */
     bool retired;        /* no longer the client's current session */
     zkl__watch *watches; /* tokens the ZooKeeper client may still call (utlist) */
-    /* the requests layer's shared listings (requests/shared.c): made at the
+    /* the requests layer's shared listings (requests/pending.c): made at the
      * session's first, closed and freed through the hooks lists_closing and
      * lists_free when the session is destroyed */
     struct zkl__lists *_Atomic lists;
@@ -459,7 +459,7 @@ zkl_status zkl__refuse_on_worker(struct zkl_client *c, const char *fn);
 int zkl__listener_add(struct zkl_client *c, zkl__listener_fn fn, void *ctx);
 void zkl__listener_remove(struct zkl_client *c, int id);
 
-/* ---- watch tokens (watch.c) ---- */
+/* ---- watch tokens (session.c, last) ---- */
 
 /* A new token (refs: caller + ZooKeeper), and the caller's drop (no notice after it). */
 zkl__watch *zkl__watch_new(zkl__session *s);

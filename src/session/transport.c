@@ -14,7 +14,7 @@
  * watcher of the copy, run once zookeeper_process (or a failed send) has
  * returned, holding nothing of ours, on the poller or on the thread whose
  * send failed; it records and signals (the one call one makes, the next
- * shared listing's, is asynchronous: requests/shared.c).
+ * shared listing's, is asynchronous: requests/pending.c).
  *
  * Deferred deliveries: a thread-local list while the thread is inside the
  * library (zk_depth > 0). The poller runs its own; another thread's (a send

@@ -486,7 +486,7 @@ static void count_gone(zkl_log_level level, const char *message, void *ud)
 
 /*
  * Many waits outstanding from one thread, no thread per waiter. The waits of
- * one session share their listings (requests/shared.c): each costs its
+ * one session share their listings (requests/pending.c): each costs its
  * create and its watch, and a listing sent after its create, which shows its
  * node (a listing sent before it would not: the wait would take its node for
  * gone and join the line again).

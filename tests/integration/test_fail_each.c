@@ -531,7 +531,7 @@ static void on_report_release(zkl_op *op, zkl_status st, const char *msg, void *
 /*
  * A short line of LINE async waits on one path behind the holder, started
  * back to back: the later ones join the listing after the first's
- * (requests/shared.c), so its failures (a joiner's, the next listing's send)
+ * (requests/pending.c), so its failures (a joiner's, the next listing's send)
  * are among those failed in turn. Each grant releases from its callback.
  */
 #define LINE 3

@@ -231,7 +231,7 @@ Test(guarded, every_kind_of_hold_writes_while_held, .timeout = 120)
 
 /* The ephemeral nodes at most two levels under dir: the holds' own. Not the
  * semaphore's internal mutex at dir/locks: it is released once the lease is
- * made, but its delete is held back a moment (core/engine/internals.c), so a
+ * made, but its delete is held back a moment (core/engine/internals.c, the release), so a
  * listing can still see the node just before it goes. */
 static int own_nodes(zhandle_t *zh, const char *dir, char **out, int max, int depth)
 {

@@ -1,6 +1,6 @@
 /*
  * test_driver.c - the drivers' decisions (core/policy/drivers.c) and the core's
- * reading of them (core/policy/decide.c: the hand-off and the look-ahead) on
+ * reading of them (core/policy/drivers.c, zkl__decide: the hand-off and the look-ahead) on
  * hand-made child lists: who holds, whom to watch, foreign names. Each view
  * is found in one pass over the listing as given (zkl__line_of) and checked
  * against the view from the full sort (zkl__line_at). No server.

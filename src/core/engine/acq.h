@@ -220,15 +220,15 @@ struct zkl__acq {
 
 /*
  * A new aq for args a (copied: a's strings must outlive the acquire). blocking:
- * run by the caller (zkl__acq_run_blocking), else by the worker, which calls
+ * run by the caller (zkl__lock_acquire), else by the worker, which calls
  * done_fn(aq, arg) on its thread when it is done. NULL on no memory.
  */
 zkl__acq *zkl__acq_new(zkl_client *c, const zkl__acquire_args *a, bool blocking,
                        zkl__acq_done_fn done_fn, void *arg);
 /* The client's engine, made if need be (NULL: no memory). Caller holds c->mu. */
 struct zkl__engine *zkl__engine_locked(zkl_client *c);
-/* Start it: the blocking owner runs it to the end; an async one goes to the worker. */
-void zkl__acq_run_blocking(zkl__acq *aq);
+/* Start an async aq: it goes to the worker. (A blocking one is run by
+ * zkl__lock_acquire, internals.h, on its caller's thread.) */
 void zkl__acq_start_async(zkl__acq *aq);
 /* Free a done aq (nothing of it is in flight any more). */
 void zkl__acq_free(zkl__acq *aq);

@@ -41,7 +41,9 @@
 #include "base/tuning.h"
 #include "client/fork.h"
 #include "core/engine/acq.h"
+#include "core/engine/internals.h"
 #include "core/engine/room.h"
+#include "services/lease.h"
 #include "services/revoke.h"
 #include "requests/calls.h"
 
@@ -274,7 +276,8 @@ static bool sleep_blocking_locked(zkl__acq *aq, pthread_cond_t *cv, bool *no_fd)
     return zkl__has(aq->mu_flags, ZKL__AM_READY) || zkl__now_ms() < aq->wake_ms;
 }
 
-void zkl__acq_run_blocking(zkl__acq *aq)
+/* Run a blocking aq to its end on the caller's thread. */
+static void run_blocking(zkl__acq *aq)
 {
     zkl_client *c = aq->c;
     pthread_cond_t cv;
@@ -307,6 +310,28 @@ void zkl__acq_run_blocking(zkl__acq *aq)
     pthread_cond_destroy(&cv);
     if (aq->st != ZKL_OK) /* the step that failed may have run on another thread */
         zkl__fail(aq->st, "%s", aq->msg ? aq->msg : "out of memory");
+}
+
+/* The blocking acquire of internals.h: one operation, run on this thread. */
+zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
+{
+    zkl__acq *aq;
+    zkl_status st = zkl__refuse_on_worker(c, "a blocking acquire");
+    if (zkl__forked(c))
+        return zkl__closed_fail(c, a->path);
+    if (st != ZKL_OK)
+        return zkl__fail_prefix(st, "%s: ", a->path);
+    if (!(aq = zkl__acq_new(c, a, true, NULL, NULL)))
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
+    run_blocking(aq);
+    st = aq->st;
+    if (st == ZKL_OK) {
+        zkl__acq_take_hold(aq, hold);
+    }
+    zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
+    zkl__acq_free(aq);
+    return st;
 }
 
 void zkl__acq_start_async(zkl__acq *aq)

@@ -1,8 +1,7 @@
 /*
  * internals.c - the lock-internals core's entry points for the recipes
- * (see internals.h): a blocking acquire, handed to the engine as one
- * operation (engine.c); the release with its guaranteed cleanup; and the
- * queries on a path.
+ * (see internals.h), beside the blocking acquire (engine.c, where it is
+ * run): the release with its guaranteed cleanup, and the queries on a path.
  *
  * The acquire's steps (create.c, wait.c, grant.c) follow Curator's
  * LockInternals.attemptLock, with three changes that matter under faults:
@@ -45,27 +44,6 @@ static int hold_back_us(zkl_client *c, bool alone)
 {
     return (int)ZKL_TUNE(c, HOLD_BACK_US,
                          alone ? ZKL_HOLD_BACK_ALONE_US : ZKL_HOLD_BACK_CONTENDED_US);
-}
-
-zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold)
-{
-    zkl__acq *aq;
-    zkl_status st = zkl__refuse_on_worker(c, "a blocking acquire");
-    if (zkl__forked(c))
-        return zkl__closed_fail(c, a->path);
-    if (st != ZKL_OK)
-        return zkl__fail_prefix(st, "%s: ", a->path);
-    if (!(aq = zkl__acq_new(c, a, true, NULL, NULL)))
-        return zkl__fail(ZKL_ENOMEM, "out of memory");
-    zkl__lease_users(c, 0, 1); /* renewed while we wait: a hand-off then needs no sync */
-    zkl__acq_run_blocking(aq);
-    st = aq->st;
-    if (st == ZKL_OK) {
-        zkl__acq_take_hold(aq, hold);
-    }
-    zkl__lease_users(c, st == ZKL_OK ? 1 : 0, -1);
-    zkl__acq_free(aq);
-    return st;
 }
 
 /* A release in a fork()ed child: the hold is the parent's; nothing is sent. */

@@ -23,6 +23,7 @@
  * ZKL_OK with *hold filled, or an error with nothing of ours left behind
  * (deletes that fail are retried in the background). If the session is lost
  * while waiting, starts again with a new node in the next session.
+ * (engine.c, where the operation runs; the rest here: internals.c)
  */
 zkl_status zkl__lock_acquire(zkl_client *c, const zkl__acquire_args *a, zkl__hold *hold);
 /* The number of children of path (its stat's, one request of O(1) size; 0 if it is gone). */

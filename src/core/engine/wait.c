@@ -3,8 +3,8 @@
  * find our view of the line (one pass, no sort: core/policy/driver.h), ask the driver, watch the
  * one node it names (or the child list), sleep until that watch fires, and again. Two changes of
  * ours: a waiter may also watch the node ahead of its own (the look-ahead), so that the hand-off to
- * it needs no listing (core/policy/decide.c), and a listing taken after our session changed is
- * never trusted (CURATOR-604).
+ * it needs no listing (core/policy/drivers.c, zkl__decide), and a listing taken after our session
+ * changed is never trusted (CURATOR-604).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,12 @@
 /*
- * reentrant.c - see reentrant.h.
+ * reentrant.c - see reentrant.h: first the per-thread table of holds, then
+ * the side (a lock path and its driver) that stands on it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "services/lease.h"
+#include "services/revoke.h"
 #include "core/objects/cohort.h"
 #include "core/objects/stats.h"
 #include "core/objects/reentrant.h"
@@ -12,18 +14,184 @@
 #include "base/status.h"
 #include "base/util.h"
 
+/* ---- the per-thread table of holds ---- */
+
+static void holders_init(zkl__holders *h)
+{
+    pthread_mutex_init(&h->mu, NULL);
+    h->table = NULL;
+}
+
+/* Frees the table; the caller has checked it is empty. */
+static void holders_destroy(zkl__holders *h)
+{
+    zkl__holder *e, *tmp;
+    // NOLINTBEGIN(clang-analyzer-unix.Malloc): uthash's safe-delete loop
+    HASH_ITER(hh, h->table, e, tmp)
+    {
+        HASH_DEL(h->table, e);
+        zkl__revwatch_stop(e->hold.rev);
+        free(e->hold.node);
+        free(e);
+    }
+    // NOLINTEND(clang-analyzer-unix.Malloc)
+    pthread_mutex_destroy(&h->mu);
+}
+
+/*
+ * If the calling thread holds: count it up and return 1 (or return -1 with
+ * nothing changed if its hold was lost). Return 0 if it holds nothing.
+ */
+static int holders_reenter(zkl__holders *h, zkl_client *c)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    int r = 0;
+    uint64_t epoch = 0;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (e)
+        epoch = e->hold.epoch;
+    pthread_mutex_unlock(&h->mu);
+    if (!e)
+        return 0;
+    /* Only this thread changes its own entry, so e stays valid here. */
+    if (!zkl__hold_alive(c, epoch))
+        return -1;
+    pthread_mutex_lock(&h->mu);
+    e->count++;
+    r = 1;
+    pthread_mutex_unlock(&h->mu);
+    return r;
+}
+
+/* Record a new hold (count 1) for the calling thread. Takes hold->node. */
+static zkl_status holders_add(zkl__holders *h, zkl__hold *hold)
+{
+    zkl__holder *e = calloc(1, sizeof *e);
+    if (!e)
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    e->tid = zkl__thread_id();
+    e->count = 1;
+    e->hold = *hold;
+    pthread_mutex_lock(&h->mu);
+    HASH_ADD(hh, h->table, tid, sizeof e->tid, e);
+    pthread_mutex_unlock(&h->mu);
+    if (!e->hh.tbl) { /* not added (out of memory: base/hash.h): the caller still has the hold */
+        free(e);
+        return zkl__fail(ZKL_ENOMEM, "out of memory");
+    }
+    hold->node = NULL;
+    return ZKL_OK;
+}
+
+/*
+ * Count down the calling thread's hold. ZKL_ENOTOWNER if it holds nothing.
+ * At zero the entry is removed and its hold moved to *last (last->node set);
+ * otherwise last->node is NULL.
+ */
+static zkl_status holders_leave(zkl__holders *h, zkl__hold *last)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    memset(last, 0, sizeof *last);
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (!e) {
+        pthread_mutex_unlock(&h->mu);
+        return zkl__fail(ZKL_ENOTOWNER, "the calling thread does not hold this lock");
+    }
+    if (--e->count == 0) {
+        HASH_DEL(h->table, e);
+        *last = e->hold;
+        free(e);
+    } else {
+        last->epoch = e->hold.epoch;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ZKL_OK;
+}
+
+/* A copy of the calling thread's hold (ZKL_ENOTOWNER if none). */
+static zkl_status holders_get(zkl__holders *h, zkl__hold *out)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    zkl_status st;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    st = e ? zkl__hold_copy(&e->hold, out)
+           : zkl__fail(ZKL_ENOTOWNER, "the calling thread does not hold this lock");
+    pthread_mutex_unlock(&h->mu);
+    return st;
+}
+
+/* Whether the calling thread has an entry, and (if epoch) its session epoch.
+ * Allocates nothing, so that out of memory never reads as "not held". */
+static bool holders_has(zkl__holders *h, uint64_t *epoch)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (e && epoch)
+        *epoch = e->hold.epoch;
+    pthread_mutex_unlock(&h->mu);
+    return e != NULL;
+}
+
+/* True if any thread holds through session epoch. */
+bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch)
+{
+    zkl__holder *e, *tmp;
+    bool found = false;
+    pthread_mutex_lock(&h->mu);
+    HASH_ITER(hh, h->table, e, tmp)
+    {
+        // cppcheck-suppress uninitvar ; HASH_ITER sets e before the body runs
+        if (e->hold.epoch == epoch)
+            found = true;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return found;
+}
+
+/* Remember the calling thread's token once it was fetched. */
+static void holders_set_token(zkl__holders *h, int64_t czxid)
+{
+    uint64_t tid = zkl__thread_id();
+    zkl__holder *e;
+    pthread_mutex_lock(&h->mu);
+    HASH_FIND(hh, h->table, &tid, sizeof tid, e);
+    if (e)
+        e->hold.czxid = czxid;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Number of threads holding. */
+unsigned zkl__holders_count(zkl__holders *h)
+{
+    unsigned n;
+    pthread_mutex_lock(&h->mu);
+    n = HASH_COUNT(h->table);
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+/* ---- the side ---- */
+
 void zkl__side_init(zkl__side *sd, zkl_client *c, const char *path, const zkl__driver *d)
 {
     memset(sd, 0, sizeof *sd);
     sd->c = c;
     sd->path = path;
     sd->driver = d;
-    zkl__holders_init(&sd->holders);
+    holders_init(&sd->holders);
 }
 
 void zkl__side_destroy(zkl__side *sd)
 {
-    zkl__holders_destroy(&sd->holders);
+    holders_destroy(&sd->holders);
     zkl__cohort_free(sd->cohort);
     sd->cohort = NULL;
 }
@@ -167,7 +335,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
     st = zkl__side_mode(sd, ZKL__MODE_THREAD, "acquire");
     if (st != ZKL_OK)
         return st;
-    re = zkl__holders_reenter(&sd->holders, sd->c);
+    re = holders_reenter(&sd->holders, sd->c);
     if (re > 0) {
         zkl__stats_acquired(sd->stats, sd->c, NULL, NULL, zkl__now_us() - t0);
         return ZKL_OK;
@@ -181,7 +349,7 @@ zkl_status zkl__side_acquire(zkl__side *sd, int timeout_ms, const void *ctx,
         return st;
     }
     zkl__stats_mark(sd->stats, sd->c, &hold, sd); /* the table's copy carries the tally */
-    st = zkl__holders_add(&sd->holders, &hold);
+    st = holders_add(&sd->holders, &hold);
     if (st != ZKL_OK) {
         zkl__stats_unmark(sd->c, &hold);
         (void)let_go(sd, &hold, true);
@@ -210,7 +378,7 @@ zkl_status zkl__side_release_ex(zkl__side *sd, bool may_pass)
     zkl_status st;
     if (zkl__forked(sd->c))
         return forked_lost(sd);
-    st = zkl__holders_leave(&sd->holders, &last);
+    st = holders_leave(&sd->holders, &last);
     if (st != ZKL_OK)
         return st;
     if (!last.node) /* still held at a lower level */
@@ -230,13 +398,13 @@ zkl_status zkl__side_release(zkl__side *sd)
 
 bool zkl__side_has_entry(zkl__side *sd)
 {
-    return !zkl__forked(sd->c) && zkl__holders_has(&sd->holders, NULL);
+    return !zkl__forked(sd->c) && holders_has(&sd->holders, NULL);
 }
 
 bool zkl__side_is_held(zkl__side *sd)
 {
     uint64_t epoch;
-    return !zkl__forked(sd->c) && zkl__holders_has(&sd->holders, &epoch) &&
+    return !zkl__forked(sd->c) && holders_has(&sd->holders, &epoch) &&
            zkl__hold_alive(sd->c, epoch);
 }
 
@@ -246,7 +414,7 @@ zkl_status zkl__side_current(zkl__side *sd, zkl__hold *h)
     memset(h, 0, sizeof *h);
     if (zkl__forked(sd->c))
         return forked_lost(sd);
-    st = zkl__holders_get(&sd->holders, h);
+    st = holders_get(&sd->holders, h);
     if (st != ZKL_OK)
         return st;
     if (!zkl__hold_alive(sd->c, h->epoch)) {
@@ -266,7 +434,7 @@ zkl_status zkl__side_token(zkl__side *sd, int64_t *token)
     if (h.czxid == 0) { /* the create rode in a multi: ask once, remember */
         st = zkl__hold_token(sd->c, &h, &h.czxid);
         if (st == ZKL_OK)
-            zkl__holders_set_token(&sd->holders, h.czxid);
+            holders_set_token(&sd->holders, h.czxid);
     }
     *token = h.czxid;
     free(h.node);
@@ -301,7 +469,7 @@ zkl_status zkl__side_lease_remaining(zkl__side *sd, int64_t *ms)
     uint64_t epoch;
     if (zkl__forked(sd->c))
         return forked_lost(sd);
-    if (!zkl__holders_has(&sd->holders, &epoch))
+    if (!holders_has(&sd->holders, &epoch))
         return zkl__fail(ZKL_ENOTOWNER, "%s: this thread does not hold it", sd->path);
     return zkl__lease_remaining(sd->c, epoch, sd->path, ms);
 }

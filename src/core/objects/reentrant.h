@@ -1,17 +1,42 @@
 /*
  * reentrant.h - the thin reentrancy layer of Curator's InterProcessMutex,
  * shared by zkl_mutex and both sides of zkl_rwlock: a lock path, a driver,
- * and a per-thread table of holds. Everything that talks to ZooKeeper is in
- * the core (internals.c).
+ * and a per-thread table of holds (its functions first in reentrant.c).
+ * Everything that talks to ZooKeeper is in the core (engine.c, internals.c).
  */
 #ifndef ZKL_REENTRANT_H
 #define ZKL_REENTRANT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
-#include "core/objects/holders.h"
+#include "base/hash.h"
 #include "core/engine/internals.h"
 #include "zklock/guard.h"
+
+/*
+ * The per-thread table behind reentrancy: who holds a lock object in this
+ * process, how many times, and through which node. Keyed by
+ * zkl__thread_id(); a uthash table guarded by its own mutex, never held
+ * across a ZooKeeper call (reentrant.c, first).
+ */
+typedef struct zkl__holder {
+    uint64_t tid;
+    int count;
+    zkl__hold hold;
+    UT_hash_handle hh;
+} zkl__holder;
+
+typedef struct zkl__holders {
+    pthread_mutex_t mu;
+    zkl__holder *table;
+} zkl__holders;
+
+/* True if any thread holds through session epoch. */
+bool zkl__holders_in_epoch(zkl__holders *h, uint64_t epoch);
+
+/* Number of threads holding. */
+unsigned zkl__holders_count(zkl__holders *h);
 
 typedef struct zkl__side {
     zkl_client *c;

@@ -88,7 +88,7 @@ bool zkl__view(const zkl__driver *d, char *const *names, size_t n, const char *s
  * mutex's), for listings of a mutex, a read/write lock or an election. */
 const zkl__driver *zkl__driver_of(const char *name);
 
-/* Ask d about its view l and add the core's flags. */
+/* Ask d about its view l and add the core's flags (drivers.c, last). */
 zkl__verdict zkl__decide(const zkl__driver *d, const zkl__line *l, const void *ctx);
 
 #endif
