@@ -35,6 +35,8 @@ struct zkl_client;
     X(NEXT_UUID)         /* io: char[37], the UUID of this protected create; answer 1 if set */    \
     X(DELETE_LOST)       /* a foreground lock-node delete fails with connection loss */            \
     X(BG_DELETE_LOST)    /* a background delete try fails so (c->mu held) */                       \
+    X(KEPT_CALL_MS)      /* a blocking call kept in a slot (zkl__call_keep_in), answered, sleeps   \
+                            this long before it lets go of the slot (no lock) */                   \
     X(DEAF_BELLS)        /* the bells of c's waits are not heard (c->mu held) */                   \
     X(NOTE_DELAY_MS)     /* a waiter sleeps this long before its node is noted made */             \
     X(DISPATCH_PAUSE_US) /* zkl_client_dispatch pauses between its two steps */                    \

@@ -43,6 +43,12 @@
  * is taken under the xid lock. So every lock the handler waits for is let
  * go without it.
  *
+ * The worker's try of a queued delete is kept so too: the delete, off the
+ * queue, and the request in flight, answered or not (services/cleanup.c,
+ * zkl__call_keep_in); the child's close frees them. Without it a fork in
+ * that round trip (zklock(1)'s lease watchdog, forked as the lock comes
+ * after a session was lost) lost both in the child.
+ *
  * What it cannot save: memory that another thread of the parent holds only
  * on its stack at the fork (a caller of ours in the middle of a call, the
  * worker in the few instructions between a step's malloc and the link that

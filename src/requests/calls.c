@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/util.h"
 #include "requests/call.h"
 #include "requests/calls.h"
@@ -42,10 +43,34 @@ int zkl__call_wait(zkl__req *k, bool *answered)
     return rc;
 }
 
+static _Thread_local struct zkl__call **kept_slot;
+static _Thread_local pthread_mutex_t *kept_mu;
+
+void zkl__call_keep_in(struct zkl__call **slot, pthread_mutex_t *mu)
+{
+    kept_slot = slot;
+    kept_mu = mu;
+}
+
+static void keep(zkl__req *k)
+{
+    pthread_mutex_lock(kept_mu);
+    *kept_slot = k;
+    pthread_mutex_unlock(kept_mu);
+}
+
 static int req_wait(zkl__req *k)
 {
     bool answered;
-    return zkl__call_wait(k, &answered);
+    int rc, ms;
+    if (!kept_slot)
+        return zkl__call_wait(k, &answered);
+    keep(k);
+    rc = zkl__call_wait(k, &answered);
+    if ((ms = ZKL_FAULT(k->c, KEPT_CALL_MS, NULL)) > 0)
+        zkl__sleep_ms(ms);
+    keep(NULL); /* (the caller takes the results and lets go: a few instructions on) */
+    return rc;
 }
 
 /* Wait for a request sent (k) or not (NULL, with send_rc); the rc. Keeps k. */

@@ -21,6 +21,16 @@
  */
 int64_t zkl__call_deadline(int64_t deadline);
 
+/*
+ * From now on, this thread's blocking calls each keep their call in *slot
+ * (set under mu) while they wait for it, so that what the thread has in
+ * flight is reachable from a struct of its owner's, not only from this
+ * thread's stack: a fork()ed child, which has no copy of this thread,
+ * reaches it there (client/fork.c). slot NULL: no longer.
+ */
+struct zkl__call;
+void zkl__call_keep_in(struct zkl__call **slot, pthread_mutex_t *mu);
+
 int zkl__zk_children(zkl__session *s, const char *path, zkl__names *out);
 int zkl__zk_exists(zkl__session *s, const char *path, struct Stat *stat);
 int zkl__zk_get(zkl__session *s, const char *path, char **data, int *len, struct Stat *stat);

@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "base/tsan.h"
 #include "base/util.h"
+#include "requests/call.h"
 #include "requests/calls.h"
 #include "requests/rc.h"
 #include "services/cleanup.h"
@@ -43,7 +44,12 @@ struct zkl__cleanup {
     int failures;            /* tries failed in a row (the backoff) */
     int flying_n;
     int drainers; /* threads waiting for deletes to finish (on c->cv) */
-    bool busy;    /* the worker is trying a queued delete */
+    /* The delete the worker is trying, off the queue, and the request of it
+     * in flight (zkl__call_keep_in): reachable from the client, not only
+     * from the worker's stack, so that a fork()ed child reaches them
+     * (client/fork.c) and frees them with its copy of the client. */
+    bgdel *trying;
+    struct zkl__call *call;
     uint64_t queued;
 };
 
@@ -70,6 +76,12 @@ void zkl__cleanup_free(zkl_client *c)
         n = d->next;
         bg_free(d);
     }
+    /* (set only in a fork()ed child: the parent's worker, gone here, was
+     * trying them; a close joins the worker first) */
+    if (c->cleanup->trying)
+        bg_free(c->cleanup->trying);
+    if (c->cleanup->call)
+        zkl__call_free(c->cleanup->call);
     /* Held-back deletes are flushed before a close; in a fork()ed child they
      * are the parent's, and only their memory is ours (their sessions go
      * with the client). */
@@ -157,13 +169,15 @@ int64_t zkl__bg_turn(zkl_client *c, int64_t now_us)
         return k->retry_at_us;
     fault = ZKL_FAULT(c, BG_DELETE_LOST, NULL) != 0;
     DL_DELETE(k->queue, d);
-    k->busy = true;
+    k->trying = d;
     s->refs++;
     pthread_mutex_unlock(&c->mu);
+    zkl__call_keep_in(&k->call, &c->mu);
     rc = fault ? ZCONNECTIONLOSS : bg_try(s, d);
+    zkl__call_keep_in(NULL, NULL);
     zkl__session_put(s);
     pthread_mutex_lock(&c->mu);
-    k->busy = false;
+    k->trying = NULL;
     if (rc == ZOK ||
         !(zkl__rc_kind_of(rc) == ZKL__RC_RETRY || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)) {
         if (rc != ZOK)
@@ -372,7 +386,7 @@ zkl_status zkl__cleanup_drain(zkl_client *c, int64_t deadline, bool all)
     zkl__flush_held_back(c, false);
     pthread_mutex_lock(&c->mu);
     k->drainers++;
-    while (k->flying_n > 0 || (all && (k->queue || k->busy))) {
+    while (k->flying_n > 0 || (all && (k->queue || k->trying))) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             st = zkl__fail(ZKL_ETIMEDOUT, "background deletes still pending");
             break;
