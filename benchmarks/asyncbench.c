@@ -90,6 +90,50 @@ static void memory_now(size_t *heap, long *rss_kb)
     *rss_kb = bu_rss_kb();
 }
 
+/* How often, and how many times at most, memory_settled reads (100 ms, 10 s). */
+#define SETTLE_STEP_US 100000
+#define SETTLE_READINGS 100
+
+/* A reading of memory_settled: the first one, and the settled one. */
+typedef struct settled {
+    size_t heap, first_heap;
+    long rss_kb;
+    int ms; /* from the first reading to the settled one */
+} settled;
+
+/*
+ * Memory once the heap has stopped changing: memory_now every
+ * SETTLE_STEP_US until two readings in a row differ by less than a byte a
+ * wait (n waits). A library's answers can still be on their way through
+ * its threads after its last request has gone out: zklock's 10,000 pending
+ * waits read 2462 heap bytes a wait at once, 1871 from 400 ms on, then no
+ * change (2026-11-30). The settled reading is what the waits hold; the
+ * first, what was in transit too (the JSON lines keep both).
+ */
+static settled memory_settled(int n)
+{
+    settled m = {0};
+    size_t last;
+    int i;
+    memory_now(&m.heap, &m.rss_kb);
+    m.first_heap = m.heap;
+    for (i = 1; i < SETTLE_READINGS; i++) {
+        last = m.heap;
+        usleep(SETTLE_STEP_US);
+        memory_now(&m.heap, &m.rss_kb);
+        if ((m.heap > last ? m.heap - last : last - m.heap) < (size_t)n)
+            break;
+        m.ms = i * (SETTLE_STEP_US / 1000);
+    }
+    return m;
+}
+
+/* The heap bytes a wait between two readings (the first of after, or its settled one). */
+static double heap_per_wait(const settled *before, const settled *after, bool first, int n)
+{
+    return ((double)(first ? after->first_heap : after->heap) - (double)before->heap) / n;
+}
+
 static uint64_t requests_of(zkl_client **cs, int n)
 {
     uint64_t sum = 0;
@@ -215,8 +259,7 @@ static int bench_pending(void)
     zkl_client *holder = open_client(), *c = open_client();
     zkl_mutex **hm, **wm;
     zkl_op **hops, **wops;
-    long rss_objects, rss_pending;
-    size_t heap_objects, heap_pending;
+    settled objects, pending;
     int i, n = opt_paths, threads_before, threads_after;
     uint64_t req0;
     if (!holder || !c)
@@ -236,23 +279,26 @@ static int bench_pending(void)
     wm = make_mutexes(&c, 1, parent, n, false);
     wops = calloc((size_t)n, sizeof *wops);
     usleep(200000); /* the holder's last acquires are freed (as pending_raw's settle) */
-    memory_now(&heap_objects, &rss_objects);
+    objects = memory_settled(n);
     threads_before = threads_now();
     req0 = requests_of(&c, 1);
     for (i = 0; i < n; i++)
         zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, count_cb, NULL, &wops[i]);
-    /* each wait: its create and listing, then the watch on the holder's node */
+    /* each wait: its create and listing, then the watch on the holder's node
+     * (and, next in line, the one on its own: 4 in all) */
     wait_requests(&c, 1, req0 + 3 * (uint64_t)n);
     usleep(200000); /* the last completions return (as pending_raw's) */
-    memory_now(&heap_pending, &rss_pending);
+    pending = memory_settled(n);
     threads_after = threads_now();
     printf("{\"lib\":\"%s\",\"workload\":\"async_pending\",\"waits\":%d,"
            "\"sessions\":1,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
-           "\"requests_per_wait\":%.2f,\"errors\":%d}\n",
-           lib, n, rss_objects, rss_pending, (double)(rss_pending - rss_objects) * 1024 / n,
-           ((double)heap_pending - (double)heap_objects) / n, threads_before, threads_after,
-           (double)(requests_of(&c, 1) - req0) / n, atomic_load(&errors));
+           "\"heap_bytes_per_wait\":%.0f,\"heap_bytes_per_wait_unsettled\":%.0f,\"settle_ms\":%d,"
+           "\"threads_before\":%d,\"threads_after\":%d,\"requests_per_wait\":%.2f,\"errors\":%d}\n",
+           lib, n, objects.rss_kb, pending.rss_kb,
+           (double)(pending.rss_kb - objects.rss_kb) * 1024 / n,
+           heap_per_wait(&objects, &pending, false, n), heap_per_wait(&objects, &pending, true, n),
+           pending.ms, threads_before, threads_after, (double)(requests_of(&c, 1) - req0) / n,
+           atomic_load(&errors));
     fflush(stdout);
     atomic_store(&ended, 0);
     for (i = 0; i < n; i++)
@@ -278,8 +324,7 @@ static int bench_line(void)
     zkl_client *holder = open_client(), **cs = calloc((size_t)opt_sessions, sizeof *cs);
     zkl_mutex *hm, **wm;
     zkl_op **wops;
-    long rss_before, rss_pending;
-    size_t heap_before, heap_pending;
+    settled before, pending;
     int i, n = opt_waiters, threads_before, threads_after;
     int64_t t0;
     double secs;
@@ -303,14 +348,14 @@ static int bench_line(void)
     }
     wm = make_mutexes(cs, opt_sessions, parent, n, true);
     wops = calloc((size_t)n, sizeof *wops);
-    memory_now(&heap_before, &rss_before);
+    before = memory_settled(n);
     threads_before = threads_now();
     req0 = requests_of(cs, opt_sessions);
     for (i = 0; i < n; i++)
         zkl_mutex_acquire_async(wm[i], ZKL_WAIT_FOREVER, release_cb, NULL, &wops[i]);
     /* each wait: its create and its watch at least (the session's waits share listings) */
     wait_requests(cs, opt_sessions, req0 + 2 * (uint64_t)n);
-    memory_now(&heap_pending, &rss_pending);
+    pending = memory_settled(n);
     threads_after = threads_now();
     requests = requests_of(cs, opt_sessions) - req0;
     t0 = bu_now_ns();
@@ -319,13 +364,15 @@ static int bench_line(void)
     secs = (double)(bu_now_ns() - t0) / 1e9;
     printf("{\"lib\":\"%s\",\"workload\":\"async_line\",\"waits\":%d,"
            "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
+           "\"heap_bytes_per_wait\":%.0f,\"heap_bytes_per_wait_unsettled\":%.0f,\"settle_ms\":%d,"
+           "\"threads_before\":%d,\"threads_after\":%d,"
            "\"requests_per_wait\":%.2f,\"drain_seconds\":%.3f,\"handoffs_per_s\":%.1f,"
            "\"errors\":%d}\n",
-           lib, n, opt_sessions, rss_before, rss_pending,
-           (double)(rss_pending - rss_before) * 1024 / n,
-           ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after,
-           (double)requests / n, secs, atomic_load(&granted) / secs, atomic_load(&errors));
+           lib, n, opt_sessions, before.rss_kb, pending.rss_kb,
+           (double)(pending.rss_kb - before.rss_kb) * 1024 / n,
+           heap_per_wait(&before, &pending, false, n), heap_per_wait(&before, &pending, true, n),
+           pending.ms, threads_before, threads_after, (double)requests / n, secs,
+           atomic_load(&granted) / secs, atomic_load(&errors));
     fflush(stdout);
     free_mutexes(wm, n);
     zkl_mutex_destroy(hm);
@@ -439,8 +486,7 @@ static int bench_line_raw(void)
     char parent[256], dir[320], warm[320];
     bu_raw *rs = calloc((size_t)opt_sessions, sizeof *rs);
     raw_wait *ws = calloc((size_t)(opt_waiters + opt_sessions), sizeof *ws);
-    long rss_before, rss_pending;
-    size_t heap_before, heap_pending;
+    settled before, pending;
     int i, n = opt_waiters, threads_before, threads_after, bad = 0;
     if (!rs || !ws)
         return 1;
@@ -454,18 +500,19 @@ static int bench_line_raw(void)
      * these raw waits have no release) */
     if (!raw_line(rs, ws + n, opt_sessions, warm))
         return 1;
-    memory_now(&heap_before, &rss_before);
+    before = memory_settled(n);
     threads_before = threads_now();
     bad = !raw_line(rs, ws, n, dir);
-    memory_now(&heap_pending, &rss_pending);
+    pending = memory_settled(n);
     threads_after = threads_now();
     printf("{\"lib\":\"libzookeeper_mt\",\"workload\":\"async_line_raw\",\"waits\":%d,"
            "\"sessions\":%d,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
-           "\"requests_per_wait\":3.00,\"errors\":%d}\n",
-           n, opt_sessions, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
-           ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after,
-           atomic_load(&errors));
+           "\"heap_bytes_per_wait\":%.0f,\"heap_bytes_per_wait_unsettled\":%.0f,\"settle_ms\":%d,"
+           "\"threads_before\":%d,\"threads_after\":%d,\"requests_per_wait\":3.00,\"errors\":%d}\n",
+           n, opt_sessions, before.rss_kb, pending.rss_kb,
+           (double)(pending.rss_kb - before.rss_kb) * 1024 / n,
+           heap_per_wait(&before, &pending, false, n), heap_per_wait(&before, &pending, true, n),
+           pending.ms, threads_before, threads_after, atomic_load(&errors));
     fflush(stdout);
     for (i = 0; i < opt_sessions; i++)
         bu_raw_close(&rs[i]);
@@ -516,8 +563,7 @@ static int bench_pending_raw(void)
     int i, n = opt_paths, threads_before, threads_after, bad = 0;
     char **dirs = calloc((size_t)n, sizeof *dirs);
     raw_wait *ws = calloc((size_t)n, sizeof *ws);
-    long rss_before, rss_pending;
-    size_t heap_before, heap_pending;
+    settled before, pending;
     if (!dirs || !ws || bu_raw_open(&rs[0], zk_connect, SESSION_MS) != 0 ||
         bu_raw_open(&rs[1], zk_connect, SESSION_MS) != 0)
         return 1;
@@ -537,7 +583,7 @@ static int bench_pending_raw(void)
         return 1;
     }
     usleep(200000); /* the last completions return */
-    memory_now(&heap_before, &rss_before);
+    before = memory_settled(n);
     threads_before = threads_now();
     atomic_store(&raw_ready, 0);
     for (i = 0; i < n; i++) {
@@ -551,15 +597,15 @@ static int bench_pending_raw(void)
     }
     bad = !wait_count(&raw_ready, n);
     usleep(200000); /* the last completions return */
-    memory_now(&heap_pending, &rss_pending);
+    pending = memory_settled(n);
     threads_after = threads_now();
     printf("{\"lib\":\"libzookeeper_mt\",\"workload\":\"async_pending_raw\",\"waits\":%d,"
            "\"sessions\":1,\"rss_kb_before\":%ld,\"rss_kb_pending\":%ld,\"bytes_per_wait\":%.0f,"
-           "\"heap_bytes_per_wait\":%.0f,\"threads_before\":%d,\"threads_after\":%d,"
-           "\"requests_per_wait\":3.00,\"errors\":%d}\n",
-           n, rss_before, rss_pending, (double)(rss_pending - rss_before) * 1024 / n,
-           ((double)heap_pending - (double)heap_before) / n, threads_before, threads_after,
-           atomic_load(&errors));
+           "\"heap_bytes_per_wait\":%.0f,\"heap_bytes_per_wait_unsettled\":%.0f,\"settle_ms\":%d,"
+           "\"threads_before\":%d,\"threads_after\":%d,\"requests_per_wait\":3.00,\"errors\":%d}\n",
+           n, before.rss_kb, pending.rss_kb, (double)(pending.rss_kb - before.rss_kb) * 1024 / n,
+           heap_per_wait(&before, &pending, false, n), heap_per_wait(&before, &pending, true, n),
+           pending.ms, threads_before, threads_after, atomic_load(&errors));
     fflush(stdout);
     bu_raw_close(&rs[1]);
     bu_raw_close(&rs[0]);

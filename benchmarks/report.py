@@ -522,12 +522,22 @@ async_line_raw are the same waits made by raw libzookeeper_mt sessions (create, 
 the node ahead; 3 requests a wait): the ZooKeeper client's own share, which the last column
 takes off (the median of the rounds' differences). zklock's waiter next in line also watches
 its own node (4 requests a wait): no hand-off without it proven there (issue 56). Every
-workload measures once its last request's answer has had 200 ms to come back. A session's waits share their listings (src/requests/pending.c), and a
-listing of 16 KiB or more is mapped on its own, out of the malloc arenas (src/requests/call.c).
+workload reads memory once its last request's answer has had 200 ms to come back, then every
+100 ms until the heap stops changing (two readings within a byte a wait): what the waits
+hold, not what is still on its way through the library's threads. The first reading, with
+that in it, is in brackets. A session's waits share their listings (src/requests/pending.c),
+and a listing of 16 KiB or more is mapped on its own, out of the malloc arenas
+(src/requests/call.c).
 
-| workload | waits | sessions | requests per wait | heap bytes per wait | RSS bytes per wait (by round) \
+| workload | waits | sessions | requests per wait | heap bytes per wait (first reading) | RSS bytes per wait (by round) \
 | threads before / after | line drained, grants/s | heap / RSS beyond the raw client (by round) |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|"""
+
+
+def first_reading(g):
+    """' (N)': the median heap a wait at the first reading, before the heap settled (if kept)."""
+    xs = [x["heap_bytes_per_wait_unsettled"] for x in g if "heap_bytes_per_wait_unsettled" in x]
+    return f" ({s(upper_med(xs))})" if xs else ""
 
 
 def async_table(jsonl):
@@ -552,7 +562,7 @@ def async_table(jsonl):
                       f" / {s(upper_med(d))} ({', '.join(s(x) for x in d)})")
         print(f"| {w} | {s(g[0]['waits'])} | {s(g[0]['sessions'])} | "
               f"{s(upper_med(x['requests_per_wait'] for x in g))} | "
-              f"{s(upper_med(x['heap_bytes_per_wait'] for x in g))} | "
+              f"{s(upper_med(x['heap_bytes_per_wait'] for x in g))}{first_reading(g)} | "
               f"{s(upper_med(x['bytes_per_wait'] for x in g))} "
               f"({', '.join(s(x['bytes_per_wait']) for x in sorted(g, key=lambda x: x['round']))}) | "
               f"{s(g[0]['threads_before'])} / {s(g[0]['threads_after'])} | "
