@@ -90,9 +90,12 @@ static void memory_now(size_t *heap, long *rss_kb)
     *rss_kb = bu_rss_kb();
 }
 
-/* How often, and how many times at most, memory_settled reads (100 ms, 10 s). */
+/* How often, and how many times at most, memory_settled reads (100 ms, 5 s), and the least
+ * change it reads as one still going on (a session's own pings and timers, beside a few
+ * hundred waits of the suite's short form). */
 #define SETTLE_STEP_US 100000
-#define SETTLE_READINGS 100
+#define SETTLE_READINGS 50
+#define SETTLE_MIN_BYTES 4096
 
 /* A reading of memory_settled: the first one, and the settled one. */
 typedef struct settled {
@@ -104,16 +107,15 @@ typedef struct settled {
 /*
  * Memory once the heap has stopped changing: memory_now every
  * SETTLE_STEP_US until two readings in a row differ by less than a byte a
- * wait (n waits). A library's answers can still be on their way through
- * its threads after its last request has gone out: zklock's 10,000 pending
- * waits read 2462 heap bytes a wait at once, 1871 from 400 ms on, then no
- * change (2026-11-30). The settled reading is what the waits hold; the
- * first, what was in transit too (the JSON lines keep both).
+ * wait (n waits), or SETTLE_MIN_BYTES if more. A library's answers can still be on their way
+ * through its threads after its last request has gone out: zklock's 10,000 pending waits read 2462
+ * heap bytes a wait at once, 1871 from 400 ms on, then no change (2026-11-30). The settled reading
+ * is what the waits hold; the first, what was in transit too (the JSON lines keep both).
  */
 static settled memory_settled(int n)
 {
     settled m = {0};
-    size_t last;
+    size_t last, least = (size_t)n > SETTLE_MIN_BYTES ? (size_t)n : SETTLE_MIN_BYTES;
     int i;
     memory_now(&m.heap, &m.rss_kb);
     m.first_heap = m.heap;
@@ -121,7 +123,7 @@ static settled memory_settled(int n)
         last = m.heap;
         usleep(SETTLE_STEP_US);
         memory_now(&m.heap, &m.rss_kb);
-        if ((m.heap > last ? m.heap - last : last - m.heap) < (size_t)n)
+        if ((m.heap > last ? m.heap - last : last - m.heap) < least)
             break;
         m.ms = i * (SETTLE_STEP_US / 1000);
     }
