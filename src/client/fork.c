@@ -47,7 +47,10 @@
  * queue, and the request in flight, answered or not (services/cleanup.c,
  * zkl__call_keep_in); the child's close frees them. Without it a fork in
  * that round trip (zklock(1)'s lease watchdog, forked as the lock comes
- * after a session was lost) lost both in the child.
+ * after a session was lost) lost both in the child. So is a held-back
+ * delete a flush took off its list: it waits on the flushing list until it
+ * is sent (a fork under load, just after a semaphore's internal lock was
+ * let go, lost it in test_lifecycle's child).
  *
  * What it cannot save: memory that another thread of the parent holds only
  * on its stack at the fork (a caller of ours in the middle of a call, the

@@ -50,6 +50,10 @@ struct zkl__cleanup {
      * (client/fork.c) and frees them with its copy of the client. */
     bgdel *trying;
     struct zkl__call *call;
+    /* Held-back deletes a flush took off held_back, until each is sent:
+     * reachable as trying is (a flush runs on the worker, or on a thread
+     * about to send a request). */
+    zkl__heldback *flushing;
     uint64_t queued;
 };
 
@@ -86,6 +90,10 @@ void zkl__cleanup_free(zkl_client *c)
      * are the parent's, and only their memory is ours (their sessions go
      * with the client). */
     for (f = c->cleanup->held_back; f; f = fn) {
+        fn = f->next;
+        free(f);
+    }
+    for (f = c->cleanup->flushing; f; f = fn) { /* (as trying: set only in a fork()ed child) */
         fn = f->next;
         free(f);
     }
@@ -326,29 +334,55 @@ zkl__heldback *zkl__take_held_back(zkl__session *s)
     return take;
 }
 
+/* Send d's delete, unless applied: a node of a session that is gone goes
+ * with it, or (lost only locally) is deleted through the current session
+ * by the worker. */
+static void held_back_send(zkl__heldback *d, bool applied)
+{
+    zkl_client *c = d->s->c;
+    if (!applied && (!zkl__epoch_alive(c, d->s->epoch) || zkl__delete_async(d->s, d->path) != ZOK))
+        zkl__bg_delete(c, d->path, NULL);
+}
+
+static void held_back_free(zkl__heldback *d)
+{
+    zkl__session_put(d->s);
+    free(d);
+}
+
 void zkl__held_back_done(zkl__heldback *list, bool applied)
 {
     zkl__heldback *d;
     while ((d = list) != NULL) {
-        zkl_client *c = d->s->c;
         list = d->next;
-        if (!applied &&
-            (!zkl__epoch_alive(c, d->s->epoch) || zkl__delete_async(d->s, d->path) != ZOK))
-            zkl__bg_delete(c, d->path, NULL);
-        zkl__session_put(d->s);
-        free(d);
+        held_back_send(d, applied);
+        held_back_free(d);
     }
 }
 
 void zkl__flush_held_back(zkl_client *c, bool due_only)
 {
-    zkl__heldback *take;
-    pthread_mutex_lock(&c->mu);
-    take = take_locked(c, NULL, due_only ? zkl__now_us() : INT64_MAX, INT32_MAX);
-    pthread_mutex_unlock(&c->mu);
-    /* a node of a session that is gone goes with it, or (lost only locally)
-     * is deleted through the current session by the worker */
-    zkl__held_back_done(take, false);
+    struct zkl__cleanup *k = c->cleanup;
+    int64_t due = due_only ? zkl__now_us() : INT64_MAX;
+    zkl__heldback *d;
+    int ms;
+    /* one at a time, on the flushing list while it is sent (a fork()ed
+     * child reaches it there: client/fork.c) */
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        if ((d = take_locked(c, NULL, due, 1)) != NULL)
+            LL_PREPEND(k->flushing, d);
+        pthread_mutex_unlock(&c->mu);
+        if (!d)
+            return;
+        if ((ms = ZKL_FAULT(c, FLUSH_MS, NULL)) > 0)
+            zkl__sleep_ms(ms);
+        held_back_send(d, false);
+        pthread_mutex_lock(&c->mu);
+        LL_DELETE(k->flushing, d);
+        pthread_mutex_unlock(&c->mu);
+        held_back_free(d);
+    }
 }
 
 void zkl__cleanup_before_send(zkl_client *c)
