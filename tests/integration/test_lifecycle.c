@@ -713,6 +713,31 @@ Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
     free(p3);
 }
 
+/* Fork a child that destroys m and closes its copy of c, and check that it exited 0. */
+static void fork_child_closes(zkl_client *c, zkl_mutex *m)
+{
+    int status;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int bad = zkl_mutex_destroy(m) != ZKL_OK || zkl_client_close(c) != ZKL_OK;
+        _exit(bad);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %d", status);
+}
+
+/* The parent's end of a fork test: fault site off, the deletes drained, all of it let go. */
+static void fork_test_end(zkl_client *c, zkl_mutex *m, zhandle_t *zh, char *p, zkl__fault_site site)
+{
+    zkt_fault_set(c, site, 0);
+    OK(zkl_client_drain(c, 10000));
+    OK(zkl_mutex_destroy(m));
+    OK(zkl_client_close(c));
+    zookeeper_close(zh);
+    free(p);
+}
+
 /*
  * A fork() while the worker tries a queued delete: the try, off the queue,
  * and its request, answered while the worker is not yet back from it, are
@@ -731,8 +756,6 @@ Test(lifecycle, a_fork_while_a_background_delete_is_tried_loses_nothing, .timeou
     zhandle_t *zh = zkt_fork_zh = zkt_raw(); /* (kept reachable for the child: above) */
     char *p = zkt_fork_paths[0] = zkt_path("life-fork-bg");
     zkl_mutex *m;
-    int status;
-    pid_t pid;
     OK(zkl_mutex_create(c, p, &m));
     OK(zkl_mutex_acquire(m, 10000));
     zkt_fault_delete_lost(c, 1); /* the release's delete goes to the background queue */
@@ -740,20 +763,8 @@ Test(lifecycle, a_fork_while_a_background_delete_is_tried_loses_nothing, .timeou
     OK(zkl_mutex_release(m));
     cr_assert_eq(zkt_children_settle(zh, p, 0), 0, "the background delete never landed");
     zkt_sleep_ms(300); /* its answer delivered: the worker is in the fault's sleep */
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int bad = zkl_mutex_destroy(m) != ZKL_OK || zkl_client_close(c) != ZKL_OK;
-        _exit(bad);
-    }
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %d", status);
-    zkt_fault_set(c, ZKL__FAULT_KEPT_CALL_MS, 0);
-    OK(zkl_client_drain(c, 10000));
-    OK(zkl_mutex_destroy(m));
-    OK(zkl_client_close(c));
-    zookeeper_close(zh);
-    free(p);
+    fork_child_closes(c, m);
+    fork_test_end(c, m, zh, p, ZKL__FAULT_KEPT_CALL_MS);
 }
 
 /*
@@ -772,29 +783,16 @@ Test(lifecycle, a_fork_while_a_held_back_delete_is_flushed_loses_nothing, .timeo
     zhandle_t *zh = zkt_fork_zh = zkt_raw(); /* (kept reachable for the child: above) */
     char *p = zkt_fork_paths[0] = zkt_path("life-fork-flush");
     zkl_mutex *m;
-    int status;
-    pid_t pid;
     OK(zkl_mutex_create(c, p, &m));
     OK(zkl_mutex_acquire(m, 10000));
     zkt_fault_set(c, ZKL__FAULT_FLUSH_MS, 3000);
     OK(zkl_mutex_release(m)); /* held back a millisecond, then the worker's flush takes it */
-    zkt_sleep_ms(300);        /* the worker is in the fault's sleep, the delete not sent */
+    zkt_sleep_ms(100);        /* the worker is in the fault's sleep, the delete not sent */
     cr_assert_eq(zkt_children(zh, p), 1, "the held-back delete went early");
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int bad = zkl_mutex_destroy(m) != ZKL_OK || zkl_client_close(c) != ZKL_OK;
-        _exit(bad);
-    }
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %d", status);
+    zkt_sleep_ms(300); /* that listing's answer is through the raw handle's threads */
+    fork_child_closes(c, m);
     cr_assert_eq(zkt_children_settle(zh, p, 0), 0, "the held-back delete never landed");
-    zkt_fault_set(c, ZKL__FAULT_FLUSH_MS, 0);
-    OK(zkl_client_drain(c, 10000));
-    OK(zkl_mutex_destroy(m));
-    OK(zkl_client_close(c));
-    zookeeper_close(zh);
-    free(p);
+    fork_test_end(c, m, zh, p, ZKL__FAULT_FLUSH_MS);
 }
 
 /* ---- a server address where something else answers ---- */
