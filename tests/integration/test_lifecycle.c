@@ -713,29 +713,50 @@ Test(lifecycle, a_forked_child_holds_nothing_and_sends_nothing, .timeout = 60)
     free(p3);
 }
 
-/* Fork a child that destroys m and closes its copy of c, and check that it exited 0. */
-static void fork_child_closes(zkl_client *c, zkl_mutex *m)
+/* A fork-in-a-window test's parts: a client, a raw handle and a path (the
+ * last two kept reachable for the child: above), and a mutex on the path. */
+typedef struct fork_case {
+    zkl_client *c;
+    zhandle_t *zh;
+    char *p;
+    zkl_mutex *m;
+} fork_case;
+
+/* The parts, with the mutex held. */
+static fork_case fork_case_begin(const char *name)
+{
+    fork_case f;
+    f.c = zkt_client(0);
+    f.zh = zkt_fork_zh = zkt_raw();
+    f.p = zkt_fork_paths[0] = zkt_path(name);
+    OK(zkl_mutex_create(f.c, f.p, &f.m));
+    OK(zkl_mutex_acquire(f.m, 10000));
+    return f;
+}
+
+/* Fork a child that destroys the mutex and closes its copy of the client; it exits 0. */
+static void fork_child_closes(const fork_case *f)
 {
     int status;
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        int bad = zkl_mutex_destroy(m) != ZKL_OK || zkl_client_close(c) != ZKL_OK;
+        int bad = zkl_mutex_destroy(f->m) != ZKL_OK || zkl_client_close(f->c) != ZKL_OK;
         _exit(bad);
     }
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %d", status);
 }
 
-/* The parent's end of a fork test: fault site off, the deletes drained, all of it let go. */
-static void fork_test_end(zkl_client *c, zkl_mutex *m, zhandle_t *zh, char *p, zkl__fault_site site)
+/* The parent's end: fault site off, the deletes drained, all of it let go. */
+static void fork_case_end(fork_case *f, zkl__fault_site site)
 {
-    zkt_fault_set(c, site, 0);
-    OK(zkl_client_drain(c, 10000));
-    OK(zkl_mutex_destroy(m));
-    OK(zkl_client_close(c));
-    zookeeper_close(zh);
-    free(p);
+    zkt_fault_set(f->c, site, 0);
+    OK(zkl_client_drain(f->c, 10000));
+    OK(zkl_mutex_destroy(f->m));
+    OK(zkl_client_close(f->c));
+    zookeeper_close(f->zh);
+    free(f->p);
 }
 
 /*
@@ -752,19 +773,14 @@ static void fork_test_end(zkl_client *c, zkl_mutex *m, zhandle_t *zh, char *p, z
  */
 Test(lifecycle, a_fork_while_a_background_delete_is_tried_loses_nothing, .timeout = 60)
 {
-    zkl_client *c = zkt_client(0);
-    zhandle_t *zh = zkt_fork_zh = zkt_raw(); /* (kept reachable for the child: above) */
-    char *p = zkt_fork_paths[0] = zkt_path("life-fork-bg");
-    zkl_mutex *m;
-    OK(zkl_mutex_create(c, p, &m));
-    OK(zkl_mutex_acquire(m, 10000));
-    zkt_fault_delete_lost(c, 1); /* the release's delete goes to the background queue */
-    zkt_fault_set(c, ZKL__FAULT_KEPT_CALL_MS, 3000);
-    OK(zkl_mutex_release(m));
-    cr_assert_eq(zkt_children_settle(zh, p, 0), 0, "the background delete never landed");
+    fork_case f = fork_case_begin("life-fork-bg");
+    zkt_fault_delete_lost(f.c, 1); /* the release's delete goes to the background queue */
+    zkt_fault_set(f.c, ZKL__FAULT_KEPT_CALL_MS, 3000);
+    OK(zkl_mutex_release(f.m));
+    cr_assert_eq(zkt_children_settle(f.zh, f.p, 0), 0, "the background delete never landed");
     zkt_sleep_ms(300); /* its answer delivered: the worker is in the fault's sleep */
-    fork_child_closes(c, m);
-    fork_test_end(c, m, zh, p, ZKL__FAULT_KEPT_CALL_MS);
+    fork_child_closes(&f);
+    fork_case_end(&f, ZKL__FAULT_KEPT_CALL_MS);
 }
 
 /*
@@ -779,20 +795,15 @@ Test(lifecycle, a_fork_while_a_background_delete_is_tried_loses_nothing, .timeou
  */
 Test(lifecycle, a_fork_while_a_held_back_delete_is_flushed_loses_nothing, .timeout = 60)
 {
-    zkl_client *c = zkt_client(0);
-    zhandle_t *zh = zkt_fork_zh = zkt_raw(); /* (kept reachable for the child: above) */
-    char *p = zkt_fork_paths[0] = zkt_path("life-fork-flush");
-    zkl_mutex *m;
-    OK(zkl_mutex_create(c, p, &m));
-    OK(zkl_mutex_acquire(m, 10000));
-    zkt_fault_set(c, ZKL__FAULT_FLUSH_MS, 3000);
-    OK(zkl_mutex_release(m)); /* held back a millisecond, then the worker's flush takes it */
-    zkt_sleep_ms(100);        /* the worker is in the fault's sleep, the delete not sent */
-    cr_assert_eq(zkt_children(zh, p), 1, "the held-back delete went early");
+    fork_case f = fork_case_begin("life-fork-flush");
+    zkt_fault_set(f.c, ZKL__FAULT_FLUSH_MS, 3000);
+    OK(zkl_mutex_release(f.m)); /* held back a millisecond, then the worker's flush takes it */
+    zkt_sleep_ms(100);          /* the worker is in the fault's sleep, the delete not sent */
+    cr_assert_eq(zkt_children(f.zh, f.p), 1, "the held-back delete went early");
     zkt_sleep_ms(300); /* that listing's answer is through the raw handle's threads */
-    fork_child_closes(c, m);
-    cr_assert_eq(zkt_children_settle(zh, p, 0), 0, "the held-back delete never landed");
-    fork_test_end(c, m, zh, p, ZKL__FAULT_FLUSH_MS);
+    fork_child_closes(&f);
+    cr_assert_eq(zkt_children_settle(f.zh, f.p, 0), 0, "the held-back delete never landed");
+    fork_case_end(&f, ZKL__FAULT_FLUSH_MS);
 }
 
 /* ---- a server address where something else answers ---- */
