@@ -37,8 +37,8 @@ struct zkl_client;
     X(BG_DELETE_LOST)    /* a background delete try fails so (c->mu held) */                       \
     X(KEPT_CALL_MS)      /* a blocking call kept in a slot (zkl__call_keep_in), answered, sleeps   \
                             this long before it lets go of the slot (no lock) */                   \
-    X(FLUSH_MS)          /* a held-back delete a flush took sleeps this long before it is sent     \
-                            (no lock) */                                                           \
+    X(HELD_BACK_SEND_MS) /* a held-back delete sent apart (a flush's, or one a failed multi        \
+                            carried) waits this long before it is sent (no lock) */                \
     X(DEAF_BELLS)        /* the bells of c's waits are not heard (c->mu held) */                   \
     X(NOTE_DELAY_MS)     /* a waiter sleeps this long before its node is noted made */             \
     X(DISPATCH_PAUSE_US) /* zkl_client_dispatch pauses between its two steps */                    \

@@ -50,7 +50,9 @@
  * after a session was lost) lost both in the child. So is a held-back
  * delete a flush took off its list: it waits on the flushing list until it
  * is sent (a fork under load, just after a semaphore's internal lock was
- * let go, lost it in test_lifecycle's child).
+ * let go, lost it in test_lifecycle's child), and one a create carried in
+ * its multi stays on that acquire's list; either leaves its list only as it
+ * is freed, in one hold of c->mu.
  *
  * What it cannot save: memory that another thread of the parent holds only
  * on its stack at the fork (a caller of ours in the middle of a call, the

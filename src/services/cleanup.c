@@ -54,6 +54,9 @@ struct zkl__cleanup {
      * reachable as trying is (a flush runs on the worker, or on a thread
      * about to send a request). */
     zkl__heldback *flushing;
+    /* Held-back deletes taken off held_back (on flushing, or carried in a
+     * create's multi) and not yet done: a drain waits for them too. */
+    int taken;
     uint64_t queued;
 };
 
@@ -315,6 +318,7 @@ static zkl__heldback *take_locked(zkl_client *c, const zkl__session *s, int64_t 
         d->next = NULL;
         LL_APPEND(take, d);
         n++;
+        k->taken++;
         atomic_fetch_sub(&k->n_held_back, 1);
     }
     if (take && !k->held_back)
@@ -322,16 +326,14 @@ static zkl__heldback *take_locked(zkl_client *c, const zkl__session *s, int64_t 
     return take;
 }
 
-zkl__heldback *zkl__take_held_back(zkl__session *s)
+void zkl__take_held_back(zkl__session *s, zkl__heldback **into)
 {
     zkl_client *c = s->c;
-    zkl__heldback *take;
     if (atomic_load(&c->cleanup->n_held_back) == 0)
-        return NULL;
+        return;
     pthread_mutex_lock(&c->mu);
-    take = take_locked(c, s, INT64_MAX, ZKL_MULTI_MAX);
+    *into = take_locked(c, s, INT64_MAX, ZKL_MULTI_MAX); /* reachable from *into at once */
     pthread_mutex_unlock(&c->mu);
-    return take;
 }
 
 /* Send d's delete, unless applied: a node of a session that is gone goes
@@ -340,23 +342,41 @@ zkl__heldback *zkl__take_held_back(zkl__session *s)
 static void held_back_send(zkl__heldback *d, bool applied)
 {
     zkl_client *c = d->s->c;
-    if (!applied && (!zkl__epoch_alive(c, d->s->epoch) || zkl__delete_async(d->s, d->path) != ZOK))
+    int ms;
+    if (applied)
+        return;
+    if ((ms = ZKL_FAULT(c, HELD_BACK_SEND_MS, NULL)) > 0)
+        zkl__sleep_ms(ms);
+    if (!zkl__epoch_alive(c, d->s->epoch) || zkl__delete_async(d->s, d->path) != ZOK)
         zkl__bg_delete(c, d->path, NULL);
 }
 
-static void held_back_free(zkl__heldback *d)
+/*
+ * d, done, off *list and freed in one hold of c->mu: reachable from the
+ * client (or from the acquire that carried it) until its free, so that a
+ * fork()ed child never finds it on this thread's stack alone (client/fork.c).
+ * Its session stays reachable on the poller's list while d's reference
+ * lasts (session/transport.c), and d's reference goes after.
+ */
+static void held_back_release(zkl_client *c, zkl__heldback **list, zkl__heldback *d)
 {
-    zkl__session_put(d->s);
+    struct zkl__cleanup *k = c->cleanup;
+    zkl__session *s = d->s;
+    pthread_mutex_lock(&c->mu);
+    LL_DELETE(*list, d);
     free(d);
+    if (--k->taken == 0 && k->drainers > 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    zkl__session_put(s);
 }
 
-void zkl__held_back_done(zkl__heldback *list, bool applied)
+void zkl__held_back_done(zkl_client *c, zkl__heldback **list, bool applied)
 {
     zkl__heldback *d;
-    while ((d = list) != NULL) {
-        list = d->next;
+    while ((d = *list) != NULL) { /* (only the carrying acquire's thread changes *list) */
         held_back_send(d, applied);
-        held_back_free(d);
+        held_back_release(c, list, d);
     }
 }
 
@@ -365,8 +385,7 @@ void zkl__flush_held_back(zkl_client *c, bool due_only)
     struct zkl__cleanup *k = c->cleanup;
     int64_t due = due_only ? zkl__now_us() : INT64_MAX;
     zkl__heldback *d;
-    int ms;
-    /* one at a time, on the flushing list while it is sent (a fork()ed
+    /* one at a time, on the flushing list until it is done (a fork()ed
      * child reaches it there: client/fork.c) */
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -375,13 +394,8 @@ void zkl__flush_held_back(zkl_client *c, bool due_only)
         pthread_mutex_unlock(&c->mu);
         if (!d)
             return;
-        if ((ms = ZKL_FAULT(c, FLUSH_MS, NULL)) > 0)
-            zkl__sleep_ms(ms);
         held_back_send(d, false);
-        pthread_mutex_lock(&c->mu);
-        LL_DELETE(k->flushing, d);
-        pthread_mutex_unlock(&c->mu);
-        held_back_free(d);
+        held_back_release(c, &k->flushing, d);
     }
 }
 
@@ -420,7 +434,7 @@ zkl_status zkl__cleanup_drain(zkl_client *c, int64_t deadline, bool all)
     zkl__flush_held_back(c, false);
     pthread_mutex_lock(&c->mu);
     k->drainers++;
-    while (k->flying_n > 0 || (all && (k->queue || k->trying))) {
+    while (k->flying_n > 0 || k->taken > 0 || (all && (k->queue || k->trying))) {
         if (zkl__cond_wait_until(&c->cv, &c->mu, deadline) == ETIMEDOUT) {
             st = zkl__fail(ZKL_ETIMEDOUT, "background deletes still pending");
             break;

@@ -41,10 +41,14 @@ int zkl__delete_async(zkl__session *s, const char *path);
 /* Queue path's delete to go out with this client's next request on s, or
  * after window_us at the latest (the worker sends it then). */
 void zkl__hold_back_delete(zkl__session *s, const char *path, int window_us);
-/* Take this client's held-back deletes on session s (for a multi); NULL if none. */
-zkl__heldback *zkl__take_held_back(zkl__session *s);
-/* After a multi: the taken deletes are done (applied) or must still be sent. */
-void zkl__held_back_done(zkl__heldback *list, bool applied);
+/* Take this client's held-back deletes on session s (for a multi) into *into,
+ * which is NULL and stays so if there are none. *into is set under c->mu, so
+ * that the deletes are never on the caller's stack alone (client/fork.c). */
+void zkl__take_held_back(zkl__session *s, zkl__heldback **into);
+/* After a multi: the taken deletes on *list are done (applied) or must
+ * still be sent. Each leaves *list, under c->mu, only as it is freed;
+ * *list is NULL on return. */
+void zkl__held_back_done(zkl_client *c, zkl__heldback **list, bool applied);
 /* Send held-back deletes now: all, or (due_only) those whose time is up. Without c->mu. */
 void zkl__flush_held_back(zkl_client *c, bool due_only);
 

@@ -521,6 +521,34 @@ static void *take_turns(void *arg)
 }
 
 /*
+ * zkl_client_drain waits for a held-back delete that another thread has
+ * already taken to send: here the worker, the release's window over, held
+ * in the send by a fault. The delete was started, so the drain is not done
+ * until its reply. (The drain counted only deletes on the wire, so it
+ * returned at once with the node still there.)
+ */
+Test(mutex, drain_waits_for_a_delete_another_thread_is_sending, .timeout = 60)
+{
+    zkl_client *c = zkt_client(0);
+    zhandle_t *zh = zkt_raw();
+    char *path = zkt_path("drain-taken");
+    zkl_mutex *m;
+    ok(zkl_mutex_create(c, path, &m), "create");
+    zkt_fault_set(c, ZKL__FAULT_HELD_BACK_SEND_MS, 2000);
+    ok(zkl_mutex_acquire(m, 5000), "acquire");
+    ok(zkl_mutex_release(m), "release");
+    zkt_sleep_ms(300); /* the window (1 ms) over: the worker took it, and waits in the fault */
+    cr_assert_eq(zkt_children(zh, path), 1, "the delete went early");
+    ok(zkl_client_drain(c, 10000), "drain");
+    cr_assert_eq(zkt_children(zh, path), 0, "the drain returned before the delete was done");
+    zkt_fault_set(c, ZKL__FAULT_HELD_BACK_SEND_MS, 0);
+    ok(zkl_mutex_destroy(m), "destroy");
+    ok(zkl_client_close(c), "close");
+    zookeeper_close(zh);
+    free(path);
+}
+
+/*
  * Two clients take turns on one lock, each releasing with the other in line
  * (a contended release: its delete held back, for 50 ms here) and acquiring
  * again at once, so that its create carries the delete long before its

@@ -94,7 +94,7 @@ typedef struct zkl__making {
     char *mk;                                  /* mkdirs: the path being made */
     size_t mk_at;                              /* how much of a->path it is */
     struct zkl__chroot_job *chroot; /* making the connect string's chroot (services/chroot.h) */
-    struct zkl__heldback *merged;   /* held-back deletes riding in our multi */
+    struct zkl__heldback *merged;   /* held-back deletes riding in our multi (until freed) */
 } zkl__making;
 
 /* Reported when an acquire is done (engine.c's owner: blocking waiter or async handle). */

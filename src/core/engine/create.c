@@ -307,11 +307,10 @@ static zkl__step_result step_created(zkl__acq *aq)
             zkl__heldback *d;
             for (d = aq->making->merged; d; d = d->next)
                 zkl__bg_delete(aq->c, d->path, NULL);
-            zkl__held_back_done(aq->making->merged, true);
+            zkl__held_back_done(aq->c, &aq->making->merged, true);
         } else {
-            zkl__held_back_done(aq->making->merged, rc == ZOK);
+            zkl__held_back_done(aq->c, &aq->making->merged, rc == ZOK);
         }
-        aq->making->merged = NULL;
         zkl__acq_flag(&aq->flags, ZKL__AF_CARRIED, rc == ZOK);
         if (rc != ZOK && rc != ZNONODE && zkl__rc_kind_of(rc) != ZKL__RC_RETRY &&
             zkl__rc_kind_of(rc) != ZKL__RC_SESSION) {
@@ -375,9 +374,9 @@ static void send_create(zkl__acq *aq)
         return;
     }
     /* this client's held-back deletes ride in one multi with the create */
-    aq->making->merged = aq->a.token_lazy && !zkl__has(aq->flags, ZKL__AF_NO_CARRY) && !aq->fault
-                             ? zkl__take_held_back(aq->s)
-                             : NULL;
+    aq->making->merged = NULL;
+    if (aq->a.token_lazy && !zkl__has(aq->flags, ZKL__AF_NO_CARRY) && !aq->fault)
+        zkl__take_held_back(aq->s, &aq->making->merged);
     aq->flags &= ~ZKL__AF_NO_CARRY;
     for (d = aq->making->merged; d && ndel < ZKL_MULTI_MAX; d = d->next)
         del[ndel++] = d->path;
@@ -405,6 +404,7 @@ void zkl__making_free(zkl__acq *aq)
     if (!mk)
         return;
     zkl__chroot_end(mk->chroot); /* (an acquire freed, or failed, as it made the chroot) */
+    zkl__held_back_done(aq->c, &mk->merged, false); /* (none: a multi's answer took them) */
     free(mk->want);
     free(mk->mk);
     free(mk);
