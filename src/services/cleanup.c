@@ -355,20 +355,26 @@ static void held_back_send(zkl__heldback *d, bool applied)
  * d, done, off *list and freed in one hold of c->mu: reachable from the
  * client (or from the acquire that carried it) until its free, so that a
  * fork()ed child never finds it on this thread's stack alone (client/fork.c).
- * Its session stays reachable on the poller's list while d's reference
- * lasts (session/transport.c), and d's reference goes after.
+ * Its session reference goes in the same hold, unless it is the last: that
+ * one goes through zkl__session_put, which closes the session (meanwhile
+ * the session is on the poller's list, session/transport.c).
  */
 static void held_back_release(zkl_client *c, zkl__heldback **list, zkl__heldback *d)
 {
     struct zkl__cleanup *k = c->cleanup;
-    zkl__session *s = d->s;
+    zkl__session *last = d->s;
     pthread_mutex_lock(&c->mu);
     LL_DELETE(*list, d);
     free(d);
+    if (last->refs > 1) { /* (as zkl__hold_back_delete took it) */
+        last->refs--;
+        last = NULL;
+    }
     if (--k->taken == 0 && k->drainers > 0)
         pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    zkl__session_put(s);
+    if (last)
+        zkl__session_put(last);
 }
 
 void zkl__held_back_done(zkl_client *c, zkl__heldback **list, bool applied)
